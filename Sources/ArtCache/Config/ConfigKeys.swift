@@ -1,0 +1,121 @@
+import Foundation
+
+/// One typed value from `cache.conf`, the environment or a flag.
+enum ConfigValue: Sendable, Equatable {
+    case string(String)
+    case size(Int64)
+    case duration(TimeInterval)
+    case integer(Int)
+    case ratio(Double)
+    case bool(Bool)
+    case list([String])
+}
+
+/// The schema of `cache.conf`: every section and key, its type, bounds and default.
+/// Parsing, environment overrides and the documentation test all read this table.
+struct ConfigKey: Sendable {
+    enum Kind: Sendable {
+        case string, size, duration, bool, list
+        case integer(min: Int, max: Int)
+        case ratio  // 0 < r <= 1
+    }
+
+    let section: String
+    let name: String
+    let kind: Kind
+    let defaultValue: ConfigValue
+
+    var path: String { "\(section).\(name)" }
+    var environmentName: String { "ARTCACHE_\(section.uppercased())_\(name.uppercased())" }
+
+    static let all: [ConfigKey] = [
+        // [cache]
+        ConfigKey(section: "cache", name: "directory", kind: .string, defaultValue: .string("~/.cache/artcache")),
+        ConfigKey(section: "cache", name: "max_size", kind: .size, defaultValue: .size(2_000_000_000)),
+        ConfigKey(section: "cache", name: "max_entries", kind: .integer(min: 1, max: Int(Int32.max)), defaultValue: .integer(1_000_000)),
+        ConfigKey(section: "cache", name: "max_age", kind: .duration, defaultValue: .duration(30 * 86400)),
+        ConfigKey(section: "cache", name: "low_water", kind: .ratio, defaultValue: .ratio(0.9)),
+        ConfigKey(section: "cache", name: "access_flush_interval", kind: .duration, defaultValue: .duration(2)),
+        ConfigKey(section: "cache", name: "access_flush_batch", kind: .integer(min: 1, max: 1_000_000), defaultValue: .integer(512)),
+        // [download]
+        ConfigKey(section: "download", name: "concurrency", kind: .integer(min: 1, max: 1024), defaultValue: .integer(32)),
+        ConfigKey(section: "download", name: "per_host", kind: .integer(min: 1, max: 1024), defaultValue: .integer(8)),
+        ConfigKey(section: "download", name: "connect_timeout", kind: .duration, defaultValue: .duration(10)),
+        ConfigKey(section: "download", name: "timeout", kind: .duration, defaultValue: .duration(60)),
+        ConfigKey(section: "download", name: "low_speed_limit", kind: .size, defaultValue: .size(1024)),
+        ConfigKey(section: "download", name: "low_speed_time", kind: .duration, defaultValue: .duration(20)),
+        ConfigKey(section: "download", name: "max_redirects", kind: .integer(min: 0, max: 50), defaultValue: .integer(5)),
+        ConfigKey(section: "download", name: "max_body_size", kind: .size, defaultValue: .size(25_000_000)),
+        ConfigKey(section: "download", name: "user_agent", kind: .string, defaultValue: .string("artcache/0.1 (+https://github.com/artcache/artcache)")),
+        ConfigKey(section: "download", name: "allow_http", kind: .bool, defaultValue: .bool(true)),
+        ConfigKey(section: "download", name: "retries", kind: .integer(min: 0, max: 20), defaultValue: .integer(3)),
+        ConfigKey(section: "download", name: "retry_base_delay", kind: .duration, defaultValue: .duration(0.5)),
+        ConfigKey(section: "download", name: "retry_max_delay", kind: .duration, defaultValue: .duration(30)),
+    ]
+
+    static func lookup(section: String, name: String) -> ConfigKey? {
+        all.first { $0.section == section && $0.name == name }
+    }
+
+    static var sections: [String] {
+        var seen: [String] = []
+        for key in all where !seen.contains(key.section) { seen.append(key.section) }
+        return seen
+    }
+}
+
+extension ConfigKey.Kind {
+    var typeName: String {
+        switch self {
+        case .string: "a string"
+        case .size: "a size like 500MB or 2GiB"
+        case .duration: "a duration like 30d, 12h or 90s"
+        case .bool: "true or false"
+        case .list: "an array of strings"
+        case .integer(let min, let max): "an integer from \(min) to \(max)"
+        case .ratio: "a number greater than 0 and at most 1"
+        }
+    }
+
+    /// Converts text (an environment variable, a flag or a TOML string) to a value.
+    func parse(text: String) -> ConfigValue? {
+        switch self {
+        case .string: return .string(text)
+        case .size: return Units.parseSize(text).map(ConfigValue.size)
+        case .duration: return Units.parseDuration(text).map(ConfigValue.duration)
+        case .bool:
+            switch text.lowercased() {
+            case "true", "1", "yes", "on": return .bool(true)
+            case "false", "0", "no", "off": return .bool(false)
+            default: return nil
+            }
+        case .list:
+            let items = text.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }
+            return .list(items.filter { !$0.isEmpty })
+        case .integer(let min, let max):
+            guard let value = Int(text.trimmingCharacters(in: .whitespaces)), value >= min, value <= max else { return nil }
+            return .integer(value)
+        case .ratio:
+            guard let value = Double(text.trimmingCharacters(in: .whitespaces)) else { return nil }
+            return parse(number: value)
+        }
+    }
+
+    /// Converts a TOML number to a value.
+    func parse(number: Double) -> ConfigValue? {
+        switch self {
+        case .size:
+            guard number >= 0, number < 9e18, number == number.rounded() else { return nil }
+            return .size(Int64(number))
+        case .duration:
+            return number >= 0 && number.isFinite ? .duration(number) : nil
+        case .integer(let min, let max):
+            guard number == number.rounded(), number >= Double(min), number <= Double(max) else { return nil }
+            return .integer(Int(number))
+        case .ratio:
+            return number > 0 && number <= 1 ? .ratio(number) : nil
+        case .string, .bool, .list:
+            return nil
+        }
+    }
+}

@@ -1,0 +1,244 @@
+import Foundation
+import TOMLKit
+
+/// A configuration problem: names the file (or variable), the key and what was wrong.
+public struct ConfigError: Error, Sendable, Equatable, CustomStringConvertible {
+    public enum Code: String, Sendable {
+        case fileNotFound = "file_not_found"
+        case unreadable
+        case syntax
+        case unknownSection = "unknown_section"
+        case unknownKey = "unknown_key"
+        case wrongType = "wrong_type"
+        case invalidValue = "invalid_value"
+    }
+
+    public let code: Code
+    /// The file or environment variable the problem came from.
+    public let source: String
+    /// `section.key`, when the problem is about one key.
+    public let key: String?
+    public let message: String
+
+    public var description: String {
+        if let key { return "\(source): \(key): \(message)" }
+        return "\(source): \(message)"
+    }
+}
+
+/// `[cache]`: where the cache lives and how big it may grow.
+public struct CacheSettings: Sendable, Equatable {
+    public var directory: String
+    public var maxBytes: Int64
+    public var maxEntries: Int
+    /// Entries not accessed for this long are evicted; 0 disables age eviction.
+    public var maxAge: TimeInterval
+    /// After an eviction the cache is at most this fraction of its limits.
+    public var lowWater: Double
+    public var accessFlushInterval: TimeInterval
+    public var accessFlushBatch: Int
+}
+
+/// `[download]`: how the downloader talks to origins.
+public struct DownloadSettings: Sendable, Equatable {
+    public var concurrency: Int
+    public var perHost: Int
+    public var connectTimeout: TimeInterval
+    public var timeout: TimeInterval
+    public var lowSpeedLimit: Int64
+    public var lowSpeedTime: TimeInterval
+    public var maxRedirects: Int
+    public var maxBodyBytes: Int64
+    public var userAgent: String
+    public var allowHTTP: Bool
+    public var retries: Int
+    public var retryBaseDelay: TimeInterval
+    public var retryMaxDelay: TimeInterval
+}
+
+/// The whole configuration: defaults, overridden by `cache.conf`, overridden by
+/// `ARTCACHE_<SECTION>_<KEY>` environment variables (CLI flags override those).
+public struct Configuration: Sendable, Equatable {
+    public var cache: CacheSettings
+    public var download: DownloadSettings
+    /// The file the configuration was read from, if any.
+    public var file: String?
+
+    /// Built-in defaults, no file, no environment.
+    public static var defaults: Configuration {
+        try! Configuration(values: [:], file: nil)  // defaults are valid by construction
+    }
+
+    /// Picks the file the way the CLI does: `explicitPath`, else `./cache.conf`
+    /// when it exists, else `$ARTCACHE_CONFIG`, else built-in defaults.
+    public static func locate(explicitPath: String?, environment: [String: String],
+                              currentDirectory: String = FileManager.default.currentDirectoryPath) -> String? {
+        if let explicitPath { return explicitPath }
+        let local = (currentDirectory as NSString).appendingPathComponent("cache.conf")
+        if FileManager.default.fileExists(atPath: local) { return local }
+        if let fromEnv = environment["ARTCACHE_CONFIG"], !fromEnv.isEmpty { return fromEnv }
+        return nil
+    }
+
+    /// Loads `path` (nil: defaults only) and applies environment overrides.
+    public static func load(path: String?, environment: [String: String] = ProcessInfo.processInfo.environment) throws(ConfigError) -> Configuration {
+        var values: [String: ConfigValue] = [:]
+        if let path {
+            let text: String
+            guard FileManager.default.fileExists(atPath: path) else {
+                throw ConfigError(code: .fileNotFound, source: path, key: nil, message: "configuration file not found")
+            }
+            do {
+                text = try String(contentsOfFile: path, encoding: .utf8)
+            } catch {
+                throw ConfigError(code: .unreadable, source: path, key: nil, message: "cannot read: \(error.localizedDescription)")
+            }
+            values = try parse(toml: text, source: path)
+        }
+        try applyEnvironment(environment, to: &values)
+        return try Configuration(values: values, file: path)
+    }
+
+    /// Parses TOML text into checked values (every key known, every value of its type).
+    static func parse(toml text: String, source: String) throws(ConfigError) -> [String: ConfigValue] {
+        let table: TOMLTable
+        do {
+            table = try TOMLTable(string: text)
+        } catch let error as TOMLParseError {
+            throw ConfigError(code: .syntax, source: source, key: nil,
+                              message: "TOML syntax error at line \(error.source.begin.line), column \(error.source.begin.column): \(error.description)")
+        } catch {
+            throw ConfigError(code: .syntax, source: source, key: nil, message: "TOML syntax error: \(error)")
+        }
+        var values: [String: ConfigValue] = [:]
+        for (sectionName, sectionValue) in table {
+            guard ConfigKey.sections.contains(sectionName) else {
+                throw ConfigError(code: .unknownSection, source: source, key: sectionName,
+                                  message: "unknown section [\(sectionName)] (known: \(ConfigKey.sections.joined(separator: ", ")))")
+            }
+            guard let section = sectionValue.table else {
+                throw ConfigError(code: .wrongType, source: source, key: sectionName,
+                                  message: "expected a [\(sectionName)] table, found \(sectionValue.type)")
+            }
+            for (name, value) in section {
+                guard let key = ConfigKey.lookup(section: sectionName, name: name) else {
+                    let known = ConfigKey.all.filter { $0.section == sectionName }.map(\.name)
+                    throw ConfigError(code: .unknownKey, source: source, key: "\(sectionName).\(name)",
+                                      message: "unknown key (known in [\(sectionName)]: \(known.joined(separator: ", ")))")
+                }
+                values[key.path] = try convert(value, key: key, source: source)
+            }
+        }
+        return values
+    }
+
+    private static func convert(_ value: TOMLValueConvertible, key: ConfigKey, source: String) throws(ConfigError) -> ConfigValue {
+        func wrongType() -> ConfigError {
+            ConfigError(code: .wrongType, source: source, key: key.path,
+                        message: "expected \(key.kind.typeName), found \(value.type)")
+        }
+        func invalid(_ shown: String) -> ConfigError {
+            ConfigError(code: .invalidValue, source: source, key: key.path,
+                        message: "invalid value \(shown): expected \(key.kind.typeName)")
+        }
+        switch key.kind {
+        case .string:
+            guard let string = value.string else { throw wrongType() }
+            return .string(string)
+        case .bool:
+            guard let bool = value.bool else { throw wrongType() }
+            return .bool(bool)
+        case .list:
+            guard let array = value.array else { throw wrongType() }
+            var items: [String] = []
+            for element in array {
+                guard let string = element.string else { throw wrongType() }
+                items.append(string)
+            }
+            return .list(items)
+        case .size, .duration, .integer, .ratio:
+            if let string = value.string {
+                if case .integer = key.kind { throw wrongType() }
+                if case .ratio = key.kind { throw wrongType() }
+                guard let parsed = key.kind.parse(text: string) else { throw invalid("\"\(string)\"") }
+                return parsed
+            }
+            let number: Double
+            if let int = value.int { number = Double(int) } else if let double = value.double { number = double } else { throw wrongType() }
+            if case .integer = key.kind, value.int == nil { throw wrongType() }
+            guard let parsed = key.kind.parse(number: number) else {
+                throw invalid(value.int.map { String($0) } ?? String(number))
+            }
+            return parsed
+        }
+    }
+
+    static func applyEnvironment(_ environment: [String: String], to values: inout [String: ConfigValue]) throws(ConfigError) {
+        let prefixes = ConfigKey.sections.map { "ARTCACHE_\($0.uppercased())_" }
+        for (variable, text) in environment.sorted(by: { $0.key < $1.key }) where prefixes.contains(where: variable.hasPrefix) {
+            guard let key = ConfigKey.all.first(where: { $0.environmentName == variable }) else {
+                throw ConfigError(code: .unknownKey, source: "environment", key: variable,
+                                  message: "unknown setting (variables are ARTCACHE_<SECTION>_<KEY> for keys of cache.conf)")
+            }
+            guard let value = key.kind.parse(text: text) else {
+                throw ConfigError(code: .invalidValue, source: "environment", key: variable,
+                                  message: "invalid value \"\(text)\": expected \(key.kind.typeName)")
+            }
+            values[key.path] = value
+        }
+    }
+
+    init(values: [String: ConfigValue], file: String?) throws(ConfigError) {
+        func value(_ path: String) -> ConfigValue {
+            values[path] ?? ConfigKey.all.first { $0.path == path }!.defaultValue
+        }
+        func string(_ p: String) -> String { if case .string(let v) = value(p) { v } else { "" } }
+        func size(_ p: String) -> Int64 { if case .size(let v) = value(p) { v } else { 0 } }
+        func duration(_ p: String) -> TimeInterval { if case .duration(let v) = value(p) { v } else { 0 } }
+        func integer(_ p: String) -> Int { if case .integer(let v) = value(p) { v } else { 0 } }
+        func ratio(_ p: String) -> Double { if case .ratio(let v) = value(p) { v } else { 1 } }
+        func bool(_ p: String) -> Bool { if case .bool(let v) = value(p) { v } else { false } }
+
+        var directory = Configuration.expandTilde(string("cache.directory"))
+        if !directory.hasPrefix("/"), let file, values["cache.directory"] != nil {
+            // A relative directory in a file is relative to that file.
+            let base = (file as NSString).deletingLastPathComponent
+            directory = ((base.isEmpty ? "." : base) as NSString).appendingPathComponent(directory)
+        }
+        cache = CacheSettings(
+            directory: directory,
+            maxBytes: size("cache.max_size"),
+            maxEntries: integer("cache.max_entries"),
+            maxAge: duration("cache.max_age"),
+            lowWater: ratio("cache.low_water"),
+            accessFlushInterval: duration("cache.access_flush_interval"),
+            accessFlushBatch: integer("cache.access_flush_batch"))
+        download = DownloadSettings(
+            concurrency: integer("download.concurrency"),
+            perHost: integer("download.per_host"),
+            connectTimeout: duration("download.connect_timeout"),
+            timeout: duration("download.timeout"),
+            lowSpeedLimit: size("download.low_speed_limit"),
+            lowSpeedTime: duration("download.low_speed_time"),
+            maxRedirects: integer("download.max_redirects"),
+            maxBodyBytes: size("download.max_body_size"),
+            userAgent: string("download.user_agent"),
+            allowHTTP: bool("download.allow_http"),
+            retries: integer("download.retries"),
+            retryBaseDelay: duration("download.retry_base_delay"),
+            retryMaxDelay: duration("download.retry_max_delay"))
+        self.file = file
+        if cache.directory.isEmpty {
+            throw ConfigError(code: .invalidValue, source: file ?? "environment", key: "cache.directory", message: "must not be empty")
+        }
+        if cache.maxBytes <= 0 {
+            throw ConfigError(code: .invalidValue, source: file ?? "environment", key: "cache.max_size", message: "must be greater than 0")
+        }
+    }
+
+    static func expandTilde(_ path: String) -> String {
+        guard path == "~" || path.hasPrefix("~/") else { return path }
+        let home = ProcessInfo.processInfo.environment["HOME"] ?? NSHomeDirectory()
+        return home + path.dropFirst()
+    }
+}

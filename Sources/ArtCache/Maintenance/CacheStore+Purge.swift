@@ -1,0 +1,104 @@
+import Foundation
+import GRDB
+
+/// What to purge. Selectors combine: an item goes when it matches every
+/// filter given (`olderThan`, `host`, `url`, `variantsOnly`); `all` selects
+/// everything; `toSize` then removes least recently used items until the
+/// cache is at most that size.
+public struct PurgeRequest: Sendable, Equatable {
+    public var all = false
+    /// Not accessed for at least this long.
+    public var olderThan: TimeInterval?
+    public var host: String?
+    public var url: String?
+    public var toSize: Int64?
+    /// Remove variants only; originals stay.
+    public var variantsOnly = false
+    public var dryRun = false
+
+    public init(all: Bool = false, olderThan: TimeInterval? = nil, host: String? = nil, url: String? = nil,
+                toSize: Int64? = nil, variantsOnly: Bool = false, dryRun: Bool = false) {
+        self.all = all
+        self.olderThan = olderThan
+        self.host = host
+        self.url = url
+        self.toSize = toSize
+        self.variantsOnly = variantsOnly
+        self.dryRun = dryRun
+    }
+
+    var hasFilter: Bool { olderThan != nil || host != nil || url != nil }
+}
+
+/// What a purge removed (or, in a dry run, would remove).
+public struct PurgeReport: Sendable, Codable, Equatable {
+    public var removed: Int
+    public var originals: Int
+    public var variants: Int
+    public var bytes: Int64
+    public var dryRun: Bool
+}
+
+extension CacheStore {
+    public func purge(_ request: PurgeRequest, now: Date = Date()) async throws -> PurgeReport {
+        guard request.all || request.hasFilter || request.toSize != nil || request.variantsOnly else {
+            throw StoreError(.invalidRequest, "nothing selected: give --all, --older-than, --host, --url, --to-size or --variants-only")
+        }
+        let urlKey = try request.url.map { url throws(StoreError) in try NormalizedURL(url).key.hex }
+        let host = request.host?.lowercased()
+        try await flush()
+        let (report, garbage) = try await db.write { db -> (PurgeReport, [String]) in
+            var conditions: [String] = []
+            var arguments: [DatabaseValueConvertible?] = []
+            if let olderThan = request.olderThan {
+                conditions.append("accessed_at < ?")
+                arguments.append(now.timeIntervalSince1970 - olderThan)
+            }
+            if let host {
+                conditions.append("host = ?")
+                arguments.append(host)
+            }
+            if let urlKey {
+                conditions.append("(key = ? OR parent_key = ?)")
+                arguments += [urlKey, urlKey]
+            }
+            if request.variantsOnly { conditions.append("kind = 'variant'") }
+            var keys: [String] = []
+            if request.all || request.hasFilter || (request.variantsOnly && request.toSize == nil) {
+                let whereClause = conditions.isEmpty ? "" : "WHERE " + conditions.joined(separator: " AND ")
+                keys = try String.fetchAll(db, sql: "SELECT key FROM entry \(whereClause)",
+                                           arguments: StatementArguments(arguments))
+            }
+            if let toSize = request.toSize {
+                let going = Set(keys)
+                keys += try Self.leastRecentlyUsed(db, from: Self.remainingTotals(db, excluding: going), excluding: going,
+                                                   targetBytes: toSize, targetEntries: Int.max,
+                                                   variantsOnly: request.variantsOnly)
+            }
+            let family = try Self.familyBreakdown(db, of: keys, variantsOnly: request.variantsOnly)
+            let report = PurgeReport(removed: family.originals + family.variants, originals: family.originals,
+                                     variants: family.variants, bytes: family.bytes, dryRun: request.dryRun)
+            guard !request.dryRun, !keys.isEmpty else { return (report, []) }
+            return (report, try Self.deleteEntries(db, keys: keys))
+        }
+        blobs.remove(garbage)
+        return report
+    }
+
+    static func familyBreakdown(_ db: Database, of keys: [String], variantsOnly: Bool) throws -> (originals: Int, variants: Int, bytes: Int64) {
+        var originals = 0, variants = 0
+        var bytes: Int64 = 0
+        for chunk in keys.chunked(500) {
+            let marks = databaseQuestionMarks(count: chunk.count)
+            let rows = try Row.fetchAll(db, sql: """
+                SELECT kind, count(*) AS n, coalesce(sum(size), 0) AS b FROM entry
+                WHERE key IN (\(marks)) OR parent_key IN (\(marks)) GROUP BY kind
+                """, arguments: StatementArguments(chunk + chunk))
+            for row in rows {
+                if row["kind"] as String == EntryKind.original.rawValue { originals += row["n"] as Int } else { variants += row["n"] as Int }
+                bytes += row["b"] as Int64
+            }
+        }
+        return (originals, variants, bytes)
+    }
+}

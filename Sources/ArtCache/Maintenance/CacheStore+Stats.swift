@@ -1,0 +1,67 @@
+import Foundation
+import GRDB
+
+/// A snapshot of the cache, as `artcache stats` prints it. Encoded with
+/// snake_case keys; this JSON shape is documented in the README and stable.
+public struct CacheStats: Sendable, Codable, Equatable {
+    public struct Host: Sendable, Codable, Equatable {
+        public var entries: Int
+        public var bytes: Int64
+    }
+
+    public var directory: String
+    public var entries: Int
+    public var originals: Int
+    public var variants: Int
+    public var bytes: Int64
+    public var maxBytes: Int64
+    public var maxEntries: Int
+    public var hits: Int64
+    public var misses: Int64
+    public var evictions: Int64
+    public var evictedBytes: Int64
+    /// `"declared -> sniffed"` → count.
+    public var repairs: [String: Int]
+    /// Host → entries and bytes (variants count under their original's host).
+    public var hosts: [String: Host]
+    public var oldestAccess: Date?
+    public var newestAccess: Date?
+    /// URLs waiting in the persistent retry queue.
+    public var retryQueue: Int
+}
+
+extension CacheStore {
+    public func stats() async throws -> CacheStats {
+        try await flush()
+        let directory = self.directory.path
+        let settings = self.settings
+        return try await db.read { db in
+            let totals = try Schema.totals(db)
+            var counters: [String: Int64] = [:]
+            for row in try Row.fetchAll(db, sql: "SELECT name, value FROM counter") {
+                counters[row["name"]] = row["value"]
+            }
+            var repairs: [String: Int] = [:]
+            for row in try Row.fetchAll(db, sql: "SELECT declared, sniffed, count FROM repair") {
+                repairs["\(row["declared"] as String) -> \(row["sniffed"] as String)"] = row["count"]
+            }
+            var hosts: [String: CacheStats.Host] = [:]
+            for row in try Row.fetchAll(db, sql: "SELECT host, count(*) AS n, sum(size) AS b FROM entry GROUP BY host") {
+                hosts[row["host"]] = CacheStats.Host(entries: row["n"], bytes: row["b"])
+            }
+            let oldest = try Double.fetchOne(db, sql: "SELECT min(accessed_at) FROM entry")
+            let newest = try Double.fetchOne(db, sql: "SELECT max(accessed_at) FROM entry")
+            let retry = try Int.fetchOne(db, sql: "SELECT count(*) FROM retry_queue") ?? 0
+            return CacheStats(
+                directory: directory, entries: totals.entries, originals: totals.originals,
+                variants: totals.entries - totals.originals, bytes: totals.bytes,
+                maxBytes: settings.maxBytes, maxEntries: settings.maxEntries,
+                hits: counters["hits"] ?? 0, misses: counters["misses"] ?? 0,
+                evictions: counters["evictions"] ?? 0, evictedBytes: counters["evicted_bytes"] ?? 0,
+                repairs: repairs, hosts: hosts,
+                oldestAccess: oldest.map(Date.init(timeIntervalSince1970:)),
+                newestAccess: newest.map(Date.init(timeIntervalSince1970:)),
+                retryQueue: retry)
+        }
+    }
+}

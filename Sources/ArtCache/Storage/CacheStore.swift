@@ -1,0 +1,127 @@
+import Foundation
+import GRDB
+import Logging
+import Synchronization
+
+/// The content store: blobs on disk plus the SQLite index (GRDB, WAL), shared
+/// safely by several tasks and several processes on one cache directory.
+///
+/// Open it once per process with ``open(settings:logger:)`` and call
+/// ``close()`` before exiting so batched access times are written.
+public final class CacheStore: Sendable {
+    public let settings: CacheSettings
+    public let directory: URL
+    let db: DatabasePool
+    let blobs: BlobStore
+    let logger: Logger
+    let pending = Mutex(PendingAccess())
+    let housekeeping = Mutex(Housekeeping())
+
+    struct Housekeeping {
+        var lastAgeSweep: Date = .distantPast
+        var flusher: Task<Void, Never>?
+        var closed = false
+    }
+
+    /// Opens (creating if needed) the cache in `settings.directory`. The cost
+    /// does not depend on how many items the cache holds: nothing is listed.
+    public static func open(settings: CacheSettings, logger: Logger = Logger(label: "artcache.store")) async throws -> CacheStore {
+        let store = try await Blocking.run { try CacheStore(settings: settings, logger: logger) }
+        store.startFlusher()
+        return store
+    }
+
+    /// Synchronous open, for callers outside Swift concurrency.
+    public static func openBlocking(settings: CacheSettings, logger: Logger = Logger(label: "artcache.store")) throws -> CacheStore {
+        let store = try CacheStore(settings: settings, logger: logger)
+        store.startFlusher()
+        return store
+    }
+
+    private init(settings: CacheSettings, logger: Logger) throws {
+        self.settings = settings
+        self.logger = logger
+        directory = URL(fileURLWithPath: settings.directory, isDirectory: true).standardizedFileURL
+        blobs = BlobStore(root: directory)
+        try blobs.createDirectories()
+
+        var config = GRDB.Configuration()
+        config.busyMode = .timeout(60)  // other processes' writes wait, never surface as SQLITE_BUSY
+        config.maximumReaderCount = 4
+        config.label = "artcache.index"
+        let lock = try DirectoryLock(path: directory.path + "/lock")
+        do {
+            db = try DatabasePool(path: directory.path + "/index.sqlite", configuration: config)
+            let migrator = Schema.migrator
+            if try db.read({ try migrator.hasBeenSuperseded($0) }) {
+                throw StoreError(.incompatibleSchema, "\(directory.path) was written by a newer artcache (unknown schema version)")
+            }
+            try migrator.migrate(db)
+        } catch let error as StoreError {
+            throw error
+        } catch {
+            throw StoreError(.database, "cannot open index in \(directory.path): \(error)")
+        }
+        withExtendedLifetime(lock) {}
+    }
+
+    deinit {
+        housekeeping.withLock { $0.flusher?.cancel() }
+        // Last chance for batched access times (a normal exit calls close()).
+        let batch = pending.withLock { $0.take() }
+        if !batch.isEmpty { try? db.write { try Self.apply(batch, db: $0) } }
+    }
+
+    /// Writes batched access times and counters, and stops background work.
+    public func close() async throws {
+        let task = housekeeping.withLock { state -> Task<Void, Never>? in
+            state.closed = true
+            defer { state.flusher = nil }
+            return state.flusher
+        }
+        task?.cancel()
+        try await flush()
+    }
+
+    // MARK: Reading
+
+    /// The index row for `url`, without counting a hit or touching it.
+    public func entry(forURL url: String) async throws -> CacheEntry? {
+        let key = try NormalizedURL(url).key
+        return try await entry(forKey: key)
+    }
+
+    public func entry(forKey key: CacheKey) async throws -> CacheEntry? {
+        try await db.read { db in try CacheEntry.fetchOne(db, key: key.hex) }
+    }
+
+    /// Looks `url` up: counts a hit or a miss, and marks the item used (batched).
+    public func lookup(url: String) async throws -> CachedImage? {
+        try await lookup(key: NormalizedURL(url).key)
+    }
+
+    public func lookup(key: CacheKey) async throws -> CachedImage? {
+        guard let entry = try await entry(forKey: key) else {
+            recordMiss()
+            return nil
+        }
+        let blobs = self.blobs
+        guard let data = try await Blocking.run({ try blobs.read(entry.blob) }) else {
+            // Evicted by another process between the index read and the open.
+            recordMiss()
+            return nil
+        }
+        recordHit(entry)
+        return CachedImage(entry: entry, data: data, path: blobs.absolutePath(entry.blob))
+    }
+
+    /// Absolute path of an entry's blob.
+    public func path(of entry: CacheEntry) -> String { blobs.absolutePath(entry.blob) }
+
+    /// Every variant row of an original.
+    public func variants(of key: CacheKey) async throws -> [CacheEntry] {
+        try await db.read { db in
+            try CacheEntry.filter(Column("parent_key") == key.hex).order(Column("spec")).fetchAll(db)
+        }
+    }
+}

@@ -1,0 +1,34 @@
+import Foundation
+
+/// Errors from the store and index: a stable code plus a human message.
+public struct StoreError: Error, Sendable, Equatable, CustomStringConvertible {
+    public enum Code: String, Sendable, Codable {
+        /// The URL is not an absolute http(s) URL with a host.
+        case invalidURL = "invalid_url"
+        /// The body is not an image we store (HTML, JSON, empty, ...).
+        case notAnImage = "not_an_image"
+        /// The parent of a variant is not in the cache.
+        case missingParent = "missing_parent"
+        /// A request selected nothing (e.g. purge without a selector).
+        case invalidRequest = "invalid_request"
+        /// File system trouble in the cache directory.
+        case io
+        /// SQLite trouble that is not a busy wait.
+        case database
+        /// The cache directory is used by a newer artcache.
+        case incompatibleSchema = "incompatible_schema"
+    }
+
+    public let code: Code
+    public let message: String
+    /// For `.notAnImage`: what the body was.
+    public let sniffed: SniffedFormat?
+
+    public init(_ code: Code, _ message: String, sniffed: SniffedFormat? = nil) {
+        self.code = code
+        self.message = message
+        self.sniffed = sniffed
+    }
+
+    public var description: String { message }
+}

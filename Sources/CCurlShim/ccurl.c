@@ -1,0 +1,4 @@
+#include "ccurl.h"
+#include <curl/curl.h>
+
+const char *ccurl_version(void) { return curl_version(); }

@@ -1,0 +1,76 @@
+#include "cvips.h"
+#include <vips/vips.h>
+#include <vips/vector.h>
+#include <string.h>
+#include <stdlib.h>
+
+int cvips_init(const char *argv0) {
+    static int done = 0;
+    static int result = 0;
+    if (done) return result;
+    done = 1;
+    if (VIPS_INIT(argv0 ? argv0 : "artcache")) {
+        result = -1;
+        return result;
+    }
+    /* liborc 0.4.33 (Debian 12) crashes with two threads in libvips at once. */
+    vips_vector_set_enabled(FALSE);
+    vips_cache_set_max(0);
+    vips_concurrency_set(1);
+    vips_block_untrusted_set(TRUE);
+    return result;
+}
+
+const char *cvips_version(void) { return vips_version_string(); }
+
+char *cvips_error_take(void) {
+    const char *message = vips_error_buffer();
+    char *copy = strdup(message ? message : "");
+    vips_error_clear();
+    return copy;
+}
+
+void cvips_free(void *pointer) { g_free(pointer); }
+
+int cvips_test_image(int width, int height, int bands, const char *suffix, void **out, size_t *out_length) {
+    VipsImage *base = vips_image_new();
+    VipsImage **t = (VipsImage **) vips_object_local_array(VIPS_OBJECT(base), 8);
+    int status = -1;
+    *out = NULL;
+    *out_length = 0;
+    if (vips_xyz(&t[0], width, height, NULL)) goto done;
+    if (vips_extract_band(t[0], &t[1], 0, NULL)) goto done;            /* x */
+    if (vips_extract_band(t[0], &t[2], 1, NULL)) goto done;            /* y */
+    if (vips_cast_uchar(t[1], &t[3], NULL)) goto done;
+    if (vips_cast_uchar(t[2], &t[4], NULL)) goto done;
+    {
+        VipsImage *parts[4] = { t[3], t[4], t[3], t[4] };
+        if (vips_bandjoin(parts, &t[5], bands >= 4 ? 4 : 3, NULL)) goto done;
+    }
+    if (vips_copy(t[5], &t[6], "interpretation", VIPS_INTERPRETATION_sRGB, NULL)) goto done;
+    if (strncmp(suffix, "magick:", 7) == 0) {
+        status = vips_magicksave_buffer(t[6], out, out_length, "format", suffix + 7, NULL);
+    } else {
+        status = vips_image_write_to_buffer(t[6], suffix, out, out_length, NULL);
+    }
+done:
+    g_object_unref(base);
+    return status;
+}
+
+int cvips_header(const void *buffer, size_t length, cvips_header_t *out) {
+    memset(out, 0, sizeof(*out));
+    const char *loader = vips_foreign_find_load_buffer(buffer, length);
+    if (!loader) return -1;
+    VipsImage *image = vips_image_new_from_buffer(buffer, length, "", "access", VIPS_ACCESS_SEQUENTIAL, NULL);
+    if (!image) return -1;
+    out->width = vips_image_get_width(image);
+    out->height = vips_image_get_page_height(image);
+    out->bands = vips_image_get_bands(image);
+    out->pages = vips_image_get_n_pages(image);
+    out->orientation = vips_image_get_orientation(image);
+    out->has_alpha = vips_image_hasalpha(image);
+    strncpy(out->loader, loader, sizeof(out->loader) - 1);
+    g_object_unref(image);
+    return 0;
+}

@@ -1,0 +1,20 @@
+import ArgumentParser
+import ArtCache
+import Foundation
+
+@main
+struct ArtCacheCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "artcache",
+        abstract: "An image artwork cache: prefetch, inspect, purge and verify.",
+        discussion: """
+            Settings come from cache.conf (--config PATH, else ./cache.conf, else \
+            $ARTCACHE_CONFIG), overridden by ARTCACHE_<SECTION>_<KEY> variables, \
+            overridden by flags.
+            """,
+        subcommands: [
+            DemoCommand.self, StatsCommand.self, PurgeCommand.self, VerifyCommand.self,
+            StressWriteCommand.self,
+        ]
+    )
+}

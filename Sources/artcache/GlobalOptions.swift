@@ -1,0 +1,73 @@
+import ArgumentParser
+import ArtCache
+import Foundation
+import Logging
+
+/// Options every subcommand accepts (after the subcommand name too).
+struct GlobalOptions: ParsableArguments {
+    @Option(name: .long, help: "Configuration file (default ./cache.conf, then $ARTCACHE_CONFIG).")
+    var config: String?
+
+    @Option(name: .customLong("cache-dir"), help: "Cache directory (overrides [cache] directory).")
+    var cacheDir: String?
+
+    @Flag(name: .shortAndLong, help: "Log what happens to stderr.")
+    var verbose = false
+
+    func configuration() throws -> Configuration {
+        let environment = ProcessInfo.processInfo.environment
+        let path = Configuration.locate(explicitPath: config, environment: environment)
+        var configuration = try Configuration.load(path: path, environment: environment)
+        if let cacheDir {
+            let expanded = cacheDir.hasPrefix("~/") ? NSHomeDirectory() + cacheDir.dropFirst() : cacheDir
+            configuration.cache.directory = URL(fileURLWithPath: expanded).standardizedFileURL.path
+        }
+        return configuration
+    }
+
+    var logger: Logger {
+        var logger = Logger(label: "artcache")
+        logger.logLevel = verbose ? .debug : .warning
+        return logger
+    }
+
+    func openStore(_ configuration: Configuration) async throws -> CacheStore {
+        try await CacheStore.open(settings: configuration.cache, logger: logger)
+    }
+}
+
+/// Runs a command body, turning our typed errors into one line on stderr and
+/// a non-zero exit (no stack traces for user errors).
+func reportingErrors(_ body: () async throws -> Void) async throws {
+    do {
+        try await body()
+    } catch let error as ExitCode {
+        throw error
+    } catch let error as ConfigError {
+        Output.error("configuration error: \(error)")
+        throw ExitCode(78)  // EX_CONFIG
+    } catch let error as StoreError {
+        Output.error(error.message)
+        throw ExitCode(1)
+    } catch let error as CleanExit {
+        throw error
+    } catch {
+        Output.error("\(error)")
+        throw ExitCode(1)
+    }
+}
+
+enum Output {
+    static func error(_ message: String) {
+        FileHandle.standardError.write(Data("artcache: error: \(message)\n".utf8))
+    }
+
+    /// Stable JSON: snake_case keys, sorted, ISO 8601 dates.
+    static func json<T: Encodable>(_ value: T) throws -> String {
+        let encoder = JSONEncoder()
+        encoder.keyEncodingStrategy = .convertToSnakeCase
+        encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
+        encoder.dateEncodingStrategy = .iso8601
+        return String(decoding: try encoder.encode(value), as: UTF8.self)
+    }
+}

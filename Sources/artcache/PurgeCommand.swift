@@ -1,0 +1,51 @@
+import ArgumentParser
+import ArtCache
+import Foundation
+
+struct PurgeCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "purge",
+        abstract: "Remove items from the cache.",
+        discussion: "Filters combine (an item must match all). Removing an original removes its variants.")
+
+    @OptionGroup var global: GlobalOptions
+
+    @Flag(help: "Remove everything.") var all = false
+    @Option(name: .customLong("older-than"), help: "Not accessed for at least DURATION (e.g. 30d, 12h).")
+    var olderThan: String?
+    @Option(help: "Only items from HOST.") var host: String?
+    @Option(help: "Only this URL (and its variants).") var url: String?
+    @Option(name: .customLong("to-size"), help: "Remove least recently used items until the cache is at most SIZE (e.g. 500MB).")
+    var toSize: String?
+    @Flag(name: .customLong("variants-only"), help: "Remove variants only; keep originals.") var variantsOnly = false
+    @Flag(name: .customLong("dry-run"), help: "Print what would be removed; change nothing.") var dryRun = false
+    @Flag(help: "Print stable JSON.") var json = false
+
+    func run() async throws {
+        try await reportingErrors {
+            var request = PurgeRequest(all: all, host: host, url: url, variantsOnly: variantsOnly, dryRun: dryRun)
+            if let olderThan {
+                guard let seconds = Units.parseDuration(olderThan) else {
+                    throw ValidationError("--older-than: invalid duration \"\(olderThan)\" (use e.g. 30d, 12h, 90m)")
+                }
+                request.olderThan = seconds
+            }
+            if let toSize {
+                guard let bytes = Units.parseSize(toSize) else {
+                    throw ValidationError("--to-size: invalid size \"\(toSize)\" (use e.g. 500MB, 2GiB)")
+                }
+                request.toSize = bytes
+            }
+            let configuration = try global.configuration()
+            let store = try await global.openStore(configuration)
+            let report = try await store.purge(request)
+            try await store.close()
+            if json {
+                print(try Output.json(report))
+            } else {
+                let verb = dryRun ? "would remove" : "removed"
+                print("\(verb) \(report.removed) items (\(report.originals) originals, \(report.variants) variants), \(Units.formatSize(report.bytes))")
+            }
+        }
+    }
+}

@@ -1,0 +1,53 @@
+import ArgumentParser
+import ArtCache
+import Foundation
+
+struct StatsCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "stats", abstract: "Show what the cache holds and how it has been used.")
+
+    @OptionGroup var global: GlobalOptions
+
+    @Flag(help: "Print stable JSON (documented in the README).")
+    var json = false
+
+    func run() async throws {
+        try await reportingErrors {
+            let configuration = try global.configuration()
+            let store = try await global.openStore(configuration)
+            let stats = try await store.stats()
+            try await store.close()
+            print(json ? try Output.json(stats) : Self.text(stats))
+        }
+    }
+
+    static func text(_ s: CacheStats) -> String {
+        var lines: [String] = []
+        let percent = s.maxBytes > 0 ? Double(s.bytes) / Double(s.maxBytes) * 100 : 0
+        lines.append("cache        \(s.directory)")
+        lines.append("entries      \(s.entries) (\(s.originals) originals, \(s.variants) variants; limit \(s.maxEntries))")
+        lines.append("size         \(Units.formatSize(s.bytes)) of \(Units.formatSize(s.maxBytes)) (\(String(format: "%.1f", percent))%)")
+        let lookups = s.hits + s.misses
+        let ratio = lookups > 0 ? String(format: " (%.0f%% hit rate)", Double(s.hits) / Double(lookups) * 100) : ""
+        lines.append("lookups      \(s.hits) hits, \(s.misses) misses\(ratio)")
+        lines.append("evictions    \(s.evictions) (\(Units.formatSize(s.evictedBytes)))")
+        lines.append("retry queue  \(s.retryQueue)")
+        let now = Date()
+        if let oldest = s.oldestAccess, let newest = s.newestAccess {
+            lines.append("access       oldest \(Units.formatDuration(now.timeIntervalSince(oldest))) ago, newest \(Units.formatDuration(now.timeIntervalSince(newest))) ago")
+        }
+        if !s.repairs.isEmpty {
+            lines.append("MIME repairs")
+            for (pair, count) in s.repairs.sorted(by: { $0.value != $1.value ? $0.value > $1.value : $0.key < $1.key }) {
+                lines.append("  \(pair): \(count)")
+            }
+        }
+        if !s.hosts.isEmpty {
+            lines.append("hosts")
+            for (host, h) in s.hosts.sorted(by: { $0.value.bytes != $1.value.bytes ? $0.value.bytes > $1.value.bytes : $0.key < $1.key }) {
+                lines.append("  \(host): \(h.entries) entries, \(Units.formatSize(h.bytes))")
+            }
+        }
+        return lines.joined(separator: "\n")
+    }
+}

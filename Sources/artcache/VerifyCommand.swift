@@ -1,0 +1,39 @@
+import ArgumentParser
+import ArtCache
+import Foundation
+
+struct VerifyCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "verify",
+        abstract: "Check the index against the blobs; exit 1 while problems remain.")
+
+    @OptionGroup var global: GlobalOptions
+
+    @Flag(help: "Fix problems: drop bad rows, delete orphan blobs and dead writers' temp files.")
+    var repair = false
+    @Flag(help: "Also check every blob's SHA-256 (reads every byte).") var hash = false
+    @Flag(help: "Print stable JSON (documented in the README).") var json = false
+
+    func run() async throws {
+        try await reportingErrors {
+            let configuration = try global.configuration()
+            let store = try await global.openStore(configuration)
+            let report = try await store.verify(repair: repair, hash: hash)
+            try await store.close()
+            if json {
+                print(try Output.json(report))
+            } else {
+                print("rows \(report.rows), blobs \(report.blobs)")
+                print("missing blobs \(report.missingBlobs), size mismatches \(report.sizeMismatches)" +
+                      (hash ? ", hash mismatches \(report.hashMismatches)" : ""))
+                print("orphan blobs \(report.orphanBlobs), temp files \(report.tempFiles)")
+                for problem in report.problems.prefix(20) {
+                    print("  \(problem.kind): \(problem.path)")
+                }
+                if repair { print("repaired \(report.repaired)") }
+                print(report.remaining == 0 ? "ok" : "\(report.remaining) problems remain (run with --repair)")
+            }
+            if report.remaining > 0 { throw ExitCode(1) }
+        }
+    }
+}
