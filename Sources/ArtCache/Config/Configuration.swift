@@ -160,12 +160,22 @@ public struct Configuration: Sendable, Equatable {
             if let string = value.string {
                 if case .integer = key.kind { throw wrongType() }
                 if case .ratio = key.kind { throw wrongType() }
-                guard let parsed = key.kind.parse(text: string) else { throw invalid("\"\(string)\"") }
+                guard let parsed = key.kind.parse(text: string) else {
+                    if string.trimmingCharacters(in: .whitespaces).hasPrefix("-") {
+                        throw ConfigError(code: .invalidValue, source: source, key: key.path,
+                                          message: "invalid value \"\(string)\": must not be negative")
+                    }
+                    throw invalid("\"\(string)\"")
+                }
                 return parsed
             }
             let number: Double
             if let int = value.int { number = Double(int) } else if let double = value.double { number = double } else { throw wrongType() }
             if case .integer = key.kind, value.int == nil { throw wrongType() }
+            guard number >= 0 else {
+                throw ConfigError(code: .invalidValue, source: source, key: key.path,
+                                  message: "invalid value \(value.int.map { String($0) } ?? String(number)): must not be negative")
+            }
             guard let parsed = key.kind.parse(number: number) else {
                 throw invalid(value.int.map { String($0) } ?? String(number))
             }

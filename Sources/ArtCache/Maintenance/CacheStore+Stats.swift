@@ -28,6 +28,32 @@ public struct CacheStats: Sendable, Codable, Equatable {
     public var newestAccess: Date?
     /// URLs waiting in the persistent retry queue.
     public var retryQueue: Int
+
+    enum CodingKeys: String, CodingKey {
+        case directory, entries, originals, variants, bytes, maxBytes, maxEntries, hits, misses
+        case evictions, evictedBytes, repairs, hosts, oldestAccess, newestAccess, retryQueue
+    }
+
+    /// Every key is always present (absent dates are null), so the JSON is stable.
+    public func encode(to encoder: Encoder) throws {
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        try c.encode(directory, forKey: .directory)
+        try c.encode(entries, forKey: .entries)
+        try c.encode(originals, forKey: .originals)
+        try c.encode(variants, forKey: .variants)
+        try c.encode(bytes, forKey: .bytes)
+        try c.encode(maxBytes, forKey: .maxBytes)
+        try c.encode(maxEntries, forKey: .maxEntries)
+        try c.encode(hits, forKey: .hits)
+        try c.encode(misses, forKey: .misses)
+        try c.encode(evictions, forKey: .evictions)
+        try c.encode(evictedBytes, forKey: .evictedBytes)
+        try c.encode(repairs, forKey: .repairs)
+        try c.encode(hosts, forKey: .hosts)
+        try c.encode(oldestAccess, forKey: .oldestAccess)
+        try c.encode(newestAccess, forKey: .newestAccess)
+        try c.encode(retryQueue, forKey: .retryQueue)
+    }
 }
 
 extension CacheStore {

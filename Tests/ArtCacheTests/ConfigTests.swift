@@ -1,0 +1,142 @@
+import Foundation
+import Testing
+@testable import ArtCache
+
+@Suite("cache.conf parsing")
+struct ConfigTests {
+    @Test func defaultsWithoutFile() throws {
+        let config = try Configuration.load(path: nil, environment: [:])
+        #expect(config.cache.maxBytes == 2_000_000_000)
+        #expect(config.cache.maxEntries == 1_000_000)
+        #expect(config.cache.maxAge == 30 * 86400)
+        #expect(config.download.concurrency == 32)
+        #expect(config.file == nil)
+    }
+
+    @Test func fileValuesAndUnits() throws {
+        let dir = TempDir()
+        let path = dir.write("cache.conf", """
+            [cache]
+            directory = "data"
+            max_size = "2GiB"
+            max_entries = 500
+            max_age = "12h"
+            low_water = 0.5
+            [download]
+            max_body_size = 1048576
+            allow_http = false
+            timeout = 90
+            """)
+        let config = try Configuration.load(path: path, environment: [:])
+        #expect(config.cache.directory == dir.path + "/data")  // relative to the file
+        #expect(config.cache.maxBytes == 2 * 1_073_741_824)
+        #expect(config.cache.maxEntries == 500)
+        #expect(config.cache.maxAge == 12 * 3600)
+        #expect(config.cache.lowWater == 0.5)
+        #expect(config.download.maxBodyBytes == 1_048_576)
+        #expect(config.download.allowHTTP == false)
+        #expect(config.download.timeout == 90)
+    }
+
+    @Test func environmentOverridesFile() throws {
+        let dir = TempDir()
+        let path = dir.write("cache.conf", "[cache]\nmax_size = \"1GB\"\nmax_entries = 10\n")
+        let config = try Configuration.load(path: path, environment: [
+            "ARTCACHE_CACHE_MAX_SIZE": "500MB", "ARTCACHE_DOWNLOAD_PER_HOST": "3", "ARTCACHE_CONFIG": "/ignored",
+        ])
+        #expect(config.cache.maxBytes == 500_000_000)
+        #expect(config.cache.maxEntries == 10)
+        #expect(config.download.perHost == 3)
+    }
+
+    @Test func locateOrder() throws {
+        let dir = TempDir()
+        #expect(Configuration.locate(explicitPath: "/x.conf", environment: ["ARTCACHE_CONFIG": "/y.conf"], currentDirectory: dir.path) == "/x.conf")
+        #expect(Configuration.locate(explicitPath: nil, environment: ["ARTCACHE_CONFIG": "/y.conf"], currentDirectory: dir.path) == "/y.conf")
+        #expect(Configuration.locate(explicitPath: nil, environment: [:], currentDirectory: dir.path) == nil)
+        _ = dir.write("cache.conf", "")
+        #expect(Configuration.locate(explicitPath: nil, environment: ["ARTCACHE_CONFIG": "/y.conf"], currentDirectory: dir.path) == dir.file("cache.conf"))
+    }
+
+    struct BadCase: Sendable, CustomTestStringConvertible {
+        let toml: String
+        let code: ConfigError.Code
+        let key: String?
+        let mentions: String
+        var testDescription: String { "\(code.rawValue): \(toml.replacingOccurrences(of: "\n", with: " "))" }
+    }
+
+    static let badCases: [BadCase] = [
+        BadCase(toml: "[cache]\nmax_sise = \"1GB\"", code: .unknownKey, key: "cache.max_sise", mentions: "unknown key"),
+        BadCase(toml: "[cahce]\nmax_size = \"1GB\"", code: .unknownSection, key: "cahce", mentions: "unknown section"),
+        BadCase(toml: "[cache]\nmax_size = true", code: .wrongType, key: "cache.max_size", mentions: "found bool"),
+        BadCase(toml: "[cache]\nmax_entries = \"many\"", code: .wrongType, key: "cache.max_entries", mentions: "integer"),
+        BadCase(toml: "[cache]\nmax_entries = 2.5", code: .wrongType, key: "cache.max_entries", mentions: "integer"),
+        BadCase(toml: "[cache]\nmax_size = -5", code: .invalidValue, key: "cache.max_size", mentions: "negative"),
+        BadCase(toml: "[cache]\nmax_size = \"-5MB\"", code: .invalidValue, key: "cache.max_size", mentions: "negative"),
+        BadCase(toml: "[cache]\nmax_size = \"12XB\"", code: .invalidValue, key: "cache.max_size", mentions: "\"12XB\""),
+        BadCase(toml: "[cache]\nmax_age = \"3 fortnights\"", code: .invalidValue, key: "cache.max_age", mentions: "duration"),
+        BadCase(toml: "[cache]\nlow_water = 1.5", code: .invalidValue, key: "cache.low_water", mentions: "at most 1"),
+        BadCase(toml: "[cache]\nmax_entries = 0", code: .invalidValue, key: "cache.max_entries", mentions: "from 1"),
+        BadCase(toml: "[cache]\ndirectory = 5", code: .wrongType, key: "cache.directory", mentions: "string"),
+        BadCase(toml: "[download]\nallow_http = \"yes\"", code: .wrongType, key: "download.allow_http", mentions: "true or false"),
+        BadCase(toml: "[cache]\nmax_size = \"1GB\"\nmax_size = \"2GB\"", code: .syntax, key: nil, mentions: "line"),
+        BadCase(toml: "[cache\nmax_size = 1", code: .syntax, key: nil, mentions: "line"),
+        BadCase(toml: "cache = 5", code: .wrongType, key: "cache", mentions: "table"),
+    ]
+
+    @Test(arguments: badCases)
+    func badFileFailsNamingFileAndKey(_ bad: BadCase) throws {
+        let dir = TempDir()
+        let path = dir.write("bad.conf", bad.toml)
+        let error = #expect(throws: ConfigError.self) { try Configuration.load(path: path, environment: [:]) }
+        #expect(error?.code == bad.code)
+        #expect(error?.key == bad.key)
+        #expect(error?.source == path)
+        #expect(error?.description.contains(path) == true)
+        #expect(error?.description.contains(bad.mentions) == true, "\(error?.description ?? "")")
+    }
+
+    @Test func missingFile() {
+        let error = #expect(throws: ConfigError.self) { try Configuration.load(path: "/nonexistent/cache.conf", environment: [:]) }
+        #expect(error?.code == .fileNotFound)
+    }
+
+    @Test func badEnvironment() {
+        let unknown = #expect(throws: ConfigError.self) {
+            try Configuration.load(path: nil, environment: ["ARTCACHE_CACHE_MAXSIZE": "1GB"])
+        }
+        #expect(unknown?.code == .unknownKey)
+        #expect(unknown?.key == "ARTCACHE_CACHE_MAXSIZE")
+        let invalid = #expect(throws: ConfigError.self) {
+            try Configuration.load(path: nil, environment: ["ARTCACHE_DOWNLOAD_CONCURRENCY": "lots"])
+        }
+        #expect(invalid?.code == .invalidValue)
+        #expect(invalid?.source == "environment")
+    }
+
+    @Test func unitParsing() {
+        #expect(Units.parseSize("500MB") == 500_000_000)
+        #expect(Units.parseSize("2GiB") == 2_147_483_648)
+        #expect(Units.parseSize("1.5 kB") == 1500)
+        #expect(Units.parseSize("1024") == 1024)
+        #expect(Units.parseSize("12XB") == nil)
+        #expect(Units.parseSize("-1MB") == nil)
+        #expect(Units.parseSize("") == nil)
+        #expect(Units.parseDuration("30d") == 2_592_000.0)
+        #expect(Units.parseDuration("12h") == 43200)
+        #expect(Units.parseDuration("90m") == 5400)
+        #expect(Units.parseDuration("0.5s") == 0.5)
+        #expect(Units.parseDuration("2w") == 1_209_600)
+        #expect(Units.parseDuration("soon") == nil)
+    }
+
+    /// The shipped cache.conf parses, and documents every key with its default.
+    @Test func shippedConfigDocumentsEveryKey() throws {
+        let path = Fixtures.packageRoot + "/cache.conf"
+        let values = try Configuration.parse(toml: String(contentsOfFile: path, encoding: .utf8), source: path)
+        for key in ConfigKey.all {
+            #expect(values[key.path] == key.defaultValue, "cache.conf must set \(key.path) to its default")
+        }
+    }
+}
