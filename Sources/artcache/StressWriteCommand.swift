@@ -13,6 +13,7 @@ struct StressWriteCommand: AsyncParsableCommand {
     @Option var size = 4096
     @Option var prefix = "http://stress.test/item"
     @Flag(help: "Also store a variant per item.") var variants = false
+    @Flag(help: "Print a line after each stored item (unbuffered).") var progress = false
 
     func run() async throws {
         try await reportingErrors {
@@ -27,6 +28,7 @@ struct StressWriteCommand: AsyncParsableCommand {
                                                width: 32, height: 32)
                 }
                 _ = try await store.lookup(url: "\(prefix)\(index / 2).png")
+                if progress { FileHandle.standardOutput.write(Data("stored \(index)\n".utf8)) }
             }
             try await store.close()
             print("wrote \(count)")

@@ -120,6 +120,22 @@ enum CLI {
                       stderr: String(decoding: stderr, as: UTF8.self))
     }
 
+    /// Reads a child's output until it has printed `count` lines (or closed it).
+    /// Reads block, so they run on a Dispatch thread, not the cooperative pool.
+    static func waitForLines(_ pipe: Pipe, count: Int) async -> Bool {
+        await withCheckedContinuation { continuation in
+            DispatchQueue.global().async {
+                var lines = 0
+                while lines < count {
+                    let chunk = pipe.fileHandleForReading.availableData
+                    if chunk.isEmpty { break }
+                    lines += chunk.filter { $0 == 0x0A }.count
+                }
+                continuation.resume(returning: lines >= count)
+            }
+        }
+    }
+
     static func json(_ arguments: [String], environment: [String: String] = [:]) throws -> [String: Any] {
         let result = try run(arguments, environment: environment)
         guard let object = try JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [String: Any] else {

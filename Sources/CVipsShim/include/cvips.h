@@ -15,7 +15,8 @@ void cvips_free(void *pointer);
 /* A generated test image: a gradient, 3 (RGB) or 4 (RGBA) bands, saved with a
  * libvips suffix (".png", ".jpg[Q=80]", ".gif", ".webp", ".tif", ".heic",
  * ".avif", ".jxl") or "magick:FORMAT" (e.g. "magick:bmp", "magick:ico").
- * Returns 0 and a g_malloc'd buffer (free with cvips_free). */
+ * Returns 0 and a g_malloc'd buffer (free with cvips_free). For tests and the
+ * demo: it unblocks the JPEG XL and ImageMagick *savers* (never loaders). */
 int cvips_test_image(int width, int height, int bands, const char *suffix, void **out, size_t *out_length);
 
 typedef struct {

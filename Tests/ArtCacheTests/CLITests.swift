@@ -1,0 +1,111 @@
+import Foundation
+import Testing
+@testable import ArtCache
+
+/// The built `artcache` binary, end to end.
+@Suite("artcache CLI")
+struct CLITests {
+    @Test func statsJSONHasTheDocumentedKeys() throws {
+        let dir = TempDir()
+        let cache = dir.file("cache")
+        let write = try CLI.run(["stress-write", "--cache-dir", cache, "--count", "4", "--prefix", "http://Host.Test/x", "--variants"])
+        #expect(write.status == 0, "\(write.stderr)")
+        let stats = try CLI.json(["stats", "--cache-dir", cache, "--json"])
+        for key in ["entries", "originals", "variants", "bytes", "max_bytes", "hits", "misses", "evictions", "repairs",
+                    "hosts", "oldest_access", "newest_access", "retry_queue"] {
+            #expect(stats[key] != nil, "missing key \(key)")
+        }
+        #expect(stats["entries"] as? Int == 8)
+        #expect(stats["originals"] as? Int == 4)
+        #expect(stats["variants"] as? Int == 4)
+        #expect(stats["hits"] as? Int == 4)  // stress-write looks up item i/2 after each write
+        let hosts = try #require(stats["hosts"] as? [String: [String: Int]])
+        #expect(hosts["host.test"]?["entries"] == 8)
+        let text = try CLI.run(["stats", "--cache-dir", cache])
+        #expect(text.stdout.contains("4 originals, 4 variants"))
+    }
+
+    @Test func purgeDryRunThenPurge() throws {
+        let dir = TempDir()
+        let cache = dir.file("cache")
+        _ = try CLI.run(["stress-write", "--cache-dir", cache, "--count", "5", "--prefix", "http://a.test/"])
+        _ = try CLI.run(["stress-write", "--cache-dir", cache, "--count", "3", "--prefix", "http://b.test/"])
+        let dry = try CLI.run(["purge", "--host", "a.test", "--dry-run", "--cache-dir", cache])
+        #expect(dry.status == 0)
+        #expect(dry.stdout.contains("would remove 5 items"))
+        #expect(try CLI.json(["stats", "--cache-dir", cache, "--json"])["entries"] as? Int == 8)
+        let purge = try CLI.json(["purge", "--host", "a.test", "--json", "--cache-dir", cache])
+        #expect(purge["removed"] as? Int == 5)
+        #expect(purge["dry_run"] as? Bool == false)
+        #expect(try CLI.json(["stats", "--cache-dir", cache, "--json"])["entries"] as? Int == 3)
+        let all = try CLI.run(["purge", "--all", "--cache-dir", cache])
+        #expect(all.stdout.contains("removed 3 items"))
+    }
+
+    @Test func verifyJSONAndExitStatus() throws {
+        let dir = TempDir()
+        let cache = dir.file("cache")
+        _ = try CLI.run(["stress-write", "--cache-dir", cache, "--count", "3"])
+        let ok = try CLI.run(["verify", "--cache-dir", cache, "--json"])
+        #expect(ok.status == 0)
+        let report = try #require(try JSONSerialization.jsonObject(with: Data(ok.stdout.utf8)) as? [String: Any])
+        for key in ["rows", "missing_blobs", "size_mismatches", "orphan_blobs", "temp_files", "repaired"] {
+            #expect(report[key] != nil, "missing key \(key)")
+        }
+        FileManager.default.createFile(atPath: cache + "/objects/zz-orphan", contents: nil)
+        try FileManager.default.createDirectory(atPath: cache + "/objects/00/00", withIntermediateDirectories: true)
+        FileManager.default.createFile(atPath: cache + "/objects/00/00/orphan", contents: Data("x".utf8))
+        let bad = try CLI.run(["verify", "--cache-dir", cache])
+        #expect(bad.status == 1)
+        #expect(bad.stdout.contains("orphan blobs 1"))
+        let fixed = try CLI.run(["verify", "--repair", "--cache-dir", cache])
+        #expect(fixed.status == 0, "\(fixed.stdout)")
+    }
+
+    @Test func badConfigFailsFastAndTouchesNothing() throws {
+        let dir = TempDir()
+        let cache = dir.file("cache")
+        let conf = dir.write("cache.conf", "[cache]\ndirectory = \"\(cache)\"\nmax_size = \"12XB\"\n")
+        let result = try CLI.run(["stats", "--config", conf])
+        #expect(result.status == 78)
+        #expect(result.stderr.contains(conf))
+        #expect(result.stderr.contains("cache.max_size"))
+        #expect(result.stderr.contains("12XB"))
+        #expect(!result.stderr.contains("Fatal"))
+        #expect(result.stdout.isEmpty)
+        #expect(!FileManager.default.fileExists(atPath: cache))  // nothing created
+        // ./cache.conf is picked up from the working directory; env overrides it.
+        let good = dir.write("cache.conf", "[cache]\ndirectory = \"\(cache)\"\nmax_size = \"12MB\"\n")
+        _ = good
+        let stats = try CLI.json(["stats", "--json"].map { $0 }, environment: [:])
+        _ = stats
+        let local = try CLI.run(["stats", "--json"], environment: ["ARTCACHE_CACHE_MAX_SIZE": "7MB"], directory: dir.path)
+        let parsed = try #require(try JSONSerialization.jsonObject(with: Data(local.stdout.utf8)) as? [String: Any])
+        #expect(parsed["max_bytes"] as? Int == 7_000_000)
+        #expect(parsed["directory"] as? String == cache)
+        let badEnv = try CLI.run(["stats", "--cache-dir", cache], environment: ["ARTCACHE_CACHE_MAX_SIZE": "huge"])
+        #expect(badEnv.status == 78)
+        #expect(badEnv.stderr.contains("ARTCACHE_CACHE_MAX_SIZE"))
+    }
+
+    @Test func userErrorsAreOneLineOnStderr() throws {
+        let dir = TempDir()
+        let noSelector = try CLI.run(["purge", "--cache-dir", dir.path])
+        #expect(noSelector.status != 0)
+        #expect(noSelector.stderr.contains("nothing selected"))
+        let badDuration = try CLI.run(["purge", "--older-than", "3 fortnights", "--cache-dir", dir.path])
+        #expect(badDuration.status != 0)
+        #expect(badDuration.stderr.contains("--older-than"))
+        let badURL = try CLI.run(["purge", "--url", "ftp://x/y", "--cache-dir", dir.path])
+        #expect(badURL.status == 1)
+        #expect(badURL.stderr.contains("only http and https"))
+    }
+
+    @Test func demoRunsOffline() throws {
+        let dir = TempDir()
+        let result = try CLI.run(["demo", "--cache-dir", dir.file("demo")])
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(result.stdout.contains("repaired"))
+        #expect(result.stdout.contains("HTML served as image/jpeg"))
+    }
+}
