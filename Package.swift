@@ -14,6 +14,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-crypto", from: "3.12.3"),
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
         .package(url: "https://github.com/LebJe/TOMLKit", from: "0.6.0"),
+        .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1"),
     ],
     targets: [
         // libvips through pkg-config, plus a tiny non-variadic, glib-free shim.
@@ -37,10 +38,17 @@ let package = Package(
                 .product(name: "TOMLKit", package: "TOMLKit"),
             ]
         ),
+        // A loopback HTTP origin that can misbehave on purpose: serves the demo
+        // and the downloader tests (not part of the product's API).
+        .target(
+            name: "ArtCacheOrigin",
+            dependencies: [.product(name: "Hummingbird", package: "hummingbird")]
+        ),
         .executableTarget(
             name: "artcache",
             dependencies: [
                 "ArtCache",
+                "ArtCacheOrigin",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],
@@ -48,7 +56,7 @@ let package = Package(
         ),
         .testTarget(
             name: "ArtCacheTests",
-            dependencies: ["ArtCache", "artcache", "CVipsShim"]
+            dependencies: ["ArtCache", "ArtCacheOrigin", "artcache", "CVipsShim"]
         ),
     ]
 )

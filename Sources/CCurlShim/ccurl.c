@@ -1,4 +1,138 @@
 #include "ccurl.h"
 #include <curl/curl.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <stdio.h>
+
+struct ccurl_transfer {
+    CURL *easy;
+    struct curl_slist *headers;
+    char error[CURL_ERROR_SIZE];
+};
+
+struct ccurl_multi {
+    CURLM *multi;
+};
+
+static pthread_once_t global_once = PTHREAD_ONCE_INIT;
+static int global_result = 0;
+static void global_init(void) { global_result = (int) curl_global_init(CURL_GLOBAL_DEFAULT); }
+
+int ccurl_global_init(void) {
+    pthread_once(&global_once, global_init);
+    return global_result;
+}
 
 const char *ccurl_version(void) { return curl_version(); }
+const char *ccurl_strerror(int code) { return curl_easy_strerror((CURLcode) code); }
+
+ccurl_transfer *ccurl_transfer_create(const ccurl_request_t *r) {
+    ccurl_transfer *t = calloc(1, sizeof(ccurl_transfer));
+    if (!t) return NULL;
+    t->easy = curl_easy_init();
+    if (!t->easy) { free(t); return NULL; }
+    CURL *e = t->easy;
+    const char *protocols = r->allow_http ? "http,https" : "https";
+    int ok = 1;
+    ok &= curl_easy_setopt(e, CURLOPT_URL, r->url) == CURLE_OK;
+    ok &= curl_easy_setopt(e, CURLOPT_PRIVATE, t) == CURLE_OK;
+    ok &= curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L) == CURLE_OK;
+    ok &= curl_easy_setopt(e, CURLOPT_ERRORBUFFER, t->error) == CURLE_OK;
+    ok &= curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, protocols) == CURLE_OK;
+    ok &= curl_easy_setopt(e, CURLOPT_REDIR_PROTOCOLS_STR, protocols) == CURLE_OK;
+    ok &= curl_easy_setopt(e, CURLOPT_FOLLOWLOCATION, r->max_redirects > 0 ? 1L : 0L) == CURLE_OK;
+    ok &= curl_easy_setopt(e, CURLOPT_MAXREDIRS, r->max_redirects) == CURLE_OK;
+    ok &= curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, r->connect_timeout_ms) == CURLE_OK;
+    ok &= curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, r->timeout_ms) == CURLE_OK;
+    ok &= curl_easy_setopt(e, CURLOPT_LOW_SPEED_LIMIT, r->low_speed_limit) == CURLE_OK;
+    ok &= curl_easy_setopt(e, CURLOPT_LOW_SPEED_TIME, r->low_speed_time_s) == CURLE_OK;
+    ok &= curl_easy_setopt(e, CURLOPT_MAXFILESIZE_LARGE, (curl_off_t) r->max_body_bytes) == CURLE_OK;
+    ok &= curl_easy_setopt(e, CURLOPT_ACCEPT_ENCODING, "") == CURLE_OK;   /* gzip/deflate/br for svg & co */
+    ok &= curl_easy_setopt(e, CURLOPT_HTTP_VERSION, (long) CURL_HTTP_VERSION_2TLS) == CURLE_OK;
+    ok &= curl_easy_setopt(e, CURLOPT_PIPEWAIT, 1L) == CURLE_OK;         /* prefer multiplexing on h2 */
+    ok &= curl_easy_setopt(e, CURLOPT_TCP_KEEPALIVE, 1L) == CURLE_OK;
+    if (r->user_agent) ok &= curl_easy_setopt(e, CURLOPT_USERAGENT, r->user_agent) == CURLE_OK;
+    ok &= curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, r->write_fn) == CURLE_OK;
+    ok &= curl_easy_setopt(e, CURLOPT_WRITEDATA, r->userdata) == CURLE_OK;
+    ok &= curl_easy_setopt(e, CURLOPT_HEADERFUNCTION, r->header_fn) == CURLE_OK;
+    ok &= curl_easy_setopt(e, CURLOPT_HEADERDATA, r->userdata) == CURLE_OK;
+    char line[1024];
+    if (r->if_none_match) {
+        snprintf(line, sizeof line, "If-None-Match: %s", r->if_none_match);
+        t->headers = curl_slist_append(t->headers, line);
+    }
+    if (r->if_modified_since) {
+        snprintf(line, sizeof line, "If-Modified-Since: %s", r->if_modified_since);
+        t->headers = curl_slist_append(t->headers, line);
+    }
+    t->headers = curl_slist_append(t->headers, "Accept: image/avif,image/webp,image/*;q=0.9,*/*;q=0.5");
+    ok &= curl_easy_setopt(e, CURLOPT_HTTPHEADER, t->headers) == CURLE_OK;
+    if (!ok) { ccurl_transfer_destroy(t); return NULL; }
+    return t;
+}
+
+void ccurl_transfer_destroy(ccurl_transfer *t) {
+    if (!t) return;
+    curl_easy_cleanup(t->easy);
+    curl_slist_free_all(t->headers);
+    free(t);
+}
+
+void ccurl_transfer_info(ccurl_transfer *t, ccurl_info_t *out) {
+    memset(out, 0, sizeof(*out));
+    long version = 0;
+    char *url = NULL;
+    curl_easy_getinfo(t->easy, CURLINFO_RESPONSE_CODE, &out->status);
+    curl_easy_getinfo(t->easy, CURLINFO_HTTP_VERSION, &version);
+    curl_easy_getinfo(t->easy, CURLINFO_REDIRECT_COUNT, &out->redirect_count);
+    curl_easy_getinfo(t->easy, CURLINFO_OS_ERRNO, &out->os_errno);
+    curl_easy_getinfo(t->easy, CURLINFO_TOTAL_TIME, &out->total_seconds);
+    curl_easy_getinfo(t->easy, CURLINFO_EFFECTIVE_URL, &url);
+    switch (version) {
+        case CURL_HTTP_VERSION_1_0: case CURL_HTTP_VERSION_1_1: out->http_version = 1; break;
+        case CURL_HTTP_VERSION_2_0: out->http_version = 2; break;
+        case CURL_HTTP_VERSION_3: out->http_version = 3; break;
+        default: out->http_version = 0;
+    }
+    out->effective_url = url;
+    out->error = t->error;
+}
+
+ccurl_multi *ccurl_multi_create(long max_total, long max_host) {
+    ccurl_multi *m = calloc(1, sizeof(ccurl_multi));
+    if (!m) return NULL;
+    m->multi = curl_multi_init();
+    if (!m->multi) { free(m); return NULL; }
+    curl_multi_setopt(m->multi, CURLMOPT_PIPELINING, (long) CURLPIPE_MULTIPLEX);
+    curl_multi_setopt(m->multi, CURLMOPT_MAX_TOTAL_CONNECTIONS, max_total);
+    curl_multi_setopt(m->multi, CURLMOPT_MAX_HOST_CONNECTIONS, max_host);
+    curl_multi_setopt(m->multi, CURLMOPT_MAXCONNECTS, max_total);
+    return m;
+}
+
+void ccurl_multi_destroy(ccurl_multi *m) {
+    if (!m) return;
+    curl_multi_cleanup(m->multi);
+    free(m);
+}
+
+int ccurl_multi_add(ccurl_multi *m, ccurl_transfer *t) { return (int) curl_multi_add_handle(m->multi, t->easy); }
+int ccurl_multi_remove(ccurl_multi *m, ccurl_transfer *t) { return (int) curl_multi_remove_handle(m->multi, t->easy); }
+int ccurl_multi_perform(ccurl_multi *m, int *running) { return (int) curl_multi_perform(m->multi, running); }
+int ccurl_multi_poll(ccurl_multi *m, int timeout_ms) { return (int) curl_multi_poll(m->multi, NULL, 0, timeout_ms, NULL); }
+int ccurl_multi_wakeup(ccurl_multi *m) { return (int) curl_multi_wakeup(m->multi); }
+
+int ccurl_multi_next_done(ccurl_multi *m, ccurl_transfer **transfer, int *result) {
+    int queued = 0;
+    CURLMsg *message;
+    while ((message = curl_multi_info_read(m->multi, &queued))) {
+        if (message->msg != CURLMSG_DONE) continue;
+        ccurl_transfer *t = NULL;
+        curl_easy_getinfo(message->easy_handle, CURLINFO_PRIVATE, (char **) &t);
+        *transfer = t;
+        *result = (int) message->data.result;
+        return 1;
+    }
+    return 0;
+}

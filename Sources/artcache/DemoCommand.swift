@@ -1,23 +1,26 @@
 import ArgumentParser
 import ArtCache
+import ArtCacheOrigin
 import Foundation
 
-/// Runs the main job on the bundled example, offline.
+/// The main job on a bundled example, offline: a loopback origin serves the
+/// bundled sample images (some with wrong Content-Types, one HTML error page),
+/// and an iTunes-shaped result set pointing at it is prefetched, twice.
 struct DemoCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "demo",
-        abstract: "Cache the bundled example images (some with wrong Content-Types, one HTML error page) and show the stats.")
+        abstract: "Prefetch an iTunes-shaped result set from a loopback origin serving the bundled samples; print the summary and stats.")
 
     @OptionGroup var global: GlobalOptions
 
     /// Sample body, the Content-Type a misconfigured origin sends with it.
-    static let samples: [(file: String, declared: String)] = [
-        ("cover-zone.jpg", "image/jpeg"),
-        ("cover-sines.png", "image/png"),
-        ("cover-eye.webp", "image/png"),                 // wrong: WebP served as PNG
-        ("cover-grey.gif", "application/octet-stream"),  // wrong: generic binary
-        ("cover-ramp.jpg", "text/html"),                 // wrong: JPEG served as HTML
-        ("error-503.html", "image/jpeg"),                // an error page served as an image
+    static let samples: [(file: String, declared: String?, title: String)] = [
+        ("cover-zone.jpg", "image/jpeg", "Zone Plate"),
+        ("cover-sines.png", "image/png", "Sines"),
+        ("cover-eye.webp", "image/png", "Eye Test"),                 // wrong: WebP served as PNG
+        ("cover-grey.gif", "application/octet-stream", "Grey Ramp"), // wrong: generic binary
+        ("cover-ramp.jpg", "text/html", "Ramp"),                     // wrong: JPEG served as HTML
+        ("error-503.html", "image/jpeg", "Unavailable"),             // an error page served as an image
     ]
 
     func run() async throws {
@@ -30,21 +33,34 @@ struct DemoCommand: AsyncParsableCommand {
             guard let folder = Bundle.module.url(forResource: "Demo", withExtension: nil) else {
                 throw ValidationError("the bundled example is missing from this build")
             }
-            let store = try await global.openStore(configuration)
-            print("demo cache: \(configuration.cache.directory)")
-            for sample in Self.samples {
-                let data = try Data(contentsOf: folder.appendingPathComponent(sample.file))
-                let url = "https://demo.artcache.invalid/art/\(sample.file)"
-                do {
-                    let stored = try await store.put(url: url, data: data, declaredType: sample.declared)
-                    let note = stored.repaired ? "  (repaired: declared \(sample.declared))" : ""
-                    print("stored   \(sample.file): \(stored.entry.contentType), \(data.count) bytes\(note)")
-                } catch let error as StoreError where error.code == .notAnImage {
-                    print("refused  \(sample.file): \(error.message)")
-                }
+            let origin = try await OriginServer.start()
+            defer { origin.stop() }
+            var results: [[String: Any]] = []
+            for (index, sample) in Self.samples.enumerated() {
+                let body = try Data(contentsOf: folder.appendingPathComponent(sample.file))
+                origin.register(sample.file, .init(body: body, contentType: sample.declared,
+                                                   cacheControl: "max-age=3600", etag: "\"\(sample.file)-v1\""))
+                results.append(["wrapperType": "track", "trackId": 1000 + index, "trackName": sample.title,
+                                "artistName": "artcache demo", "artworkUrl100": origin.url("/img/\(sample.file)")])
             }
-            _ = try await store.lookup(url: "https://demo.artcache.invalid/art/cover-zone.jpg")
-            _ = try await store.lookup(url: "https://demo.artcache.invalid/art/not-cached.jpg")
+            let resultSet = try JSONSerialization.data(withJSONObject: ["resultCount": results.count, "results": results])
+            let urls = try ResultSetParser.parse(resultSet).urls
+            print("origin      \(origin.baseURL) (loopback, bundled samples)")
+            print("result set  iTunes search, \(urls.count) artwork URLs")
+            print("cache       \(configuration.cache.directory)\n")
+
+            let store = try await global.openStore(configuration)
+            let pipeline = ImagePipeline(store: store, downloader: try Downloader(settings: configuration.download, logger: global.logger),
+                                         logger: global.logger)
+            let first = await pipeline.prefetch(urls, concurrency: configuration.download.concurrency)
+            print("first prefetch:")
+            print(PrefetchCommand.text(first.summary))
+            for item in first.items {
+                if case .failure(let error) = item.outcome { print("  \(error.reason): \(error.message)") }
+            }
+            let second = await pipeline.prefetch(urls, concurrency: configuration.download.concurrency)
+            print("\nsecond prefetch (fresh items come from the cache; the refused page is asked for again):")
+            print("cached \(second.summary.cached) of \(second.summary.requested), origin requests in total \(origin.totalRequests)")
             print("")
             print(StatsCommand.text(try await store.stats()))
             try await store.close()

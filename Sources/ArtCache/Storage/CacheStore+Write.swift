@@ -34,6 +34,8 @@ extension CacheStore {
             etag: validators.etag, lastModified: validators.lastModified, expiresAt: validators.expiresAt,
             createdAt: now, accessedAt: now, hitCount: 0)
         let stored = try await write(entry, data: data) { db, old in
+            // Stored at last: it leaves the offline retry queue, in the same transaction.
+            try db.execute(sql: "DELETE FROM retry_queue WHERE url = ?", arguments: [normalized.string])
             if repaired {
                 try db.execute(sql: """
                     INSERT INTO repair (declared, sniffed, count) VALUES (?, ?, 1)

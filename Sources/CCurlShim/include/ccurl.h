@@ -1,5 +1,59 @@
 #ifndef CCURL_H
 #define CCURL_H
-/* Non-variadic wrappers over libcurl (curl_easy_setopt & co. are variadic). */
+/* Non-variadic wrappers over libcurl (curl_easy_setopt & co. are variadic).
+ * Swift sees only plain C types and opaque pointers. */
+#include <stddef.h>
+
+typedef size_t (*ccurl_data_fn)(char *data, size_t size, size_t count, void *userdata);
+
+typedef struct {
+    const char *url;
+    const char *user_agent;
+    const char *if_none_match;       /* NULL: not sent */
+    const char *if_modified_since;   /* NULL: not sent */
+    long connect_timeout_ms;
+    long timeout_ms;
+    long low_speed_limit;            /* bytes per second */
+    long low_speed_time_s;
+    long max_redirects;
+    int allow_http;                  /* 0: https only, also for redirects */
+    long long max_body_bytes;        /* also enforced while streaming by write_fn */
+    ccurl_data_fn write_fn;
+    ccurl_data_fn header_fn;
+    void *userdata;
+} ccurl_request_t;
+
+typedef struct ccurl_transfer ccurl_transfer;   /* an easy handle with its header list */
+typedef struct ccurl_multi ccurl_multi;
+
+typedef struct {
+    long status;
+    long http_version;        /* 1, 2, 3 (0 unknown) */
+    long redirect_count;
+    long os_errno;
+    double total_seconds;
+    const char *effective_url; /* valid until the transfer is destroyed */
+    const char *error;         /* curl's detailed message for the last error */
+} ccurl_info_t;
+
+/* curl_global_init, once per process (thread-safe). */
+int ccurl_global_init(void);
 const char *ccurl_version(void);
+const char *ccurl_strerror(int code);
+
+ccurl_transfer *ccurl_transfer_create(const ccurl_request_t *request);
+void ccurl_transfer_destroy(ccurl_transfer *transfer);
+void ccurl_transfer_info(ccurl_transfer *transfer, ccurl_info_t *out);
+
+ccurl_multi *ccurl_multi_create(long max_total_connections, long max_host_connections);
+void ccurl_multi_destroy(ccurl_multi *multi);
+int ccurl_multi_add(ccurl_multi *multi, ccurl_transfer *transfer);
+int ccurl_multi_remove(ccurl_multi *multi, ccurl_transfer *transfer);
+int ccurl_multi_perform(ccurl_multi *multi, int *running);
+int ccurl_multi_poll(ccurl_multi *multi, int timeout_ms);
+/* Thread-safe: makes a ccurl_multi_poll in progress return. */
+int ccurl_multi_wakeup(ccurl_multi *multi);
+/* The next finished transfer: returns 1 and fills the outputs, 0 when none. */
+int ccurl_multi_next_done(ccurl_multi *multi, ccurl_transfer **transfer, int *result);
+
 #endif

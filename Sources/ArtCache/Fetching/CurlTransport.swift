@@ -1,0 +1,319 @@
+import CCurlShim
+import Foundation
+import Synchronization
+
+/// One HTTP GET as the transport sees it.
+struct TransferRequest: Sendable {
+    var url: String
+    var host: String
+    var ifNoneMatch: String?
+    var ifModifiedSince: String?
+    var settings: DownloadSettings
+}
+
+/// What libcurl reported for one finished transfer.
+struct TransferResult: Sendable {
+    var curlCode: Int32
+    var curlMessage: String
+    var status: Int
+    /// Headers of the last response in a redirect chain; lowercased names.
+    var headers: [String: String]
+    var body: Data
+    var effectiveURL: String
+    var httpVersion: Int
+    var redirects: Int
+    /// The body passed `max_body_size` while streaming and was aborted.
+    var tooLarge: Bool
+}
+
+/// libcurl's multi interface driven from one dedicated thread, bridged to
+/// async/await. Transfers are admitted under a total and a per-host limit;
+/// connections (keep-alive, HTTP/2 multiplexing) are reused across transfers.
+final class CurlTransport: Sendable {
+    private let engine: CurlEngine
+
+    init(maxTotal: Int, maxPerHost: Int) throws(DownloadError) {
+        guard ccurl_global_init() == 0 else { throw DownloadError(.network, "curl_global_init failed") }
+        guard let multi = ccurl_multi_create(maxTotal, maxPerHost) else {
+            throw DownloadError(.network, "cannot create a libcurl multi handle")
+        }
+        engine = CurlEngine(multi: multi, maxTotal: maxTotal, maxPerHost: maxPerHost)
+        let engine = self.engine
+        let thread = Thread { engine.run() }
+        thread.name = "artcache.curl"
+        thread.start()
+    }
+
+    deinit { engine.shutdown() }
+
+    /// Runs one transfer. Cancelling the calling task aborts it.
+    func perform(_ request: TransferRequest) async throws -> TransferResult {
+        let id = engine.nextID()
+        return try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { continuation in
+                engine.submit(id: id, request: request, continuation: continuation)
+            }
+        } onCancel: {
+            engine.cancel(id: id)
+        }
+    }
+}
+
+/// The state behind the transport. Every field but `inbox` is touched only by
+/// the transport thread (`run()` and the libcurl callbacks it triggers);
+/// other threads go through `inbox` (a Mutex) and `ccurl_multi_wakeup`, which
+/// libcurl documents as thread-safe. That is why @unchecked Sendable is sound.
+final class CurlEngine: @unchecked Sendable {
+    typealias Continuation = CheckedContinuation<TransferResult, Error>
+
+    struct Submission {
+        let id: Int
+        let request: TransferRequest
+        let continuation: Continuation
+    }
+
+    struct Inbox {
+        var submissions: [Submission] = []
+        var cancellations: [Int] = []
+        var shuttingDown = false
+        var lastID = 0
+    }
+
+    final class Active {
+        let id: Int
+        let host: String
+        let continuation: Continuation
+        let state: TransferState
+        let transfer: OpaquePointer
+
+        init(id: Int, host: String, continuation: Continuation, state: TransferState, transfer: OpaquePointer) {
+            self.id = id
+            self.host = host
+            self.continuation = continuation
+            self.state = state
+            self.transfer = transfer
+        }
+    }
+
+    private let inbox = Mutex(Inbox())
+    private let multi: OpaquePointer
+    private let maxTotal: Int
+    private let maxPerHost: Int
+    // Transport-thread only:
+    private var waiting: [String: [Submission]] = [:]
+    private var hostOrder: [String] = []
+    private var active: [Int: Active] = [:]
+    private var byTransfer: [OpaquePointer: Int] = [:]
+    private var activePerHost: [String: Int] = [:]
+
+    init(multi: OpaquePointer, maxTotal: Int, maxPerHost: Int) {
+        self.multi = multi
+        self.maxTotal = maxTotal
+        self.maxPerHost = maxPerHost
+    }
+
+    func nextID() -> Int { inbox.withLock { $0.lastID += 1; return $0.lastID } }
+
+    func submit(id: Int, request: TransferRequest, continuation: Continuation) {
+        let accepted = inbox.withLock { box -> Bool in
+            guard !box.shuttingDown else { return false }
+            box.submissions.append(Submission(id: id, request: request, continuation: continuation))
+            return true
+        }
+        guard accepted else {
+            continuation.resume(throwing: DownloadError(.cancelled, "downloader shut down"))
+            return
+        }
+        ccurl_multi_wakeup(multi)
+    }
+
+    func cancel(id: Int) {
+        inbox.withLock { $0.cancellations.append(id) }
+        ccurl_multi_wakeup(multi)
+    }
+
+    func shutdown() {
+        inbox.withLock { $0.shuttingDown = true }
+        ccurl_multi_wakeup(multi)
+    }
+
+    /// The transport thread's loop.
+    func run() {
+        while true {
+            let (submissions, cancellations, stopping) = inbox.withLock { box in
+                defer { box.submissions = []; box.cancellations = [] }
+                return (box.submissions, box.cancellations, box.shuttingDown)
+            }
+            for submission in submissions {
+                let host = submission.request.host
+                if waiting[host] == nil { hostOrder.append(host) }
+                waiting[host, default: []].append(submission)
+            }
+            for id in cancellations { abort(id: id, error: CancellationError()) }
+            if stopping {
+                for id in Array(active.keys) { abort(id: id, error: DownloadError(.cancelled, "downloader shut down")) }
+                for (_, queue) in waiting { for s in queue { s.continuation.resume(throwing: DownloadError(.cancelled, "downloader shut down")) } }
+                ccurl_multi_destroy(multi)
+                return
+            }
+            admit()
+            var running: Int32 = 0
+            ccurl_multi_perform(multi, &running)
+            collectFinished()
+            admit()
+            ccurl_multi_poll(multi, active.isEmpty ? 1000 : 100)
+        }
+    }
+
+    /// Starts waiting transfers while the total and per-host limits allow,
+    /// taking hosts in turn so one busy host does not starve the others.
+    private func admit() {
+        var index = 0
+        while active.count < maxTotal, index < hostOrder.count {
+            let host = hostOrder[index]
+            guard var queue = waiting[host], !queue.isEmpty else {
+                waiting[host] = nil
+                hostOrder.remove(at: index)
+                continue
+            }
+            if activePerHost[host, default: 0] >= maxPerHost {
+                index += 1
+                continue
+            }
+            let submission = queue.removeFirst()
+            waiting[host] = queue
+            start(submission)
+        }
+    }
+
+    private func start(_ submission: Submission) {
+        let request = submission.request
+        let state = TransferState(maxBody: request.settings.maxBodyBytes)
+        let userdata = Unmanaged.passUnretained(state).toOpaque()
+        let s = request.settings
+        let transfer: OpaquePointer? = request.url.withCString { url in
+            s.userAgent.withCString { agent in
+                withOptionalCString(request.ifNoneMatch) { etag in
+                    withOptionalCString(request.ifModifiedSince) { modified in
+                        var r = ccurl_request_t()
+                        r.url = url
+                        r.user_agent = agent
+                        r.if_none_match = etag
+                        r.if_modified_since = modified
+                        r.connect_timeout_ms = Int(s.connectTimeout * 1000)
+                        r.timeout_ms = Int(s.timeout * 1000)
+                        r.low_speed_limit = Int(s.lowSpeedLimit)
+                        r.low_speed_time_s = Int(s.lowSpeedTime.rounded(.up))
+                        r.max_redirects = s.maxRedirects
+                        r.allow_http = s.allowHTTP ? 1 : 0
+                        r.max_body_bytes = s.maxBodyBytes
+                        r.write_fn = transferWrite
+                        r.header_fn = transferHeader
+                        r.userdata = userdata
+                        return ccurl_transfer_create(&r)
+                    }
+                }
+            }
+        }
+        guard let transfer, ccurl_multi_add(multi, transfer) == 0 else {
+            if let transfer { ccurl_transfer_destroy(transfer) }
+            submission.continuation.resume(throwing: DownloadError(.network, "libcurl refused the request for \(request.url)"))
+            return
+        }
+        active[submission.id] = Active(id: submission.id, host: request.host, continuation: submission.continuation,
+                                       state: state, transfer: transfer)
+        byTransfer[transfer] = submission.id
+        activePerHost[request.host, default: 0] += 1
+    }
+
+    private func collectFinished() {
+        var transfer: OpaquePointer?
+        var code: Int32 = 0
+        while ccurl_multi_next_done(multi, &transfer, &code) == 1 {
+            guard let transfer, let id = byTransfer[transfer], let job = finish(id: id) else { continue }
+            var info = ccurl_info_t()
+            ccurl_transfer_info(transfer, &info)
+            let detail = info.error.map { String(cString: $0) } ?? ""
+            let result = TransferResult(
+                curlCode: code,
+                curlMessage: detail.isEmpty ? String(cString: ccurl_strerror(code)) : detail,
+                status: info.status, headers: job.state.headers, body: job.state.body,
+                effectiveURL: info.effective_url.map { String(cString: $0) } ?? "",
+                httpVersion: info.http_version, redirects: info.redirect_count, tooLarge: job.state.tooLarge)
+            ccurl_transfer_destroy(transfer)
+            job.continuation.resume(returning: result)
+        }
+    }
+
+    /// Removes a job from the active set (and from libcurl).
+    private func finish(id: Int) -> Active? {
+        guard let job = active.removeValue(forKey: id) else { return nil }
+        byTransfer[job.transfer] = nil
+        activePerHost[job.host, default: 1] -= 1
+        ccurl_multi_remove(multi, job.transfer)
+        return job
+    }
+
+    private func abort(id: Int, error: Error) {
+        if let job = finish(id: id) {
+            ccurl_transfer_destroy(job.transfer)
+            job.continuation.resume(throwing: error)
+            return
+        }
+        for (host, queue) in waiting {
+            if let index = queue.firstIndex(where: { $0.id == id }) {
+                waiting[host]!.remove(at: index).continuation.resume(throwing: error)
+                return
+            }
+        }
+    }
+}
+
+/// Body and headers of one transfer, filled by libcurl callbacks on the
+/// transport thread only.
+final class TransferState {
+    let maxBody: Int64
+    var body = Data()
+    var headers: [String: String] = [:]
+    var tooLarge = false
+
+    init(maxBody: Int64) { self.maxBody = maxBody }
+}
+
+private func withOptionalCString<R>(_ string: String?, _ body: (UnsafePointer<CChar>?) -> R) -> R {
+    guard let string else { return body(nil) }
+    return string.withCString { body($0) }
+}
+
+/// CURLOPT_WRITEFUNCTION: appends to the body, aborting past `max_body_size`
+/// (counted while streaming, whatever Content-Length said).
+private let transferWrite: ccurl_data_fn = { data, size, count, userdata in
+    guard let userdata, let data else { return 0 }
+    let state = Unmanaged<TransferState>.fromOpaque(userdata).takeUnretainedValue()
+    let length = size * count
+    if Int64(state.body.count + length) > state.maxBody {
+        state.tooLarge = true
+        return 0  // makes libcurl fail the transfer with CURLE_WRITE_ERROR
+    }
+    data.withMemoryRebound(to: UInt8.self, capacity: length) { state.body.append($0, count: length) }
+    return length
+}
+
+/// CURLOPT_HEADERFUNCTION: keeps the headers of the last response only
+/// (a status line starts a new response, e.g. after a redirect).
+private let transferHeader: ccurl_data_fn = { data, size, count, userdata in
+    guard let userdata, let data else { return 0 }
+    let state = Unmanaged<TransferState>.fromOpaque(userdata).takeUnretainedValue()
+    let length = size * count
+    let line = data.withMemoryRebound(to: UInt8.self, capacity: length) {
+        String(decoding: UnsafeBufferPointer(start: $0, count: length), as: UTF8.self)
+    }
+    if line.hasPrefix("HTTP/") {
+        state.headers = [:]
+    } else if let colon = line.firstIndex(of: ":") {
+        let name = line[..<colon].trimmingCharacters(in: .whitespaces).lowercased()
+        let value = line[line.index(after: colon)...].trimmingCharacters(in: .whitespacesAndNewlines)
+        if let existing = state.headers[name] { state.headers[name] = existing + ", " + value } else { state.headers[name] = value }
+    }
+    return length
+}

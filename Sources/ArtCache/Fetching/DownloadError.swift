@@ -1,0 +1,84 @@
+import Foundation
+
+/// Why a download failed: a stable code, a human message, and for HTTP
+/// errors the status.
+public struct DownloadError: Error, Sendable, Equatable, CustomStringConvertible {
+    public enum Code: String, Sendable, Codable {
+        case dns
+        case connect
+        case timeout
+        case tls
+        /// The connection broke or the body ended short of its Content-Length.
+        case network
+        case truncated
+        case tooLarge = "too_large"
+        case tooManyRedirects = "too_many_redirects"
+        case httpStatus = "http_status"
+        case notAnImage = "not_an_image"
+        /// The scheme is not allowed (plain http refused by config, or not http/https).
+        case refusedScheme = "refused_scheme"
+        case invalidURL = "invalid_url"
+        case cancelled
+    }
+
+    public let code: Code
+    public let message: String
+    public var status: Int?
+    /// Seconds the origin asked us to wait (429/503 Retry-After).
+    public var retryAfter: TimeInterval?
+    /// For `.notAnImage`: what the body was.
+    public var sniffed: SniffedFormat?
+
+    public init(_ code: Code, _ message: String, status: Int? = nil, retryAfter: TimeInterval? = nil, sniffed: SniffedFormat? = nil) {
+        self.code = code
+        self.message = message
+        self.status = status
+        self.retryAfter = retryAfter
+        self.sniffed = sniffed
+    }
+
+    public var description: String { message }
+
+    /// The key under which failures are counted: `dns`, `timeout`, `http_404`, ...
+    public var reason: String {
+        if code == .httpStatus, let status { return "http_\(status)" }
+        return code.rawValue
+    }
+
+    /// Caused by the network rather than by the origin's answer: such URLs go
+    /// to the persistent retry queue.
+    public var isNetworkFailure: Bool {
+        switch code {
+        case .dns, .connect, .timeout, .tls, .network, .truncated: true
+        default: false
+        }
+    }
+
+    /// Worth another attempt: network failures, 5xx and 429. Never other 4xx.
+    public var isRetryable: Bool {
+        if isNetworkFailure { return true }
+        if code == .httpStatus, let status { return status >= 500 || status == 429 }
+        return false
+    }
+
+    /// Maps a finished libcurl transfer that failed at the transport level.
+    static func fromCurl(_ result: TransferResult, url: String, settings: DownloadSettings) -> DownloadError {
+        let detail = result.curlMessage
+        switch result.curlCode {
+        case 1: return DownloadError(.refusedScheme, "\(url): scheme not allowed (\(settings.allowHTTP ? "http and https only" : "https only")): \(detail)")
+        case 3: return DownloadError(.invalidURL, "\(url): malformed URL: \(detail)")
+        case 5, 6: return DownloadError(.dns, "\(url): cannot resolve host: \(detail)")
+        case 7: return DownloadError(.connect, "\(url): cannot connect: \(detail)")
+        case 28: return DownloadError(.timeout, "\(url): timed out: \(detail)")
+        case 35, 51, 53, 54, 58, 59, 60, 64, 66, 77, 80, 82, 83, 90, 91:
+            return DownloadError(.tls, "\(url): TLS error: \(detail)")
+        case 47: return DownloadError(.tooManyRedirects, "\(url): more than \(settings.maxRedirects) redirects")
+        case 18: return DownloadError(.truncated, "\(url): body ended before its Content-Length (\(result.body.count) bytes received)")
+        case 63: return DownloadError(.tooLarge, "\(url): body larger than \(Units.formatSize(settings.maxBodyBytes))")
+        case 23 where result.tooLarge:
+            return DownloadError(.tooLarge, "\(url): body larger than \(Units.formatSize(settings.maxBodyBytes)) (aborted while streaming)")
+        case 42: return DownloadError(.cancelled, "\(url): cancelled")
+        default: return DownloadError(.network, "\(url): \(detail) (curl error \(result.curlCode))")
+        }
+    }
+}

@@ -1,0 +1,90 @@
+import Foundation
+import Logging
+
+/// An HTTP response as the downloader hands it over.
+public struct HTTPResponse: Sendable {
+    public var status: Int
+    /// Lowercased header names.
+    public var headers: [String: String]
+    public var body: Data
+    public var effectiveURL: String
+    public var httpVersion: Int
+    public var attempts: Int
+}
+
+/// Downloads over libcurl (see `CurlTransport`) with the `[download]` limits,
+/// and retries network errors, 5xx and 429 with exponential backoff and jitter.
+public final class Downloader: Sendable {
+    public let settings: DownloadSettings
+    let transport: CurlTransport
+    let logger: Logger
+
+    public init(settings: DownloadSettings, logger: Logger = Logger(label: "artcache.download")) throws {
+        self.settings = settings
+        self.logger = logger
+        transport = try CurlTransport(maxTotal: settings.concurrency, maxPerHost: settings.perHost)
+    }
+
+    /// GETs `url`. With `validators`, sends If-None-Match / If-Modified-Since,
+    /// and a 304 comes back as a response with status 304.
+    public func fetch(_ url: String, validators: HTTPValidators? = nil) async throws(DownloadError) -> HTTPResponse {
+        let normalized: NormalizedURL
+        do {
+            normalized = try NormalizedURL(url)
+        } catch {
+            throw DownloadError(.invalidURL, error.message)
+        }
+        if normalized.scheme == "http", !settings.allowHTTP {
+            throw DownloadError(.refusedScheme, "\(url): plain http is refused by configuration (download.allow_http = false)")
+        }
+        let request = TransferRequest(url: normalized.string, host: normalized.host,
+                                      ifNoneMatch: validators?.etag, ifModifiedSince: validators?.lastModified,
+                                      settings: settings)
+        var attempt = 0
+        while true {
+            attempt += 1
+            do {
+                return try await once(request, attempt: attempt)
+            } catch let error where error.isRetryable && attempt <= settings.retries {
+                let delay = backoff(attempt: attempt, retryAfter: error.retryAfter)
+                logger.debug("retrying", metadata: ["url": "\(url)", "reason": "\(error.reason)", "delay": "\(delay)"])
+                do {
+                    try await Task.sleep(nanoseconds: UInt64(delay * 1_000_000_000))
+                } catch {
+                    throw DownloadError(.cancelled, "\(url): cancelled")
+                }
+            }
+        }
+    }
+
+    private func once(_ request: TransferRequest, attempt: Int) async throws(DownloadError) -> HTTPResponse {
+        if Task.isCancelled { throw DownloadError(.cancelled, "\(request.url): cancelled") }
+        let result: TransferResult
+        do {
+            result = try await transport.perform(request)
+        } catch let error as DownloadError {
+            throw error
+        } catch {
+            throw DownloadError(.cancelled, "\(request.url): cancelled")
+        }
+        guard result.curlCode == 0 else { throw DownloadError.fromCurl(result, url: request.url, settings: settings) }
+        if result.status == 304 || (200..<300).contains(result.status) {
+            return HTTPResponse(status: result.status, headers: result.headers, body: result.body,
+                                effectiveURL: result.effectiveURL, httpVersion: result.httpVersion, attempts: attempt)
+        }
+        if (300..<400).contains(result.status) {
+            throw DownloadError(.tooManyRedirects, "\(request.url): redirect (\(result.status)) not followed",
+                                status: result.status)
+        }
+        throw DownloadError(.httpStatus, "\(request.url): HTTP status \(result.status)", status: result.status,
+                            retryAfter: HTTPCachePolicy.retryAfter(result.headers["retry-after"]))
+    }
+
+    /// Full-jitter exponential backoff; an origin's Retry-After wins, capped
+    /// at `retry_max_delay`.
+    func backoff(attempt: Int, retryAfter: TimeInterval?) -> TimeInterval {
+        if let retryAfter { return min(retryAfter, settings.retryMaxDelay) }
+        let ceiling = min(settings.retryMaxDelay, settings.retryBaseDelay * pow(2, Double(attempt - 1)))
+        return Double.random(in: ceiling / 2...max(ceiling / 2, ceiling))
+    }
+}

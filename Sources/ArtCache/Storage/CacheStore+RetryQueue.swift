@@ -1,0 +1,42 @@
+import Foundation
+import GRDB
+
+/// A URL whose download failed because of the network, kept until it succeeds.
+public struct RetryItem: Sendable, Codable, Equatable {
+    public var url: String
+    public var reason: String
+    public var message: String
+    public var attempts: Int
+    public var firstFailedAt: Date
+    public var lastFailedAt: Date
+}
+
+extension CacheStore {
+    /// Remembers a URL that failed for network reasons (the offline queue).
+    public func enqueueRetry(url: String, reason: String, message: String, now: Date = Date()) async throws {
+        try await db.write { db in
+            try db.execute(sql: """
+                INSERT INTO retry_queue (url, reason, message, attempts, first_failed_at, last_failed_at)
+                VALUES (?, ?, ?, 1, ?, ?)
+                ON CONFLICT(url) DO UPDATE SET reason = excluded.reason, message = excluded.message,
+                    attempts = attempts + 1, last_failed_at = excluded.last_failed_at
+                """, arguments: [url, reason, message, now.timeIntervalSince1970, now.timeIntervalSince1970])
+        }
+    }
+
+    /// Forgets a URL (it succeeded, or the origin gave a final answer).
+    public func dequeueRetry(url: String) async throws {
+        try await db.write { db in try db.execute(sql: "DELETE FROM retry_queue WHERE url = ?", arguments: [url]) }
+    }
+
+    /// The queue, oldest failure first.
+    public func retryQueue() async throws -> [RetryItem] {
+        try await db.read { db in
+            try Row.fetchAll(db, sql: "SELECT * FROM retry_queue ORDER BY first_failed_at, url").map { row in
+                RetryItem(url: row["url"], reason: row["reason"], message: row["message"], attempts: row["attempts"],
+                          firstFailedAt: Date(timeIntervalSince1970: row["first_failed_at"]),
+                          lastFailedAt: Date(timeIntervalSince1970: row["last_failed_at"]))
+            }
+        }
+    }
+}

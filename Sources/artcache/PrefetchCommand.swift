@@ -1,0 +1,139 @@
+import ArgumentParser
+import ArtCache
+import Foundation
+import Synchronization
+
+extension ResultSetFormat: ExpressibleByArgument {}
+
+struct PrefetchCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "prefetch",
+        abstract: "Get every image of one or more result sets into the cache.",
+        discussion: """
+            Inputs are iTunes Search/Lookup, GitHub Search Users/Repositories, Twitter v1.1 \
+            responses, or plain text with one URL per line ("-" reads stdin); the format is \
+            detected unless --format is given. Exit status 0 when everything is cached, 1 when \
+            anything failed or was refused.
+            """)
+
+    @OptionGroup var global: GlobalOptions
+
+    @Argument(help: "Result set files, or - for stdin.") var inputs: [String] = []
+    @Option(help: "Force the input format: \(ResultSetFormat.allCases.map(\.rawValue).joined(separator: ", ")).")
+    var format: ResultSetFormat?
+    @Option(help: "Downloads at once (overrides [download] concurrency).") var concurrency: Int?
+    @Flag(help: "Also retry every URL in the persistent retry queue.") var retry = false
+    @Flag(help: "Print the summary as stable JSON (documented in the README).") var json = false
+
+    func validate() throws {
+        if inputs.isEmpty && !retry { throw ValidationError("give at least one result set (FILE or -), or --retry") }
+        if let concurrency, concurrency < 1 { throw ValidationError("--concurrency must be at least 1") }
+    }
+
+    func run() async throws {
+        try await reportingErrors {
+            var configuration = try global.configuration()
+            if let concurrency { configuration.download.concurrency = concurrency }
+            var urls: [String] = []
+            var seen = Set<String>()
+            for input in inputs {
+                for url in try Self.load(input, format: format) where seen.insert(url).inserted { urls.append(url) }
+            }
+            let store = try await global.openStore(configuration)
+            if retry {
+                for item in try await store.retryQueue() where seen.insert(item.url).inserted { urls.append(item.url) }
+            }
+            let pipeline = ImagePipeline(store: store, downloader: try Downloader(settings: configuration.download, logger: global.logger),
+                                         logger: global.logger)
+            let reporter = ProgressReporter(quiet: json)
+            let (summary, items) = await pipeline.prefetch(urls, concurrency: configuration.download.concurrency) { reporter.update($0) }
+            reporter.finish()
+            try await store.close()
+            if json {
+                print(try Output.json(summary))
+            } else {
+                print(Self.text(summary))
+                for item in items {
+                    if case .failure(let error) = item.outcome { FileHandle.standardError.write(Data("  \(error.reason): \(error.message)\n".utf8)) }
+                }
+            }
+            if !summary.succeeded { throw ExitCode(1) }
+        }
+    }
+
+    /// Reads and parses one input (a path or "-").
+    static func load(_ input: String, format: ResultSetFormat?) throws -> [String] {
+        let data: Data
+        if input == "-" {
+            data = FileHandle.standardInput.readDataToEndOfFile()
+        } else {
+            guard let contents = FileManager.default.contents(atPath: input) else {
+                throw ValidationError("\(input): cannot read file")
+            }
+            data = contents
+        }
+        do {
+            return try ResultSetParser.parse(data, format: format).urls
+        } catch {
+            throw ValidationError("\(input == "-" ? "stdin" : input): \(error.message)")
+        }
+    }
+
+    static func text(_ s: PrefetchSummary) -> String {
+        var lines = [
+            "requested    \(s.requested)",
+            "cached       \(s.cached) (already fresh)",
+            "revalidated  \(s.revalidated)",
+            "downloaded   \(s.downloaded) (\(s.repaired) with a repaired MIME type)",
+            "refused      \(s.refused) (not an image)",
+            "failed       \(s.failed)",
+        ]
+        if s.uncacheable > 0 { lines.append("uncacheable  \(s.uncacheable) (no-store)") }
+        for (reason, count) in s.failures.sorted(by: { $0.key < $1.key }) { lines.append("  \(reason): \(count)") }
+        let rate = s.seconds > 0 ? Double(s.requested) / s.seconds : 0
+        lines.append("bytes        \(Units.formatSize(s.bytes)) in \(String(format: "%.2f", s.seconds)) s (\(String(format: "%.0f", rate)) URLs/s)")
+        return lines.joined(separator: "\n")
+    }
+}
+
+/// A live progress bar on a terminal, plain lines otherwise (on stderr).
+final class ProgressReporter: Sendable {
+    private let isTerminal = isatty(STDERR_FILENO) == 1
+    private let quiet: Bool
+    private let lastLine = Mutex<(percent: Int, drawn: Date)>((-1, .distantPast))
+
+    init(quiet: Bool) { self.quiet = quiet }
+
+    func update(_ p: PrefetchProgress) {
+        guard !quiet || isTerminal, p.total > 0 else { return }
+        let percent = p.done * 100 / p.total
+        let rate = p.elapsed > 0 ? Double(p.done) / p.elapsed : 0
+        let now = Date()
+        if isTerminal {
+            let due = lastLine.withLock { state -> Bool in
+                guard p.done == p.total || now.timeIntervalSince(state.drawn) > 0.1 else { return false }
+                state.drawn = now
+                return true
+            }
+            guard due else { return }
+            let width = 30
+            let filled = p.done * width / p.total
+            let bar = String(repeating: "#", count: filled) + String(repeating: "-", count: width - filled)
+            let line = "\r[\(bar)] \(p.done)/\(p.total)  \(Units.formatSize(p.bytes))  \(String(format: "%.0f", rate))/s  \(p.failed) failed\u{1B}[K"
+            FileHandle.standardError.write(Data(line.utf8))
+        } else {
+            // One line per 10%, and the last one.
+            let due = lastLine.withLock { state -> Bool in
+                guard percent / 10 > state.percent / 10 || p.done == p.total else { return false }
+                state.percent = percent
+                return true
+            }
+            guard due, !quiet else { return }
+            FileHandle.standardError.write(Data("progress \(p.done)/\(p.total) bytes=\(p.bytes) failed=\(p.failed) rate=\(String(format: "%.0f", rate))/s\n".utf8))
+        }
+    }
+
+    func finish() {
+        if isTerminal && !quiet { FileHandle.standardError.write(Data("\n".utf8)) }
+    }
+}
