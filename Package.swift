@@ -14,7 +14,6 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-crypto", from: "3.12.3"),
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
         .package(url: "https://github.com/LebJe/TOMLKit", from: "0.6.0"),
-        .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1"),
     ],
     targets: [
         // libvips through pkg-config, plus a tiny non-variadic, glib-free shim.
@@ -38,12 +37,10 @@ let package = Package(
                 .product(name: "TOMLKit", package: "TOMLKit"),
             ]
         ),
-        // A loopback HTTP origin that can misbehave on purpose: serves the demo
-        // and the downloader tests (not part of the product's API).
-        .target(
-            name: "ArtCacheOrigin",
-            dependencies: [.product(name: "Hummingbird", package: "hummingbird")]
-        ),
+        // A loopback HTTP/1.1 origin that misbehaves on purpose (cut bodies,
+        // dribbled bodies, wrong types): serves the demo and the downloader
+        // tests. Raw sockets, because breaking the wire is its job.
+        .target(name: "ArtCacheOrigin"),
         .executableTarget(
             name: "artcache",
             dependencies: [

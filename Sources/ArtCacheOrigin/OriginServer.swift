@@ -1,24 +1,26 @@
 import Foundation
-import Hummingbird
-import Logging
-import NIOCore
 import Synchronization
+#if canImport(Glibc)
+import Glibc
+#endif
 
-/// A loopback HTTP origin (Hummingbird) that serves registered images and
-/// misbehaves on purpose. Used by `artcache demo` and by the downloader tests.
+/// A loopback HTTP/1.1 origin that serves registered images and misbehaves on
+/// purpose. Used by `artcache demo` and the downloader tests. It is written on
+/// raw sockets because its job is to break the wire in ways an HTTP library
+/// will not: cut a body short of its Content-Length, dribble bytes, never end.
 ///
 /// Paths (NAME is a registered resource):
-/// - `/img/NAME`: the resource, with its (possibly wrong) Content-Type, an
-///   ETag (304 on If-None-Match) and optional Cache-Control
+/// - `/img/NAME`: the resource with its (possibly wrong) Content-Type, its
+///   ETag (304 on If-None-Match) and Cache-Control
 /// - `/status/CODE`: an empty response with that status
 /// - `/flaky/N/NAME`: 500 for the first N requests of this path, then the image
 /// - `/ratelimit/N/SECONDS/NAME`: 429 with Retry-After for N requests, then the image
 /// - `/slow/MS/NAME`: the image, one 256-byte chunk every MS milliseconds
-/// - `/hold/MS/NAME`: waits MS milliseconds, then the image (to observe concurrency)
-/// - `/truncated/NAME`: declares the full Content-Length, sends half, drops the connection
+/// - `/hold/MS/NAME`: waits MS milliseconds, then the image
+/// - `/truncated/NAME`: declares the full Content-Length, sends half, closes
 /// - `/redirect/N/NAME`: a chain of N redirects ending at `/img/NAME`
-/// - `/loop`: redirects to itself forever
-/// - `/endless`: an image signature followed by an endless body (stops after 1 GiB or 60 s)
+/// - `/loop`: redirects to itself
+/// - `/endless`: a PNG signature and then bytes until the client leaves (at most 1 GiB or 60 s)
 /// - `/html200`: an HTML error page with status 200 and Content-Type image/jpeg
 public final class OriginServer: Sendable {
     public struct Resource: Sendable {
@@ -35,6 +37,8 @@ public final class OriginServer: Sendable {
         }
     }
 
+    typealias Waiter = (condition: @Sendable (State) -> Bool, continuation: CheckedContinuation<Void, Never>)
+
     struct State {
         var resources: [String: Resource] = [:]
         var requests: [String: Int] = [:]
@@ -42,50 +46,69 @@ public final class OriginServer: Sendable {
         var maxActive = 0
         var activeByHost: [String: Int] = [:]
         var maxActiveByHost: [String: Int] = [:]
-        var conditionalHits = 0
+        var notModified = 0
+        var abortedStreams: [String: Int] = [:]
+        var stopping = false
+        var stopped = false
+        var waiters: [Waiter] = []
+
+        /// Takes the waiters whose condition now holds.
+        mutating func satisfiedWaiters() -> [CheckedContinuation<Void, Never>] {
+            var ready: [CheckedContinuation<Void, Never>] = []
+            var pending: [Waiter] = []
+            for waiter in waiters {
+                if waiter.condition(self) { ready.append(waiter.continuation) } else { pending.append(waiter) }
+            }
+            waiters = pending
+            return ready
+        }
     }
 
-    private let state = Mutex(State())
-    private let task = Mutex<Task<Void, Never>?>(nil)
+    let state = Mutex(State())
+    let listener: Int32
     public let port: Int
 
     /// Starts listening on 127.0.0.1 (port 0 picks a free port).
-    public static func start(port: Int = 0, logger: Logger = Logger(label: "artcache.origin")) async throws -> OriginServer {
-        let (stream, continuation) = AsyncStream<Int>.makeStream()
-        let box = ServerBox()
-        let router = Router()
-        installRoutes(router, box: box)  // before Application, which builds its responder at init
-        let app = Application(
-            router: router,
-            configuration: .init(address: .hostname("127.0.0.1", port: port), serverName: "artcache-origin"),
-            onServerRunning: { channel in continuation.yield(channel.localAddress?.port ?? 0); continuation.finish() },
-            logger: {
-                var quiet = logger
-                quiet.logLevel = .critical
-                return quiet
-            }()
-        )
-        let running = Task {
-            do { try await app.runService(gracefulShutdownSignals: []) } catch { continuation.finish() }
+    public static func start(port: Int = 0) async throws -> OriginServer {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard fd >= 0 else { throw OriginError(message: "socket: \(String(cString: strerror(errno)))") }
+        var yes: Int32 = 1
+        setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &yes, socklen_t(MemoryLayout<Int32>.size))
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = in_port_t(UInt16(port).bigEndian)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        let bound = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
         }
-        var bound = 0
-        for await value in stream { bound = value }
-        guard bound > 0 else {
-            running.cancel()
-            throw OriginError(message: "origin could not bind 127.0.0.1:\(port)")
+        guard bound == 0, listen(fd, 256) == 0 else {
+            let reason = String(cString: strerror(errno))
+            close(fd)
+            throw OriginError(message: "cannot listen on 127.0.0.1:\(port): \(reason)")
         }
-        let server = OriginServer(port: bound)
-        server.task.withLock { $0 = running }
-        box.server.withLock { $0 = server }
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { _ = getsockname(fd, $0, &length) }
+        }
+        let server = OriginServer(listener: fd, port: Int(UInt16(bigEndian: address.sin_port)))
+        let thread = Thread { server.acceptLoop() }
+        thread.name = "artcache.origin.accept"
+        thread.start()
         return server
     }
 
-    private init(port: Int) { self.port = port }
+    private init(listener: Int32, port: Int) {
+        self.listener = listener
+        self.port = port
+    }
 
-    deinit { task.withLock { $0?.cancel() } }
+    deinit { stop() }
 
-    /// Stops listening.
-    public func stop() { task.withLock { $0?.cancel() } }
+    /// Stops accepting connections (open ones finish their current response).
+    public func stop() { mutate { $0.stopping = true } }
+
+    /// Returns once the listening socket is closed.
+    public func waitUntilStopped() async { await waitFor { $0.stopped } }
 
     public var baseURL: String { "http://127.0.0.1:\(port)" }
     public func url(_ path: String) -> String { baseURL + path }
@@ -97,49 +120,56 @@ public final class OriginServer: Sendable {
     /// Requests seen for a path (without query).
     public func requestCount(_ path: String) -> Int { state.withLock { $0.requests[path] ?? 0 } }
     public var totalRequests: Int { state.withLock { $0.requests.values.reduce(0, +) } }
-    /// Most requests handled at once, over all hosts / for one Host header value.
+    /// Most responses in progress at once, over all hosts / for one Host header value.
     public var maxConcurrent: Int { state.withLock { $0.maxActive } }
     public func maxConcurrent(host: String) -> Int { state.withLock { $0.maxActiveByHost[host] ?? 0 } }
     /// 304 answers sent.
-    public var notModifiedCount: Int { state.withLock { $0.conditionalHits } }
+    public var notModifiedCount: Int { state.withLock { $0.notModified } }
 
-    public func resetCounters() {
-        state.withLock {
-            $0.requests = [:]
-            $0.maxActive = 0
-            $0.maxActiveByHost = [:]
-            $0.conditionalHits = 0
+    /// Returns once `path` has been requested.
+    public func waitForRequest(_ path: String) async { await waitFor { ($0.requests[path] ?? 0) > 0 } }
+
+    /// Returns once a body for `path` was cut off because the client left.
+    public func waitForAbortedStream(_ path: String) async { await waitFor { ($0.abortedStreams[path] ?? 0) > 0 } }
+
+    func waitFor(_ condition: @escaping @Sendable (State) -> Bool) async {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let ready = state.withLock { s -> Bool in
+                if condition(s) { return true }
+                s.waiters.append((condition, continuation))
+                return false
+            }
+            if ready { continuation.resume() }
         }
     }
 
-    func begin(path: String, host: String) {
-        state.withLock { s in
-            s.requests[path, default: 0] += 1
-            s.active += 1
-            s.maxActive = max(s.maxActive, s.active)
-            s.activeByHost[host, default: 0] += 1
-            s.maxActiveByHost[host] = max(s.maxActiveByHost[host] ?? 0, s.activeByHost[host]!)
+    func mutate(_ change: (inout State) -> Void) {
+        let ready = state.withLock { s -> [CheckedContinuation<Void, Never>] in
+            change(&s)
+            return s.satisfiedWaiters()
         }
+        for continuation in ready { continuation.resume() }
     }
 
-    func end(host: String) {
-        state.withLock { s in
-            s.active -= 1
-            s.activeByHost[host, default: 1] -= 1
+    private func acceptLoop() {
+        while !state.withLock({ $0.stopping }) {
+            var poller = pollfd(fd: listener, events: Int16(POLLIN), revents: 0)
+            guard poll(&poller, 1, 100) > 0 else { continue }
+            let client = accept(listener, nil, nil)
+            guard client >= 0 else { continue }
+            let thread = Thread { [self] in
+                serve(connection: client)
+                close(client)
+            }
+            thread.name = "artcache.origin.connection"
+            thread.start()
         }
+        close(listener)
+        mutate { $0.stopped = true }
     }
-
-    func resource(_ name: String) -> Resource? { state.withLock { $0.resources[name] } }
-    func noteNotModified() { state.withLock { $0.conditionalHits += 1 } }
 }
 
 public struct OriginError: Error, Sendable, CustomStringConvertible {
     public let message: String
     public var description: String { message }
-}
-
-/// Lets routes (registered before the server object exists) reach it.
-final class ServerBox: Sendable {
-    let server = Mutex<OriginServer?>(nil)
-    var value: OriginServer? { server.withLock { $0 } }
 }

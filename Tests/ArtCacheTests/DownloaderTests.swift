@@ -1,0 +1,260 @@
+import ArtCacheOrigin
+import Foundation
+import Testing
+@testable import ArtCache
+
+/// Real libcurl against a real loopback origin that misbehaves on purpose.
+@Suite("Downloader and pipeline", .timeLimit(.minutes(2)))
+struct DownloaderTests {
+    struct Harness {
+        let dir = TempDir()
+        let origin: OriginServer
+        let store: CacheStore
+        let pipeline: ImagePipeline
+        let jpeg: Data
+        let webp: Data
+
+        init(configure: (inout DownloadSettings) -> Void = { _ in }) async throws {
+            origin = try await OriginServer.start()
+            store = try await CacheStore.open(settings: Fixtures.settings(dir.path))
+            var settings = Configuration.defaults.download
+            settings.retries = 2
+            settings.retryBaseDelay = 0.05
+            settings.retryMaxDelay = 2
+            settings.timeout = 30
+            configure(&settings)
+            pipeline = ImagePipeline(store: store, downloader: try Downloader(settings: settings))
+            jpeg = try Fixtures.image(width: 120, height: 90, suffix: ".jpg")
+            webp = try Fixtures.image(width: 120, height: 90, suffix: ".webp")
+            origin.register("a.jpg", .init(body: jpeg, contentType: "image/jpeg", etag: "\"a1\""))
+            origin.register("octet.jpg", .init(body: jpeg, contentType: "application/octet-stream"))
+            origin.register("html.jpg", .init(body: jpeg, contentType: "text/html; charset=utf-8"))
+            origin.register("png.webp", .init(body: webp, contentType: "image/png"))
+            origin.register("big.jpg", .init(body: try Fixtures.image(width: 600, height: 600, suffix: ".jpg[Q=95]"), contentType: "image/jpeg"))
+        }
+
+        func failure(_ path: String) async -> DownloadError? {
+            do {
+                _ = try await pipeline.original(origin.url(path))
+                return nil
+            } catch {
+                return error as? DownloadError
+            }
+        }
+    }
+
+    @Test func wrongContentTypesAreRepaired() async throws {
+        let h = try await Harness()
+        for (path, declared, sniffed) in [("/img/octet.jpg", "application/octet-stream", "image/jpeg"),
+                                          ("/img/html.jpg", "text/html", "image/jpeg"),
+                                          ("/img/png.webp", "image/png", "image/webp")] {
+            let outcome = try await h.pipeline.original(h.origin.url(path))
+            #expect(outcome.source == .downloaded)
+            #expect(outcome.repaired)
+            #expect(outcome.entry?.contentType == sniffed)
+            #expect(outcome.entry?.declaredType == declared)
+        }
+        let correct = try await h.pipeline.original(h.origin.url("/img/a.jpg"))
+        #expect(!correct.repaired)
+        let stats = try await h.store.stats()
+        #expect(stats.repairs == ["application/octet-stream -> image/jpeg": 1, "text/html -> image/jpeg": 1, "image/png -> image/webp": 1])
+    }
+
+    @Test func htmlWithStatus200IsRefusedAndNotCached() async throws {
+        let h = try await Harness()
+        let error = try #require(await h.failure("/html200"))
+        #expect(error.code == .notAnImage)
+        #expect(error.sniffed == .html)
+        #expect(error.message.hasSuffix("HTML served as image/jpeg"))
+        #expect(try await h.store.stats().entries == 0)
+        #expect(try await h.store.retryQueue().isEmpty)
+    }
+
+    @Test func notFoundIsFinalAndNotRetried() async throws {
+        let h = try await Harness()
+        let error = try #require(await h.failure("/status/404"))
+        #expect(error.reason == "http_404")
+        #expect(h.origin.requestCount("/status/404") == 1)
+        #expect(try await h.store.retryQueue().isEmpty)
+    }
+
+    @Test func serverErrorThenSuccessIsRetried() async throws {
+        let h = try await Harness()
+        let outcome = try await h.pipeline.original(h.origin.url("/flaky/2/a.jpg"))
+        #expect(outcome.source == .downloaded)
+        #expect(h.origin.requestCount("/flaky/2/a.jpg") == 3)
+        let gaveUp = try #require(await h.failure("/status/503"))
+        #expect(gaveUp.reason == "http_503")
+        #expect(h.origin.requestCount("/status/503") == 3)  // 1 + 2 retries
+    }
+
+    @Test func tooManyRequestsHonoursRetryAfter() async throws {
+        let h = try await Harness()
+        let started = Date()
+        let outcome = try await h.pipeline.original(h.origin.url("/ratelimit/1/1/a.jpg"))
+        #expect(outcome.source == .downloaded)
+        #expect(Date().timeIntervalSince(started) >= 0.95)  // waited the Retry-After second
+        #expect(h.origin.requestCount("/ratelimit/1/1/a.jpg") == 2)
+        // A Retry-After beyond retry_max_delay is capped.
+        let capped = Date()
+        _ = try await h.pipeline.original(h.origin.url("/ratelimit/1/3600/a.jpg"))
+        #expect(Date().timeIntervalSince(capped) < 60)
+    }
+
+    @Test func slowBodyIsAbortedByTheLowSpeedLimit() async throws {
+        let h = try await Harness {
+            $0.retries = 0
+            $0.lowSpeedLimit = 100_000
+            $0.lowSpeedTime = 1
+        }
+        let started = Date()
+        let error = try #require(await h.failure("/slow/100/big.jpg"))
+        #expect(error.code == .timeout)
+        #expect(Date().timeIntervalSince(started) < 30)
+        #expect(try await h.store.retryQueue().map(\.reason) == ["timeout"])  // a network failure: queued
+    }
+
+    @Test func truncatedBodyIsANetworkFailure() async throws {
+        let h = try await Harness { $0.retries = 1 }
+        let error = try #require(await h.failure("/truncated/big.jpg"))
+        #expect(error.code == .truncated || error.code == .network)
+        #expect(h.origin.requestCount("/truncated/big.jpg") == 2)
+        #expect(try await h.store.stats().entries == 0)
+        #expect(try await h.store.retryQueue().count == 1)
+    }
+
+    @Test func redirects() async throws {
+        let h = try await Harness { $0.maxRedirects = 3 }
+        let ok = try await h.pipeline.original(h.origin.url("/redirect/3/a.jpg"))
+        #expect(ok.source == .downloaded)
+        #expect(ok.entry?.url == h.origin.url("/redirect/3/a.jpg"))  // keyed by the URL asked for
+        #expect(try #require(await h.failure("/redirect/4/a.jpg")).code == .tooManyRedirects)
+        #expect(try #require(await h.failure("/loop")).code == .tooManyRedirects)
+    }
+
+    @Test func endlessBodyStopsAtTheByteCap() async throws {
+        let h = try await Harness {
+            $0.maxBodyBytes = 1_000_000
+            $0.retries = 0
+        }
+        let error = try #require(await h.failure("/endless"))
+        #expect(error.code == .tooLarge)
+        #expect(try await h.store.retryQueue().isEmpty)  // the origin's answer, not the network
+    }
+
+    @Test func plainHTTPCanBeRefused() async throws {
+        let h = try await Harness { $0.allowHTTP = false }
+        #expect(try #require(await h.failure("/img/a.jpg")).code == .refusedScheme)
+    }
+
+    @Test func freshEntriesSkipTheNetworkAndExpiredOnesRevalidate() async throws {
+        let h = try await Harness()
+        let fresh = h.origin.url("/img/fresh.jpg")
+        h.origin.register("fresh.jpg", .init(body: h.jpeg, contentType: "image/jpeg", cacheControl: "max-age=3600", etag: "\"f\""))
+        h.origin.register("stale.jpg", .init(body: h.jpeg, contentType: "image/jpeg", cacheControl: "max-age=0", etag: "\"s\""))
+        h.origin.register("private.jpg", .init(body: h.jpeg, contentType: "image/jpeg", cacheControl: "no-store"))
+        #expect(try await h.pipeline.original(fresh).source == .downloaded)
+        #expect(try await h.pipeline.original(fresh).source == .cached)
+        #expect(h.origin.requestCount("/img/fresh.jpg") == 1)
+        let entry = try #require(try await h.store.entry(forURL: fresh))
+        #expect(entry.etag == "\"f\"")
+        #expect(entry.expiresAt.map { $0.timeIntervalSinceNow > 3000 } == true)
+
+        let stale = h.origin.url("/img/stale.jpg")
+        #expect(try await h.pipeline.original(stale).source == .downloaded)
+        let revalidated = try await h.pipeline.original(stale)
+        #expect(revalidated.source == .revalidated)
+        #expect(revalidated.data == h.jpeg)
+        #expect(h.origin.notModifiedCount == 1)
+
+        let noStore = try await h.pipeline.original(h.origin.url("/img/private.jpg"))
+        #expect(noStore.source == .uncacheable)
+        #expect(try await h.store.entry(forURL: h.origin.url("/img/private.jpg")) == nil)
+    }
+
+    @Test func concurrentCallersShareOneDownload() async throws {
+        let h = try await Harness()
+        let url = h.origin.url("/hold/300/a.jpg")
+        let results = try await withThrowingTaskGroup(of: Data.self) { group in
+            for _ in 0..<10 { group.addTask { try await h.pipeline.original(url).data } }
+            return try await group.reduce(into: []) { $0.append($1) }
+        }
+        #expect(results.count == 10)
+        #expect(results.allSatisfy { $0 == h.jpeg })
+        #expect(h.origin.requestCount("/hold/300/a.jpg") == 1)
+    }
+
+    @Test func cancellingOneCallerLeavesTheOthers() async throws {
+        let h = try await Harness()
+        let url = h.origin.url("/slow/20/big.jpg")
+        let survivor = Task { try await h.pipeline.original(url) }
+        let quitter = Task { try await h.pipeline.original(url) }
+        await h.origin.waitForRequest("/slow/20/big.jpg")
+        quitter.cancel()
+        await #expect(throws: CancellationError.self) { try await quitter.value }
+        let outcome = try await survivor.value
+        #expect(outcome.source == .downloaded)
+        #expect(h.origin.requestCount("/slow/20/big.jpg") == 1)
+    }
+
+    @Test func cancellingEveryCallerAbortsTheTransfer() async throws {
+        let h = try await Harness()
+        let url = h.origin.url("/slow/50/big.jpg")
+        let a = Task { try await h.pipeline.original(url) }
+        let b = Task { try await h.pipeline.original(url) }
+        await h.origin.waitForRequest("/slow/50/big.jpg")
+        a.cancel()
+        b.cancel()
+        await #expect(throws: CancellationError.self) { try await a.value }
+        await #expect(throws: CancellationError.self) { try await b.value }
+        #expect(h.pipeline.originals.inFlight == 0)
+        await h.origin.waitForAbortedStream("/slow/50/big.jpg")  // the origin saw the connection go
+        #expect(try await h.store.entry(forURL: url) == nil)
+    }
+
+    @Test func totalAndPerHostLimitsHold() async throws {
+        let h = try await Harness {
+            $0.concurrency = 4
+            $0.perHost = 3
+        }
+        // Two host names for the one loopback origin.
+        let urls = (0..<12).flatMap { i in
+            [h.origin.url("/hold/60/a.jpg?i=\(i)"),
+             h.origin.url("/hold/60/a.jpg?i=\(i)").replacingOccurrences(of: "127.0.0.1", with: "localhost")]
+        }
+        let (summary, _) = await h.pipeline.prefetch(urls, concurrency: 50)
+        #expect(summary.downloaded == 24)
+        #expect(h.origin.maxConcurrent <= 4)
+        #expect(h.origin.maxConcurrent(host: "127.0.0.1:\(h.origin.port)") <= 3)
+        #expect(h.origin.maxConcurrent(host: "localhost:\(h.origin.port)") <= 3)
+        #expect(h.origin.maxConcurrent >= 2)  // it did run in parallel
+    }
+
+    @Test func retryQueueSurvivesARestartAndDrains() async throws {
+        let dir = TempDir()
+        let origin = try await OriginServer.start()
+        let port = origin.port
+        origin.stop()
+        await origin.waitUntilStopped()
+        let url = "http://127.0.0.1:\(port)/img/a.jpg"
+        var settings = Configuration.defaults.download
+        settings.retries = 0
+        do {
+            let store = try await CacheStore.open(settings: Fixtures.settings(dir.path))
+            let pipeline = ImagePipeline(store: store, downloader: try Downloader(settings: settings))
+            let (summary, _) = await pipeline.prefetch([url], concurrency: 1)
+            #expect(summary.failures == ["connect": 1])
+            try await store.close()
+        }
+        let reopened = try await CacheStore.open(settings: Fixtures.settings(dir.path))
+        #expect(try await reopened.retryQueue().map(\.url) == [url])
+        #expect(try await reopened.stats().retryQueue == 1)
+        let again = try await OriginServer.start(port: port)
+        again.register("a.jpg", .init(body: try Fixtures.image(suffix: ".jpg"), contentType: "image/jpeg"))
+        let pipeline = ImagePipeline(store: reopened, downloader: try Downloader(settings: settings))
+        let (summary, _) = await pipeline.prefetch(try await reopened.retryQueue().map(\.url), concurrency: 1)
+        #expect(summary.downloaded == 1)
+        #expect(try await reopened.retryQueue().isEmpty)
+        again.stop()
+    }
+}
