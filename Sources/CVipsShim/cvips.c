@@ -3,23 +3,44 @@
 #include <vips/vector.h>
 #include <string.h>
 #include <stdlib.h>
+#include <pthread.h>
 
-int cvips_init(const char *argv0) {
-    static int done = 0;
-    static int result = 0;
-    if (done) return result;
-    done = 1;
-    if (VIPS_INIT(argv0 ? argv0 : "artcache")) {
-        result = -1;
-        return result;
+static pthread_once_t init_once = PTHREAD_ONCE_INIT;
+static int init_result = 0;
+static const char *init_argv0 = "artcache";
+static int init_allow_svg = 0;
+static int init_allow_magick = 0;
+
+static void init_once_body(void) {
+    if (VIPS_INIT(init_argv0)) {
+        init_result = -1;
+        return;
     }
     /* liborc 0.4.33 (Debian 12) crashes with two threads in libvips at once. */
     vips_vector_set_enabled(FALSE);
     vips_cache_set_max(0);
     vips_concurrency_set(1);
     vips_block_untrusted_set(TRUE);
-    return result;
+    /* Only the loaders we support: everything else stays blocked. */
+    vips_operation_block_set("VipsForeignLoad", TRUE);
+    static const char *allowed[] = {
+        "VipsForeignLoadJpeg", "VipsForeignLoadPng", "VipsForeignLoadNsgif",
+        "VipsForeignLoadWebp", "VipsForeignLoadTiff", "VipsForeignLoadHeif",
+    };
+    for (size_t i = 0; i < sizeof(allowed) / sizeof(allowed[0]); i++) vips_operation_block_set(allowed[i], FALSE);
+    if (init_allow_svg) vips_operation_block_set("VipsForeignLoadSvg", FALSE);
+    if (init_allow_magick) vips_operation_block_set("VipsForeignLoadMagick", FALSE);
 }
+
+int cvips_init_with(const char *argv0, int allow_svg, int allow_magick) {
+    if (argv0) init_argv0 = argv0;
+    init_allow_svg = allow_svg;
+    init_allow_magick = allow_magick;
+    pthread_once(&init_once, init_once_body);
+    return init_result;
+}
+
+int cvips_init(const char *argv0) { return cvips_init_with(argv0, 0, 0); }
 
 const char *cvips_version(void) { return vips_version_string(); }
 
@@ -75,6 +96,9 @@ int cvips_header(const void *buffer, size_t length, cvips_header_t *out) {
     out->pages = vips_image_get_n_pages(image);
     out->orientation = vips_image_get_orientation(image);
     out->has_alpha = vips_image_hasalpha(image);
+    out->has_exif = vips_image_get_typeof(image, VIPS_META_EXIF_NAME) != 0;
+    out->has_icc = vips_image_get_typeof(image, VIPS_META_ICC_NAME) != 0;
+    out->interpretation = (int) vips_image_get_interpretation(image);
     strncpy(out->loader, loader, sizeof(out->loader) - 1);
     g_object_unref(image);
     return 0;

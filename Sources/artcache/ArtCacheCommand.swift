@@ -13,7 +13,7 @@ struct ArtCacheCommand: AsyncParsableCommand {
             overridden by flags.
             """,
         subcommands: [
-            DemoCommand.self, PrefetchCommand.self, GetCommand.self, StatsCommand.self, PurgeCommand.self, VerifyCommand.self,
+            DemoCommand.self, PrefetchCommand.self, GetCommand.self, ThumbCommand.self, StatsCommand.self, PurgeCommand.self, VerifyCommand.self,
             StressWriteCommand.self,
         ]
     )

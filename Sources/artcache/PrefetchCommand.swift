@@ -23,6 +23,9 @@ struct PrefetchCommand: AsyncParsableCommand {
     var format: ResultSetFormat?
     @Option(help: "Downloads at once (overrides [download] concurrency).") var concurrency: Int?
     @Flag(help: "Also retry every URL in the persistent retry queue.") var retry = false
+    @Flag(name: .customLong("no-thumbnails"), help: "Do not render the [thumbnails] sizes.") var noThumbnails = false
+    @Option(name: .customLong("contact-sheet"), help: "Write a PNG tiling the result set's thumbnails, in result order.")
+    var contactSheet: String?
     @Flag(help: "Print the summary as stable JSON (documented in the README).") var json = false
 
     func validate() throws {
@@ -43,11 +46,19 @@ struct PrefetchCommand: AsyncParsableCommand {
             if retry {
                 for item in try await store.retryQueue() where seen.insert(item.url).inserted { urls.append(item.url) }
             }
+            let renderer = try Renderer(settings: configuration.thumbnails)
             let pipeline = ImagePipeline(store: store, downloader: try Downloader(settings: configuration.download, logger: global.logger),
-                                         logger: global.logger)
+                                         renderer: renderer, logger: global.logger)
             let reporter = ProgressReporter(quiet: json)
-            let (summary, items) = await pipeline.prefetch(urls, concurrency: configuration.download.concurrency) { reporter.update($0) }
+            let sizes = noThumbnails ? [] : configuration.thumbnails.sizes
+            let (summary, items) = await pipeline.prefetch(urls, concurrency: configuration.download.concurrency,
+                                                           variants: sizes) { reporter.update($0) }
             reporter.finish()
+            if let contactSheet {
+                let sheet = try await Self.contactSheet(items, pipeline: pipeline, spec: sizes.first ?? configuration.thumbnails.spec(size: "100x100")!)
+                try sheet.write(to: URL(fileURLWithPath: contactSheet))
+                if !json { print("contact sheet \(contactSheet) (\(items.count) cells)") }
+            }
             try await store.close()
             if json {
                 print(try Output.json(summary))
@@ -59,6 +70,20 @@ struct PrefetchCommand: AsyncParsableCommand {
             }
             if !summary.succeeded { throw ExitCode(1) }
         }
+    }
+
+    /// The result set's thumbnails in result order (blank cells for failures).
+    static func contactSheet(_ items: [PrefetchItem], pipeline: ImagePipeline, spec: VariantSpec) async throws -> Data {
+        var cells: [Data?] = []
+        for item in items {
+            if case .success = item.outcome, let variant = try? await pipeline.variant(item.url, spec: spec) {
+                cells.append(variant.data)
+            } else {
+                cells.append(nil)
+            }
+        }
+        let columns = max(1, min(8, Int(Double(cells.count).squareRoot().rounded(.up))))
+        return try await pipeline.renderer!.contactSheet(cells, cell: min(200, max(spec.width, spec.height)), columns: columns)
     }
 
     /// Reads and parses one input (a path or "-").
@@ -90,6 +115,8 @@ struct PrefetchCommand: AsyncParsableCommand {
         ]
         if s.uncacheable > 0 { lines.append("uncacheable  \(s.uncacheable) (no-store)") }
         for (reason, count) in s.failures.sorted(by: { $0.key < $1.key }) { lines.append("  \(reason): \(count)") }
+        lines.append("variants     \(s.variants) rendered, \(s.renderFailures.values.reduce(0, +)) render failures")
+        for (reason, count) in s.renderFailures.sorted(by: { $0.key < $1.key }) { lines.append("  \(reason): \(count)") }
         let rate = s.seconds > 0 ? Double(s.requested) / s.seconds : 0
         lines.append("bytes        \(Units.formatSize(s.bytes)) in \(String(format: "%.2f", s.seconds)) s (\(String(format: "%.0f", rate)) URLs/s)")
         return lines.joined(separator: "\n")

@@ -18,6 +18,8 @@ struct ConfigKey: Sendable {
         case string, size, duration, bool, list
         case integer(min: Int, max: Int)
         case ratio  // 0 < r <= 1
+        case choice([String])
+        case color  // #rrggbb
     }
 
     let section: String
@@ -51,6 +53,18 @@ struct ConfigKey: Sendable {
         ConfigKey(section: "download", name: "retries", kind: .integer(min: 0, max: 20), defaultValue: .integer(3)),
         ConfigKey(section: "download", name: "retry_base_delay", kind: .duration, defaultValue: .duration(0.5)),
         ConfigKey(section: "download", name: "retry_max_delay", kind: .duration, defaultValue: .duration(30)),
+        // [thumbnails]
+        ConfigKey(section: "thumbnails", name: "sizes", kind: .list, defaultValue: .list(["100x100", "300x300"])),
+        ConfigKey(section: "thumbnails", name: "format", kind: .choice(["auto", "jpeg", "webp", "png", "avif"]), defaultValue: .string("auto")),
+        ConfigKey(section: "thumbnails", name: "quality", kind: .integer(min: 1, max: 100), defaultValue: .integer(80)),
+        ConfigKey(section: "thumbnails", name: "fit", kind: .choice(["contain", "cover", "smart"]), defaultValue: .string("contain")),
+        ConfigKey(section: "thumbnails", name: "background", kind: .color, defaultValue: .string("#ffffff")),
+        ConfigKey(section: "thumbnails", name: "max_source_pixels", kind: .integer(min: 1, max: Int(Int32.max)), defaultValue: .integer(50_000_000)),
+        ConfigKey(section: "thumbnails", name: "max_frames", kind: .integer(min: 1, max: 100_000), defaultValue: .integer(1000)),
+        ConfigKey(section: "thumbnails", name: "max_output", kind: .integer(min: 1, max: 16384), defaultValue: .integer(4096)),
+        ConfigKey(section: "thumbnails", name: "allow_svg", kind: .bool, defaultValue: .bool(false)),
+        ConfigKey(section: "thumbnails", name: "allow_magick", kind: .bool, defaultValue: .bool(false)),
+        ConfigKey(section: "thumbnails", name: "concurrency", kind: .integer(min: 0, max: 256), defaultValue: .integer(0)),
     ]
 
     static func lookup(section: String, name: String) -> ConfigKey? {
@@ -74,6 +88,8 @@ extension ConfigKey.Kind {
         case .list: "an array of strings"
         case .integer(let min, let max): "an integer from \(min) to \(max)"
         case .ratio: "a number greater than 0 and at most 1"
+        case .choice(let options): "one of \(options.joined(separator: ", "))"
+        case .color: "a colour like #ffffff"
         }
     }
 
@@ -81,6 +97,8 @@ extension ConfigKey.Kind {
     func parse(text: String) -> ConfigValue? {
         switch self {
         case .string: return .string(text)
+        case .choice(let options): return options.contains(text.lowercased()) ? .string(text.lowercased()) : nil
+        case .color: return ThumbnailSettings.parseColor(text) != nil ? .string(text) : nil
         case .size: return Units.parseSize(text).map(ConfigValue.size)
         case .duration: return Units.parseDuration(text).map(ConfigValue.duration)
         case .bool:
@@ -114,7 +132,7 @@ extension ConfigKey.Kind {
             return .integer(Int(number))
         case .ratio:
             return number > 0 && number <= 1 ? .ratio(number) : nil
-        case .string, .bool, .list:
+        case .string, .bool, .list, .choice, .color:
             return nil
         }
     }

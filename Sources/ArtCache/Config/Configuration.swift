@@ -61,6 +61,7 @@ public struct DownloadSettings: Sendable, Equatable {
 public struct Configuration: Sendable, Equatable {
     public var cache: CacheSettings
     public var download: DownloadSettings
+    public var thumbnails: ThumbnailSettings
     /// The file the configuration was read from, if any.
     public var file: String?
 
@@ -145,6 +146,10 @@ public struct Configuration: Sendable, Equatable {
         case .string:
             guard let string = value.string else { throw wrongType() }
             return .string(string)
+        case .choice, .color:
+            guard let string = value.string else { throw wrongType() }
+            guard let parsed = key.kind.parse(text: string) else { throw invalid("\"\(string)\"") }
+            return parsed
         case .bool:
             guard let bool = value.bool else { throw wrongType() }
             return .bool(bool)
@@ -208,6 +213,7 @@ public struct Configuration: Sendable, Equatable {
         func integer(_ p: String) -> Int { if case .integer(let v) = value(p) { v } else { 0 } }
         func ratio(_ p: String) -> Double { if case .ratio(let v) = value(p) { v } else { 1 } }
         func bool(_ p: String) -> Bool { if case .bool(let v) = value(p) { v } else { false } }
+        func list(_ p: String) -> [String] { if case .list(let v) = value(p) { v } else { [] } }
 
         var directory = Configuration.expandTilde(string("cache.directory"))
         if !directory.hasPrefix("/"), let file, values["cache.directory"] != nil {
@@ -237,6 +243,28 @@ public struct Configuration: Sendable, Equatable {
             retries: integer("download.retries"),
             retryBaseDelay: duration("download.retry_base_delay"),
             retryMaxDelay: duration("download.retry_max_delay"))
+        let source = file ?? "environment"
+        var sizes: [VariantSpec] = []
+        let fit = VariantSpec.Fit(rawValue: string("thumbnails.fit")) ?? .contain
+        let format = VariantSpec.Format(rawValue: string("thumbnails.format")) ?? .auto
+        let background = ThumbnailSettings.parseColor(string("thumbnails.background")) ?? [255, 255, 255]
+        for text in list("thumbnails.sizes") {
+            guard let spec = VariantSpec(size: text, fit: fit, format: format, quality: integer("thumbnails.quality"),
+                                         background: background) else {
+                throw ConfigError(code: .invalidValue, source: source, key: "thumbnails.sizes",
+                                  message: "invalid size \"\(text)\": expected WIDTHxHEIGHT like 100x100")
+            }
+            sizes.append(spec)
+        }
+        thumbnails = ThumbnailSettings(
+            sizes: sizes, format: format, quality: integer("thumbnails.quality"), fit: fit, background: background,
+            maxSourcePixels: integer("thumbnails.max_source_pixels"), maxFrames: integer("thumbnails.max_frames"),
+            maxOutput: integer("thumbnails.max_output"), allowSVG: bool("thumbnails.allow_svg"),
+            allowMagick: bool("thumbnails.allow_magick"), concurrency: integer("thumbnails.concurrency"))
+        for spec in sizes where spec.width > thumbnails.maxOutput || spec.height > thumbnails.maxOutput {
+            throw ConfigError(code: .invalidValue, source: source, key: "thumbnails.sizes",
+                              message: "\(spec.width)x\(spec.height) is larger than thumbnails.max_output (\(thumbnails.maxOutput))")
+        }
         self.file = file
         if cache.directory.isEmpty {
             throw ConfigError(code: .invalidValue, source: file ?? "environment", key: "cache.directory", message: "must not be empty")

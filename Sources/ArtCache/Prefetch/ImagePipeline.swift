@@ -29,12 +29,17 @@ public struct FetchOutcome: Sendable {
 public final class ImagePipeline: Sendable {
     public let store: CacheStore
     public let downloader: Downloader
+    /// Renders variants; nil when this pipeline only handles originals.
+    public let renderer: Renderer?
     let logger: Logger
     let originals = Coalescer<FetchOutcome>()
+    let variants = Coalescer<VariantOutcome>()
 
-    public init(store: CacheStore, downloader: Downloader, logger: Logger = Logger(label: "artcache.pipeline")) {
+    public init(store: CacheStore, downloader: Downloader, renderer: Renderer? = nil,
+                logger: Logger = Logger(label: "artcache.pipeline")) {
         self.store = store
         self.downloader = downloader
+        self.renderer = renderer
         self.logger = logger
     }
 

@@ -20,6 +20,10 @@ public struct PrefetchSummary: Sendable, Codable, Equatable {
     /// Bytes downloaded.
     public var bytes: Int64 = 0
     public var seconds: Double = 0
+    /// Thumbnail variants rendered (configured sizes not already cached).
+    public var variants = 0
+    /// Variants that could not be rendered, by reason (`render_too_large`, ...).
+    public var renderFailures: [String: Int] = [:]
 
     public var succeeded: Bool { failed == 0 && refused == 0 }
 }
@@ -45,13 +49,15 @@ private struct Finished: Sendable {
     let item: PrefetchItem
     let bytes: Int
     let repaired: Bool
+    var variantsMade = 0
+    var renderFailures: [String: Int] = [:]
 }
 
 extension ImagePipeline {
     /// Gets every URL into the cache, `concurrency` at a time (the downloader's
     /// own total and per-host limits hold too). Never throws: every URL ends
     /// in the summary, as cached, downloaded, refused or failed by reason.
-    public func prefetch(_ urls: [String], concurrency: Int,
+    public func prefetch(_ urls: [String], concurrency: Int, variants specs: [VariantSpec] = [],
                          progress: @escaping @Sendable (PrefetchProgress) -> Void = { _ in })
         async -> (summary: PrefetchSummary, items: [PrefetchItem]) {
         let started = Date()
@@ -65,7 +71,7 @@ extension ImagePipeline {
                 guard next < urls.count else { return }
                 let index = next
                 next += 1
-                group.addTask { await self.prefetchOne(urls[index], index: index) }
+                group.addTask { await self.prefetchOne(urls[index], index: index, specs: specs) }
             }
             for _ in 0..<max(1, concurrency) { launch() }
             while let finished = await group.next() {
@@ -73,6 +79,8 @@ extension ImagePipeline {
                 done += 1
                 summary.bytes += Int64(finished.bytes)
                 if finished.repaired { summary.repaired += 1 }
+                summary.variants += finished.variantsMade
+                summary.renderFailures.merge(finished.renderFailures, uniquingKeysWith: +)
                 switch finished.item.outcome {
                 case .success(.cached): summary.cached += 1
                 case .success(.revalidated): summary.revalidated += 1
@@ -93,11 +101,22 @@ extension ImagePipeline {
         return (summary, items.compactMap { $0 })
     }
 
-    private func prefetchOne(_ url: String, index: Int) async -> Finished {
+    private func prefetchOne(_ url: String, index: Int, specs: [VariantSpec]) async -> Finished {
         do {
             let outcome = try await original(url)
-            return Finished(index: index, item: PrefetchItem(url: url, outcome: .success(outcome.source), entry: outcome.entry),
-                            bytes: outcome.downloadedBytes, repaired: outcome.repaired)
+            var finished = Finished(index: index, item: PrefetchItem(url: url, outcome: .success(outcome.source), entry: outcome.entry),
+                                    bytes: outcome.downloadedBytes, repaired: outcome.repaired)
+            // Renders run beside other items' downloads, bounded by the render pool.
+            for spec in specs where renderer != nil && outcome.entry != nil {
+                do {
+                    if try await variant(url, spec: spec).source == .rendered { finished.variantsMade += 1 }
+                } catch let error as RenderError {
+                    finished.renderFailures[error.reason, default: 0] += 1
+                } catch {
+                    finished.renderFailures["render_error", default: 0] += 1
+                }
+            }
+            return finished
         } catch {
             let failure: DownloadError
             switch error {

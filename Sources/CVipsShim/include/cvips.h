@@ -4,8 +4,12 @@
 #include <stddef.h>
 
 /* Process-wide setup, once: vector code (liborc) off, operation cache off,
- * libvips concurrency 1, untrusted loaders blocked. Returns 0 on success. */
+ * libvips concurrency 1, untrusted operations blocked, and every loader
+ * blocked but JPEG, PNG, GIF, WebP, TIFF and HEIF (plus SVG and ImageMagick
+ * for BMP/ICO only when asked). Later calls return the first call's result
+ * and ignore their arguments. Returns 0 on success. */
 int cvips_init(const char *argv0);
+int cvips_init_with(const char *argv0, int allow_svg, int allow_magick);
 const char *cvips_version(void);
 
 /* Takes the libvips error buffer (malloc'd copy, free with cvips_free) and clears it. */
@@ -27,9 +31,64 @@ typedef struct {
     int orientation;     /* EXIF orientation, 1 when absent */
     int has_alpha;
     char loader[64];     /* e.g. "jpegload_buffer" */
+    int has_exif;
+    int has_icc;
+    int interpretation;  /* VipsInterpretation */
 } cvips_header_t;
 
 /* Reads only the header of an encoded image (no pixels decoded). */
 int cvips_header(const void *buffer, size_t length, cvips_header_t *out);
+
+/* What a render failed on. */
+enum {
+    CVIPS_OK = 0,
+    CVIPS_UNSUPPORTED = 1,   /* no loader, or the loader is blocked */
+    CVIPS_TOO_LARGE = 2,     /* limits exceeded, decided from the header */
+    CVIPS_DECODE = 3,        /* corrupt or truncated input */
+    CVIPS_ENCODE = 4,        /* the output format could not be written */
+};
+
+enum { CVIPS_FIT_CONTAIN = 0, CVIPS_FIT_COVER = 1, CVIPS_FIT_SMART = 2 };
+enum { CVIPS_FORMAT_JPEG = 0, CVIPS_FORMAT_WEBP = 1, CVIPS_FORMAT_PNG = 2, CVIPS_FORMAT_AVIF = 3, CVIPS_FORMAT_AUTO = 4 };
+
+typedef struct {
+    int width;                   /* bounding box */
+    int height;
+    int fit;                     /* CVIPS_FIT_* */
+    int format;                  /* CVIPS_FORMAT_* */
+    int quality;                 /* 1..100 */
+    double background[3];        /* 0..255, for flattening alpha */
+    long long max_source_pixels; /* width * height * frames */
+    int max_frames;
+    int max_output;              /* largest output side */
+} cvips_render_options_t;
+
+typedef struct {
+    int width;
+    int height;
+    int format;                  /* the format written (auto resolved) */
+    int has_alpha;
+    int source_width;
+    int source_height;
+    int source_frames;
+} cvips_render_result_t;
+
+/* Decodes, auto-rotates, converts to sRGB (CMYK too), shrinks on load into
+ * the box (never enlarges), crops for cover, flattens alpha when the output
+ * has none, strips metadata and encodes. Returns CVIPS_OK and a g_malloc'd
+ * buffer (free with cvips_free), or an error kind; the message is in the
+ * libvips error buffer (take it with cvips_error_take). */
+int cvips_render(const void *buffer, size_t length, const cvips_render_options_t *options,
+                 void **out, size_t *out_length, cvips_render_result_t *result);
+
+/* Tiles encoded images (NULL entries become blank cells) into one PNG,
+ * `columns` per row, each scaled into a `cell` x `cell` square. */
+int cvips_contact_sheet(const void *const *buffers, const size_t *lengths, int count, int cell, int columns,
+                        void **out, size_t *out_length);
+
+/* Test fixtures: a CMYK JPEG (with or without an embedded ICC profile), and
+ * a JPEG carrying EXIF orientation `orientation` (the pixels are not rotated). */
+int cvips_test_cmyk_jpeg(int width, int height, int with_profile, void **out, size_t *out_length);
+int cvips_test_oriented_jpeg(int width, int height, int orientation, void **out, size_t *out_length);
 
 #endif

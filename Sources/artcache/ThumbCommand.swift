@@ -1,0 +1,72 @@
+import ArgumentParser
+import ArtCache
+import Foundation
+
+extension VariantSpec.Fit: ExpressibleByArgument {}
+extension VariantSpec.Format: ExpressibleByArgument {}
+
+struct ThumbCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "thumb",
+        abstract: "Make (or reuse) a thumbnail variant of URL, downloading the original if needed.")
+
+    @OptionGroup var global: GlobalOptions
+    @Argument(help: "The image URL.") var url: String
+    @Option(help: "Bounding box WIDTHxHEIGHT, e.g. 100x100.") var size: String
+    @Option(help: "contain (fit inside), cover (fill and crop the centre) or smart (crop by attention).")
+    var fit: VariantSpec.Fit?
+    @Option(help: "auto, jpeg, webp, png or avif.") var format: VariantSpec.Format?
+    @Option(help: "Encoder quality, 1-100.") var quality: Int?
+    @Option(name: .shortAndLong, help: "Write the thumbnail to FILE (default: stdout unless --json).") var output: String?
+    @Flag(help: "Print width, height, format, bytes and the variant's blob path as JSON.") var json = false
+
+    struct Info: Encodable {
+        let url: String
+        let spec: String
+        let source: String
+        let width: Int
+        let height: Int
+        let format: String
+        let bytes: Int
+        let path: String?
+    }
+
+    func run() async throws {
+        try await reportingErrors {
+            let configuration = try global.configuration()
+            guard let spec = configuration.thumbnails.spec(size: size, fit: fit, format: format, quality: quality) else {
+                throw ValidationError("--size must be WIDTHxHEIGHT (e.g. 100x100) and --quality 1-100")
+            }
+            guard spec.width <= configuration.thumbnails.maxOutput, spec.height <= configuration.thumbnails.maxOutput else {
+                throw ValidationError("--size \(size) is larger than thumbnails.max_output (\(configuration.thumbnails.maxOutput))")
+            }
+            let store = try await global.openStore(configuration)
+            let pipeline = ImagePipeline(store: store, downloader: try Downloader(settings: configuration.download, logger: global.logger),
+                                         renderer: try Renderer(settings: configuration.thumbnails), logger: global.logger)
+            let outcome: VariantOutcome
+            do {
+                outcome = try await pipeline.variant(url, spec: spec)
+            } catch let error as DownloadError {
+                try await store.close()
+                Output.error(error.message)
+                throw ExitCode(1)
+            } catch let error as RenderError {
+                try await store.close()
+                Output.error(error.message)
+                throw ExitCode(1)
+            }
+            try await store.close()
+            if json {
+                print(try Output.json(Info(
+                    url: url, spec: spec.canonical, source: outcome.source.rawValue, width: outcome.width, height: outcome.height,
+                    format: Sniffer.sniff(outcome.data).format.rawValue, bytes: outcome.data.count,
+                    path: outcome.entry.map { store.path(of: $0) })))
+            }
+            if let output {
+                try outcome.data.write(to: URL(fileURLWithPath: output))
+            } else if !json {
+                FileHandle.standardOutput.write(outcome.data)
+            }
+        }
+    }
+}
