@@ -53,7 +53,7 @@ let package = Package(
         ),
         .testTarget(
             name: "ArtCacheTests",
-            dependencies: ["ArtCache", "ArtCacheOrigin", "artcache", "CVipsShim"]
+            dependencies: ["ArtCache", "ArtCacheOrigin", "artcache", "CVipsShim", "CZlib"]
         ),
     ]
 )

@@ -11,6 +11,12 @@ static const char *init_argv0 = "artcache";
 static int init_allow_svg = 0;
 static int init_allow_magick = 0;
 
+/* libvips warnings (corrupt tiles, ignored profiles) would go to stderr from
+ * library code; the typed errors say what matters. */
+static void quiet_log(const gchar *domain, GLogLevelFlags level, const gchar *message, gpointer data) {
+    (void) domain; (void) level; (void) message; (void) data;
+}
+
 static void init_once_body(void) {
     if (VIPS_INIT(init_argv0)) {
         init_result = -1;
@@ -18,6 +24,7 @@ static void init_once_body(void) {
     }
     /* liborc 0.4.33 (Debian 12) crashes with two threads in libvips at once. */
     vips_vector_set_enabled(FALSE);
+    g_log_set_handler("VIPS", G_LOG_LEVEL_WARNING | G_LOG_LEVEL_MESSAGE | G_LOG_LEVEL_INFO, quiet_log, NULL);
     vips_cache_set_max(0);
     vips_concurrency_set(1);
     vips_block_untrusted_set(TRUE);
@@ -103,3 +110,5 @@ int cvips_header(const void *buffer, size_t length, cvips_header_t *out) {
     g_object_unref(image);
     return 0;
 }
+
+int cvips_interpretation_srgb(void) { return (int) VIPS_INTERPRETATION_sRGB; }

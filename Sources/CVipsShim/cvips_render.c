@@ -1,3 +1,4 @@
+#define _GNU_SOURCE
 #include "cvips.h"
 #include <vips/vips.h>
 #include <string.h>
@@ -7,11 +8,13 @@ static int failure(int kind) {
     const char *message = vips_error_buffer();
     if (message && strstr(message, "blocked")) return CVIPS_UNSUPPORTED;
     if (message && strstr(message, "not a known")) return CVIPS_UNSUPPORTED;
+    if (message && strstr(message, "Security limit")) return CVIPS_TOO_LARGE;  /* libheif's own size limits */
     return kind;
 }
 
+/* `loader` is a class name ("VipsForeignLoadNsgifBuffer") or a nickname. */
 static int is_animation_loader(const char *loader) {
-    return strncmp(loader, "gifload", 7) == 0 || strncmp(loader, "webpload", 8) == 0;
+    return strcasestr(loader, "gif") != NULL || strcasestr(loader, "webp") != NULL;
 }
 
 /* To 8-bit sRGB (CMYK, grey, 16-bit and Lab included). */
@@ -70,8 +73,10 @@ int cvips_render(const void *buffer, size_t length, const cvips_render_options_t
     /* Shrink-on-load thumbnail of the first frame: auto-rotated, into the box. */
     VipsInteresting crop = o->fit == CVIPS_FIT_COVER ? VIPS_INTERESTING_CENTRE
                          : o->fit == CVIPS_FIT_SMART ? VIPS_INTERESTING_ATTENTION : VIPS_INTERESTING_NONE;
+    /* fail_on=truncated: a cut or hollow image is an error, never a grey or
+     * black thumbnail stored as if it were the picture. */
     if (vips_thumbnail_buffer((void *) buffer, length, &t[1], o->width, "height", o->height,
-                              "size", VIPS_SIZE_DOWN, "crop", crop, NULL)) {
+                              "size", VIPS_SIZE_DOWN, "crop", crop, "option_string", "fail_on=truncated", NULL)) {
         status = failure(CVIPS_DECODE);
         goto done;
     }
@@ -199,6 +204,24 @@ int cvips_test_oriented_jpeg(int width, int height, int orientation, void **out,
     if (vips_copy(t[2], &t[3], NULL)) goto done;
     vips_image_set_int(t[3], VIPS_META_ORIENTATION, orientation);
     status = vips_jpegsave_buffer(t[3], out, out_length, "Q", 90, NULL);
+done:
+    g_object_unref(parent);
+    return status;
+}
+
+int cvips_test_animated_gif(int width, int height, int frames, void **out, size_t *out_length) {
+    VipsImage *parent = vips_image_new();
+    VipsImage **t = (VipsImage **) vips_object_local_array(VIPS_OBJECT(parent), 6);
+    int status = -1;
+    *out = NULL;
+    if (vips_xyz(&t[0], width, height * frames, NULL)) goto done;
+    if (vips_extract_band(t[0], &t[1], 1, NULL)) goto done;
+    if (vips_cast_uchar(t[1], &t[2], NULL)) goto done;
+    VipsImage *parts[3] = { t[2], t[2], t[2] };
+    if (vips_bandjoin(parts, &t[3], 3, NULL)) goto done;
+    if (vips_copy(t[3], &t[4], "interpretation", VIPS_INTERPRETATION_sRGB, NULL)) goto done;
+    vips_image_set_int(t[4], VIPS_META_PAGE_HEIGHT, height);
+    status = vips_gifsave_buffer(t[4], out, out_length, NULL);
 done:
     g_object_unref(parent);
     return status;

@@ -14,7 +14,7 @@ struct ArtCacheCommand: AsyncParsableCommand {
             """,
         subcommands: [
             DemoCommand.self, PrefetchCommand.self, GetCommand.self, ThumbCommand.self, StatsCommand.self, PurgeCommand.self, VerifyCommand.self,
-            StressWriteCommand.self,
+            StressWriteCommand.self, RenderFilesCommand.self,
         ]
     )
 }

@@ -1,4 +1,5 @@
 import CVipsShim
+import CZlib
 import Foundation
 import Testing
 @testable import ArtCache
@@ -61,6 +62,55 @@ enum Fixtures {
         }
         defer { cvips_free(buffer) }
         return Data(bytes: buffer, count: length)
+    }
+
+    /// Runs a libvips fixture generator from the shim and returns its bytes.
+    static func vipsFixture(_ what: String, _ make: (UnsafeMutablePointer<UnsafeMutableRawPointer?>, UnsafeMutablePointer<Int>) -> Int32) throws -> Data {
+        _ = VipsTestSetup.ready
+        var buffer: UnsafeMutableRawPointer?
+        var length = 0
+        guard make(&buffer, &length) == 0, let buffer else {
+            throw RenderError(.encode, "libvips could not make \(what): \(Renderer.takeError())")
+        }
+        defer { cvips_free(buffer) }
+        return Data(bytes: buffer, count: length)
+    }
+
+    static func cmykJPEG(withProfile: Bool) throws -> Data {
+        try vipsFixture("a CMYK JPEG") { cvips_test_cmyk_jpeg(64, 48, withProfile ? 1 : 0, $0, $1) }
+    }
+
+    static func orientedJPEG(width: Int, height: Int, orientation: Int) throws -> Data {
+        try vipsFixture("an oriented JPEG") { cvips_test_oriented_jpeg(Int32(width), Int32(height), Int32(orientation), $0, $1) }
+    }
+
+    static func animatedGIF(width: Int, height: Int, frames: Int) throws -> Data {
+        try vipsFixture("an animated GIF") { cvips_test_animated_gif(Int32(width), Int32(height), Int32(frames), $0, $1) }
+    }
+
+    /// A PNG whose header declares `width` x `height` (a decompression bomb
+    /// made by writing a header, not pixels).
+    static func pngBomb(width: UInt32, height: UInt32) -> Data {
+        func chunk(_ type: String, _ payload: [UInt8]) -> [UInt8] {
+            let typed = Array(type.utf8) + payload
+            let crc = typed.withUnsafeBufferPointer { UInt32(crc32(0, $0.baseAddress, uInt($0.count))) }
+            return be(UInt32(payload.count)) + typed + be(crc)
+        }
+        func be(_ v: UInt32) -> [UInt8] { [UInt8(v >> 24), UInt8(v >> 16 & 0xFF), UInt8(v >> 8 & 0xFF), UInt8(v & 0xFF)] }
+        var bytes: [UInt8] = [0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A]
+        bytes += chunk("IHDR", be(width) + be(height) + [8, 2, 0, 0, 0])
+        bytes += chunk("IDAT", [0x78, 0x9C, 0x03, 0x00, 0x00, 0x00, 0x00, 0x01])
+        bytes += chunk("IEND", [])
+        return Data(bytes)
+    }
+
+    /// What libvips reads from an encoded image's header.
+    static func header(_ data: Data) -> cvips_header_t? {
+        _ = VipsTestSetup.ready
+        var header = cvips_header_t()
+        let status = data.withUnsafeBytes { cvips_header($0.baseAddress, $0.count, &header) }
+        _ = Renderer.takeError()
+        return status == 0 ? header : nil
     }
 
     /// The repository root (three levels up from this file).

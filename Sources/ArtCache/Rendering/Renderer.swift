@@ -32,8 +32,23 @@ public final class Renderer: Sendable {
 
     public var libvipsVersion: String { String(cString: cvips_version()) }
 
+    /// Formats handed to libvips at all. Anything else is refused from our own
+    /// sniffing, before libvips looks at it (libvips 8.14's loader probing can
+    /// spin forever on a truncated gzip stream, for one).
+    public var renderableFormats: Set<SniffedFormat> {
+        var formats: Set<SniffedFormat> = [.jpeg, .png, .apng, .gif, .webp, .tiff, .heic, .heif, .avif]
+        if settings.allowSVG { formats.insert(.svg) }
+        if settings.allowMagick { formats.formUnion([.bmp, .ico]) }
+        return formats
+    }
+
     /// Renders `spec` from encoded bytes. Limits are checked from the header first.
     public func render(_ data: Data, spec: VariantSpec) async throws -> RenderedImage {
+        let sniffed = Sniffer.sniff(data)
+        guard renderableFormats.contains(sniffed.format) else {
+            let why = sniffed.format.isImage ? "rendering \(sniffed.format.displayName) is not enabled" : "not an image we render"
+            throw RenderError(.unsupported, "\(sniffed.format.displayName): \(why)")
+        }
         try await permits.acquire()
         defer { permits.release() }
         let limits = settings.renderLimits

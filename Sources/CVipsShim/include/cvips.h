@@ -36,6 +36,9 @@ typedef struct {
     int interpretation;  /* VipsInterpretation */
 } cvips_header_t;
 
+/* VIPS_INTERPRETATION_sRGB, for comparing cvips_header_t.interpretation. */
+int cvips_interpretation_srgb(void);
+
 /* Reads only the header of an encoded image (no pixels decoded). */
 int cvips_header(const void *buffer, size_t length, cvips_header_t *out);
 
@@ -90,5 +93,7 @@ int cvips_contact_sheet(const void *const *buffers, const size_t *lengths, int c
  * a JPEG carrying EXIF orientation `orientation` (the pixels are not rotated). */
 int cvips_test_cmyk_jpeg(int width, int height, int with_profile, void **out, size_t *out_length);
 int cvips_test_oriented_jpeg(int width, int height, int orientation, void **out, size_t *out_length);
+/* An animated GIF of `frames` frames, each width x height. */
+int cvips_test_animated_gif(int width, int height, int frames, void **out, size_t *out_length);
 
 #endif

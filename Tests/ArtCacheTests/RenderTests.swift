@@ -1,0 +1,220 @@
+import ArtCacheOrigin
+import CVipsShim
+import Foundation
+import Testing
+@testable import ArtCache
+
+@Suite("Rendering with libvips", .timeLimit(.minutes(3)))
+struct RenderTests {
+    static let renderer: Renderer = {
+        var settings = Configuration.defaults.thumbnails
+        settings.maxSourcePixels = 50_000_000
+        return try! Renderer(settings: settings)
+    }()
+
+    func render(_ data: Data, _ size: String, fit: VariantSpec.Fit = .contain, format: VariantSpec.Format = .auto) async throws -> RenderedImage {
+        try await Self.renderer.render(data, spec: try #require(VariantSpec(size: size, fit: fit, format: format)))
+    }
+
+    @Test(arguments: [".jpg", ".png", ".gif", ".webp", ".tif"], [VariantSpec.Format.jpeg, .webp, .png])
+    func everySourceToEveryFormat(_ source: String, _ format: VariantSpec.Format) async throws {
+        let input = try Fixtures.image(width: 120, height: 90, suffix: source)
+        let output = try await render(input, "60x60", format: format)
+        let sniffed = Sniffer.sniff(output.data).format
+        #expect(sniffed.rawValue == format.rawValue)
+        #expect(output.width == 60 && output.height == 45)
+        let header = try #require(Fixtures.header(output.data))
+        #expect(Int(header.width) == 60 && Int(header.height) == 45)
+    }
+
+    @Test func avifWhenLibvipsCanWriteIt() async throws {
+        let input = try Fixtures.image(width: 120, height: 90, suffix: ".jpg")
+        do {
+            let output = try await render(input, "60x60", format: .avif)
+            #expect(Sniffer.sniff(output.data).format == .avif)
+        } catch let error as RenderError {
+            #expect(error.code == .encode)  // Debian's libheif may lack an AV1 encoder: a typed error, not a crash
+        }
+    }
+
+    @Test func containAndCoverDimensions() async throws {
+        let input = try Fixtures.image(width: 400, height: 200, suffix: ".jpg")
+        let contain = try await render(input, "100x100", fit: .contain)
+        #expect((contain.width, contain.height) == (100, 50))
+        let cover = try await render(input, "100x100", fit: .cover)
+        #expect((cover.width, cover.height) == (100, 100))
+        let smart = try await render(input, "80x120", fit: .smart)
+        #expect((smart.width, smart.height) == (80, 120))
+        let small = try Fixtures.image(width: 40, height: 30, suffix: ".png")
+        let notEnlarged = try await render(small, "300x300")
+        #expect((notEnlarged.width, notEnlarged.height) == (40, 30))
+    }
+
+    @Test(arguments: 1...8)
+    func exifOrientationIsApplied(_ orientation: Int) async throws {
+        let input = try Fixtures.orientedJPEG(width: 80, height: 40, orientation: orientation)
+        #expect(Fixtures.header(input).map { Int($0.orientation) } == orientation)
+        let output = try await render(input, "200x200")
+        let rotated = orientation >= 5  // 5...8 swap width and height
+        #expect((output.width, output.height) == (rotated ? (40, 80) : (80, 40)))
+        let header = try #require(Fixtures.header(output.data))
+        #expect(header.orientation == 1)
+        #expect(header.has_exif == 0)  // metadata stripped
+    }
+
+    @Test func metadataIsStripped() async throws {
+        let input = try Fixtures.cmykJPEG(withProfile: true)
+        #expect(Fixtures.header(input)?.has_icc == 1)
+        let output = try await render(input, "32x32", format: .jpeg)
+        let header = try #require(Fixtures.header(output.data))
+        #expect(header.has_exif == 0)
+        #expect(header.has_icc == 0)
+    }
+
+    @Test(arguments: [true, false])
+    func cmykBecomesSRGB(_ withProfile: Bool) async throws {
+        let input = try Fixtures.cmykJPEG(withProfile: withProfile)
+        #expect(Fixtures.header(input)?.bands == 4)
+        for format in [VariantSpec.Format.jpeg, .png, .webp] {
+            let output = try await render(input, "32x32", format: format)
+            let header = try #require(Fixtures.header(output.data))
+            #expect(header.bands == 3, "\(format)")
+            #expect(header.interpretation == cvips_interpretation_srgb(), "\(format)")
+        }
+    }
+
+    @Test func alphaIsFlattenedForJPEGAndKeptOtherwise() async throws {
+        let input = try Fixtures.image(width: 50, height: 50, bands: 4, suffix: ".png")
+        let jpeg = try await render(input, "40x40", format: .jpeg)
+        #expect(!jpeg.hasAlpha)
+        #expect(Fixtures.header(jpeg.data)?.bands == 3)
+        let auto = try await render(input, "40x40", format: .auto)
+        #expect(auto.format == .png)
+        #expect(Fixtures.header(auto.data)?.has_alpha == 1)
+        let opaque = try await render(try Fixtures.image(suffix: ".png"), "40x40", format: .auto)
+        #expect(opaque.format == .jpeg)
+        let webp = try await render(input, "40x40", format: .webp)
+        #expect(Fixtures.header(webp.data)?.has_alpha == 1)
+    }
+
+    @Test func animatedGIFGivesItsFirstFrame() async throws {
+        let input = try Fixtures.animatedGIF(width: 40, height: 30, frames: 4)
+        #expect(Sniffer.sniff(input).isAnimated)
+        let output = try await render(input, "100x100")
+        #expect((output.width, output.height) == (40, 30))
+        #expect(Fixtures.header(output.data)?.pages == 1)
+    }
+
+    @Test func bombsAreRejectedFromTheHeader() async throws {
+        let bomb = Fixtures.pngBomb(width: 100_000, height: 100_000)
+        let error = await #expect(throws: RenderError.self) { try await render(bomb, "100x100") }
+        #expect(error?.code == .tooLarge)
+        #expect(error?.message.contains("pixels") == true)
+        var tight = Configuration.defaults.thumbnails
+        tight.maxFrames = 3
+        let frames = await #expect(throws: RenderError.self) {
+            try Renderer.renderBlocking(try Fixtures.animatedGIF(width: 10, height: 10, frames: 5),
+                                        spec: VariantSpec(width: 10, height: 10), limits: tight.renderLimits)
+        }
+        #expect(frames?.code == .tooLarge)
+        let output = await #expect(throws: RenderError.self) {
+            try Renderer.renderBlocking(try Fixtures.image(suffix: ".png"), spec: VariantSpec(width: 5000, height: 10),
+                                        limits: RenderLimits(maxOutput: 4096))
+        }
+        #expect(output?.code == .tooLarge)
+    }
+
+    @Test func unsupportedAndCorruptInputsGetTypedErrors() async throws {
+        let pdf = Data("%PDF-1.4\n1 0 obj<</Type/Catalog>>endobj\ntrailer<</Root 1 0 R>>\n%%EOF\n".utf8)
+        #expect((await #expect(throws: RenderError.self) { try await render(pdf, "10x10") })?.code == .unsupported)
+        let svg = Data(#"<svg xmlns="http://www.w3.org/2000/svg" width="10" height="10"/>"#.utf8)
+        #expect((await #expect(throws: RenderError.self) { try await render(svg, "10x10") })?.code == .unsupported)
+        let jxl = try Fixtures.image(suffix: ".jxl")
+        #expect((await #expect(throws: RenderError.self) { try await render(jxl, "10x10") })?.code == .unsupported)
+        let html = Data("<html>nope</html>".utf8)
+        #expect((await #expect(throws: RenderError.self) { try await render(html, "10x10") })?.code == .unsupported)
+        // A truncated body is refused, not rendered half grey.
+        let png = try Fixtures.image(width: 200, height: 200, suffix: ".png")
+        let truncated = await #expect(throws: RenderError.self) { try await render(png.prefix(png.count / 3), "50x50") }
+        #expect(truncated?.code == .decode)
+        let jpeg = try Fixtures.image(width: 200, height: 200, suffix: ".jpg")
+        let cut = await #expect(throws: RenderError.self) { try await render(jpeg.prefix(jpeg.count / 2), "50x50") }
+        #expect(cut?.code == .decode)
+        // A header with no usable image data behind it fails typed.
+        let hollow = Fixtures.pngBomb(width: 64, height: 64)
+        let broken = await #expect(throws: RenderError.self) { try await render(hollow, "50x50") }
+        #expect(broken?.code == .decode)
+    }
+
+    @Test func specCanonicalStrings() throws {
+        let spec = try #require(VariantSpec(size: "100X100", fit: .cover, format: .webp, quality: 70, background: [0, 128, 255]))
+        #expect(spec.canonical == "100x100,cover,webp,q70,bg0080ff")
+        #expect(VariantSpec(size: "100") == nil)
+        #expect(VariantSpec(size: "0x10") == nil)
+        #expect(VariantSpec(size: "10x10", quality: 101) == nil)
+    }
+
+    @Test func manyRendersAtOnceDoNotCrash() async throws {
+        let inputs = try [".jpg", ".png", ".webp", ".gif", ".tif"].map { try Fixtures.image(width: 300, height: 200, suffix: $0) }
+        for _ in 0..<3 {
+            try await withThrowingTaskGroup(of: Int.self) { group in
+                for i in 0..<40 {
+                    group.addTask { try await self.render(inputs[i % inputs.count], "\(20 + i)x\(20 + i)").width }
+                }
+                for try await width in group { #expect(width > 0) }
+            }
+        }
+    }
+}
+
+@Suite("Variants through the pipeline", .timeLimit(.minutes(2)))
+struct VariantPipelineTests {
+    @Test func variantDownloadsItsOriginalAndRendersOnce() async throws {
+        let dir = TempDir()
+        let origin = try await OriginServer.start()
+        defer { origin.stop() }
+        origin.register("a.jpg", .init(body: try Fixtures.image(width: 400, height: 300, suffix: ".jpg"), contentType: "image/jpeg"))
+        let store = try await CacheStore.open(settings: Fixtures.settings(dir.path))
+        let pipeline = ImagePipeline(store: store, downloader: try Downloader(settings: Configuration.defaults.download),
+                                     renderer: RenderTests.renderer)
+        let url = origin.url("/hold/100/a.jpg")
+        let spec = VariantSpec(width: 100, height: 100)
+        let outcomes = try await withThrowingTaskGroup(of: VariantOutcome.self) { group in
+            for _ in 0..<6 { group.addTask { try await pipeline.variant(url, spec: spec) } }
+            return try await group.reduce(into: []) { $0.append($1) }
+        }
+        #expect(outcomes.allSatisfy { $0.width == 100 && $0.height == 75 })
+        #expect(origin.requestCount("/hold/100/a.jpg") == 1)
+        let stats = try await store.stats()
+        #expect(stats.originals == 1 && stats.variants == 1)
+        let again = try await pipeline.variant(url, spec: spec)
+        #expect(again.source == .cached)
+        let original = try #require(try await store.entry(forURL: url))
+        let variants = try await store.variants(of: original.cacheKey)
+        #expect(variants.map(\.spec) == [spec.canonical])
+        #expect(variants.first?.width == 100)
+    }
+
+    @Test func prefetchRendersConfiguredSizes() async throws {
+        let dir = TempDir()
+        let origin = try await OriginServer.start()
+        defer { origin.stop() }
+        for i in 0..<6 {
+            origin.register("\(i).jpg", .init(body: try Fixtures.image(width: 320 + i, height: 240, suffix: ".jpg"), contentType: "image/jpeg"))
+        }
+        origin.register("bomb.png", .init(body: Fixtures.pngBomb(width: 90_000, height: 90_000), contentType: "image/png"))
+        let store = try await CacheStore.open(settings: Fixtures.settings(dir.path))
+        let pipeline = ImagePipeline(store: store, downloader: try Downloader(settings: Configuration.defaults.download),
+                                     renderer: RenderTests.renderer)
+        let urls = (0..<6).map { origin.url("/img/\($0).jpg") } + [origin.url("/img/bomb.png")]
+        let specs = [VariantSpec(width: 100, height: 100), VariantSpec(width: 50, height: 50, fit: .cover, format: .webp)]
+        let (summary, _) = await pipeline.prefetch(urls, concurrency: 4, variants: specs)
+        #expect(summary.downloaded == 7)
+        #expect(summary.variants == 12)
+        #expect(summary.renderFailures == ["render_too_large": 2])
+        let stats = try await store.stats()
+        #expect(stats.variants == 12)
+        let (again, _) = await pipeline.prefetch(urls, concurrency: 4, variants: specs)
+        #expect(again.cached == 7 && again.variants == 0)
+    }
+}
