@@ -12,9 +12,10 @@ struct ArtCacheCommand: AsyncParsableCommand {
             $ARTCACHE_CONFIG), overridden by ARTCACHE_<SECTION>_<KEY> variables, \
             overridden by flags.
             """,
+        version: "0.1.0",
         subcommands: [
             DemoCommand.self, PrefetchCommand.self, GetCommand.self, ThumbCommand.self, StatsCommand.self, PurgeCommand.self, VerifyCommand.self,
-            StressWriteCommand.self, RenderFilesCommand.self,
+            StressWriteCommand.self, RenderFilesCommand.self, IndexBenchCommand.self,
         ]
     )
 }

@@ -197,3 +197,19 @@ final class AsyncPermits: Sendable {
         next?.resume()
     }
 }
+
+extension Renderer {
+    /// A generated gradient image encoded with a libvips suffix (".jpg[Q=85]",
+    /// ".webp", ".png"...): fixtures for benchmarks and the demo.
+    @_spi(Benchmarks) public static func syntheticImage(width: Int, height: Int, bands: Int = 3, suffix: String) -> Data? {
+        guard cvips_init("artcache") == 0 else { return nil }
+        var buffer: UnsafeMutableRawPointer?
+        var length = 0
+        guard cvips_test_image(Int32(width), Int32(height), Int32(bands), suffix, &buffer, &length) == 0, let buffer else {
+            _ = takeError()
+            return nil
+        }
+        defer { cvips_free(buffer) }
+        return Data(bytes: buffer, count: length)
+    }
+}
