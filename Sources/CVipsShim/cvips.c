@@ -91,24 +91,5 @@ done:
     return status;
 }
 
-int cvips_header(const void *buffer, size_t length, cvips_header_t *out) {
-    memset(out, 0, sizeof(*out));
-    const char *loader = vips_foreign_find_load_buffer(buffer, length);
-    if (!loader) return -1;
-    VipsImage *image = vips_image_new_from_buffer(buffer, length, "", "access", VIPS_ACCESS_SEQUENTIAL, NULL);
-    if (!image) return -1;
-    out->width = vips_image_get_width(image);
-    out->height = vips_image_get_page_height(image);
-    out->bands = vips_image_get_bands(image);
-    out->pages = vips_image_get_n_pages(image);
-    out->orientation = vips_image_get_orientation(image);
-    out->has_alpha = vips_image_hasalpha(image);
-    out->has_exif = vips_image_get_typeof(image, VIPS_META_EXIF_NAME) != 0;
-    out->has_icc = vips_image_get_typeof(image, VIPS_META_ICC_NAME) != 0;
-    out->interpretation = (int) vips_image_get_interpretation(image);
-    strncpy(out->loader, loader, sizeof(out->loader) - 1);
-    g_object_unref(image);
-    return 0;
-}
 
 int cvips_interpretation_srgb(void) { return (int) VIPS_INTERPRETATION_sRGB; }

@@ -34,48 +34,69 @@ static int to_srgb(VipsImage *parent, VipsImage *in, VipsImage **out) {
     return 0;
 }
 
-int cvips_render(const void *buffer, size_t length, const cvips_render_options_t *o,
-                 void **out, size_t *out_length, cvips_render_result_t *r) {
+struct cvips_image {
+    VipsImage *image;
+    void *buffer;
+    size_t length;
+    char loader[64];
+};
+
+cvips_image *cvips_image_open(const void *buffer, size_t length, int *error_kind) {
+    *error_kind = CVIPS_OK;
+    const char *loader = vips_foreign_find_load_buffer(buffer, length);
+    if (!loader) { *error_kind = failure(CVIPS_UNSUPPORTED); return NULL; }
+    cvips_image *image = g_new0(cvips_image, 1);
+    image->buffer = g_memdup2(buffer, length);
+    image->length = length;
+    g_strlcpy(image->loader, loader, sizeof(image->loader));
+    /* The header only: nothing is decoded here. */
+    image->image = vips_image_new_from_buffer(image->buffer, length, "", "access", VIPS_ACCESS_SEQUENTIAL, NULL);
+    if (!image->image) {
+        *error_kind = failure(CVIPS_DECODE);
+        cvips_image_free(image);
+        return NULL;
+    }
+    return image;
+}
+
+void cvips_image_free(cvips_image *image) {
+    if (!image) return;
+    if (image->image) g_object_unref(image->image);
+    g_free(image->buffer);
+    g_free(image);
+}
+
+void cvips_image_header(const cvips_image *image, cvips_header_t *out) {
+    memset(out, 0, sizeof(*out));
+    VipsImage *i = image->image;
+    out->width = vips_image_get_width(i);
+    out->height = vips_image_get_page_height(i);
+    out->bands = vips_image_get_bands(i);
+    out->pages = is_animation_loader(image->loader) ? vips_image_get_n_pages(i) : 1;
+    if (out->pages < 1) out->pages = 1;
+    out->orientation = vips_image_get_orientation(i);
+    out->has_alpha = vips_image_hasalpha(i);
+    out->has_exif = vips_image_get_typeof(i, VIPS_META_EXIF_NAME) != 0;
+    out->has_icc = vips_image_get_typeof(i, VIPS_META_ICC_NAME) != 0;
+    out->interpretation = (int) vips_image_get_interpretation(i);
+    g_strlcpy(out->loader, image->loader, sizeof(out->loader));
+}
+
+int cvips_image_render(cvips_image *source, const cvips_render_options_t *o,
+                       void **out, size_t *out_length, cvips_render_result_t *r) {
     memset(r, 0, sizeof(*r));
     *out = NULL;
     *out_length = 0;
-    if (o->width < 1 || o->height < 1 || o->width > o->max_output || o->height > o->max_output) {
-        vips_error("artcache", "output %dx%d is outside 1..%d", o->width, o->height, o->max_output);
-        return CVIPS_TOO_LARGE;
-    }
-    const char *loader = vips_foreign_find_load_buffer(buffer, length);
-    if (!loader) return failure(CVIPS_UNSUPPORTED);
-
     VipsImage *parent = vips_image_new();
     VipsImage **t = (VipsImage **) vips_object_local_array(VIPS_OBJECT(parent), 8);
     int status = CVIPS_DECODE;
 
-    /* The header only: nothing is decoded before the limits are checked. */
-    t[0] = vips_image_new_from_buffer(buffer, length, "", "access", VIPS_ACCESS_SEQUENTIAL, NULL);
-    if (!t[0]) { status = failure(CVIPS_DECODE); goto done; }
-    r->source_width = vips_image_get_width(t[0]);
-    r->source_height = vips_image_get_page_height(t[0]);
-    r->source_frames = is_animation_loader(loader) ? vips_image_get_n_pages(t[0]) : 1;
-    if (r->source_frames < 1) r->source_frames = 1;
-    if (r->source_frames > o->max_frames) {
-        vips_error("artcache", "%d frames (limit %d)", r->source_frames, o->max_frames);
-        status = CVIPS_TOO_LARGE;
-        goto done;
-    }
-    long long pixels = (long long) r->source_width * r->source_height * r->source_frames;
-    if (r->source_width < 1 || r->source_height < 1 || pixels > o->max_source_pixels) {
-        vips_error("artcache", "%dx%d x %d frames = %lld pixels (limit %lld)", r->source_width, r->source_height,
-                   r->source_frames, pixels, o->max_source_pixels);
-        status = CVIPS_TOO_LARGE;
-        goto done;
-    }
-
-    /* Shrink-on-load thumbnail of the first frame: auto-rotated, into the box. */
+    /* Shrink-on-load thumbnail of the first frame, auto-rotated, into the box.
+     * fail_on=truncated: a cut or hollow image is an error, never a grey or
+     * black thumbnail stored as if it were the picture. */
     VipsInteresting crop = o->fit == CVIPS_FIT_COVER ? VIPS_INTERESTING_CENTRE
                          : o->fit == CVIPS_FIT_SMART ? VIPS_INTERESTING_ATTENTION : VIPS_INTERESTING_NONE;
-    /* fail_on=truncated: a cut or hollow image is an error, never a grey or
-     * black thumbnail stored as if it were the picture. */
-    if (vips_thumbnail_buffer((void *) buffer, length, &t[1], o->width, "height", o->height,
+    if (vips_thumbnail_buffer(source->buffer, source->length, &t[1], o->width, "height", o->height,
                               "size", VIPS_SIZE_DOWN, "crop", crop, "option_string", "fail_on=truncated", NULL)) {
         status = failure(CVIPS_DECODE);
         goto done;

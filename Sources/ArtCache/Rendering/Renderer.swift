@@ -59,8 +59,23 @@ public final class Renderer: Sendable {
         }
     }
 
-    /// The synchronous render (call from a thread you own).
+    /// The synchronous render (call from a thread you own): open the header,
+    /// check the limits, then decode and encode.
     public static func renderBlocking(_ data: Data, spec: VariantSpec, limits: RenderLimits) throws(RenderError) -> RenderedImage {
+        guard spec.width <= limits.maxOutput, spec.height <= limits.maxOutput else {
+            throw RenderError(.tooLarge, "output \(spec.width)x\(spec.height) is larger than max_output \(limits.maxOutput)")
+        }
+        let image = try VipsImage(data)
+        let header = image.header
+        let format = Sniffer.sniff(data).format.displayName
+        if header.frames > limits.maxFrames {
+            throw RenderError(.tooLarge, "\(format): too large: \(header.frames) frames (limit \(limits.maxFrames))")
+        }
+        if header.width < 1 || header.height < 1 || header.pixels > limits.maxSourcePixels {
+            throw RenderError(.tooLarge, "\(format): too large: \(header.width)x\(header.height)"
+                              + (header.frames > 1 ? " x \(header.frames) frames" : "")
+                              + " = \(header.pixels) pixels (limit \(limits.maxSourcePixels))")
+        }
         var options = cvips_render_options_t()
         options.width = Int32(spec.width)
         options.height = Int32(spec.height)
@@ -73,37 +88,13 @@ public final class Renderer: Sendable {
         options.quality = Int32(spec.quality)
         let bg = spec.background + [255, 255, 255]
         options.background = (bg[0], bg[1], bg[2])
-        options.max_source_pixels = Int64(limits.maxSourcePixels)
-        options.max_frames = Int32(limits.maxFrames)
-        options.max_output = Int32(limits.maxOutput)
-        var result = cvips_render_result_t()
-        var output: UnsafeMutableRawPointer?
-        var length = 0
-        let status = data.withUnsafeBytes { bytes in
-            cvips_render(bytes.baseAddress, bytes.count, &options, &output, &length, &result)
-        }
-        // libvips keeps one error buffer per process: read and clear it right away.
-        let message = status == Int32(CVIPS_OK) ? "" : takeError()
-        guard status == Int32(CVIPS_OK), let output else {
-            let code: RenderError.Code = switch status {
-            case Int32(CVIPS_UNSUPPORTED): .unsupported
-            case Int32(CVIPS_TOO_LARGE): .tooLarge
-            case Int32(CVIPS_ENCODE): .encode
-            default: .decode
-            }
-            let sniffed = Sniffer.sniff(data).format.displayName
-            throw RenderError(code, "\(sniffed): \(code == .unsupported ? "not a format we render" : code.rawValue.replacingOccurrences(of: "_", with: " "))"
-                              + (message.isEmpty ? "" : ": \(message)"))
-        }
-        defer { cvips_free(output) }
-        let format: VariantSpec.Format = switch Int(result.format) {
-        case CVIPS_FORMAT_WEBP: .webp
-        case CVIPS_FORMAT_PNG: .png
-        case CVIPS_FORMAT_AVIF: .avif
-        default: .jpeg
-        }
-        return RenderedImage(data: Data(bytes: output, count: length), width: Int(result.width), height: Int(result.height),
-                             format: format, hasAlpha: result.has_alpha != 0)
+        return try image.render(&options, original: data)
+    }
+
+    /// The header of encoded bytes, read without decoding pixels.
+    public static func header(of data: Data) throws(RenderError) -> ImageHeader {
+        guard cvips_init("artcache") == 0 else { throw RenderError(.unsupported, "libvips failed to start") }
+        return try VipsImage(data).header
     }
 
     private static func code(of format: VariantSpec.Format) -> Int {

@@ -39,8 +39,6 @@ typedef struct {
 /* VIPS_INTERPRETATION_sRGB, for comparing cvips_header_t.interpretation. */
 int cvips_interpretation_srgb(void);
 
-/* Reads only the header of an encoded image (no pixels decoded). */
-int cvips_header(const void *buffer, size_t length, cvips_header_t *out);
 
 /* What a render failed on. */
 enum {
@@ -61,9 +59,6 @@ typedef struct {
     int format;                  /* CVIPS_FORMAT_* */
     int quality;                 /* 1..100 */
     double background[3];        /* 0..255, for flattening alpha */
-    long long max_source_pixels; /* width * height * frames */
-    int max_frames;
-    int max_output;              /* largest output side */
 } cvips_render_options_t;
 
 typedef struct {
@@ -71,18 +66,27 @@ typedef struct {
     int height;
     int format;                  /* the format written (auto resolved) */
     int has_alpha;
-    int source_width;
-    int source_height;
-    int source_frames;
 } cvips_render_result_t;
+
+/* One encoded image opened by libvips: header read, no pixel decoded. It
+ * owns a copy of the bytes (libvips reads them lazily). */
+typedef struct cvips_image cvips_image;
+
+/* NULL on failure, with *error_kind set (CVIPS_UNSUPPORTED, CVIPS_TOO_LARGE
+ * for libheif's own limits, else CVIPS_DECODE). */
+cvips_image *cvips_image_open(const void *buffer, size_t length, int *error_kind);
+void cvips_image_free(cvips_image *image);
+/* The header; `pages` counts frames for animated formats only (GIF, WebP). */
+void cvips_image_header(const cvips_image *image, cvips_header_t *out);
 
 /* Decodes, auto-rotates, converts to sRGB (CMYK too), shrinks on load into
  * the box (never enlarges), crops for cover, flattens alpha when the output
- * has none, strips metadata and encodes. Returns CVIPS_OK and a g_malloc'd
- * buffer (free with cvips_free), or an error kind; the message is in the
- * libvips error buffer (take it with cvips_error_take). */
-int cvips_render(const void *buffer, size_t length, const cvips_render_options_t *options,
-                 void **out, size_t *out_length, cvips_render_result_t *result);
+ * has none, strips metadata and encodes. The caller checks the limits from
+ * the header first. Returns CVIPS_OK and a g_malloc'd buffer (free with
+ * cvips_free), or an error kind; the message is in the libvips error buffer
+ * (take it with cvips_error_take). */
+int cvips_image_render(cvips_image *image, const cvips_render_options_t *options,
+                       void **out, size_t *out_length, cvips_render_result_t *result);
 
 /* Tiles encoded images (NULL entries become blank cells) into one PNG,
  * `columns` per row, each scaled into a `cell` x `cell` square. */
