@@ -49,28 +49,27 @@ struct DemoCommand: AsyncParsableCommand {
             print("result set  iTunes search, \(urls.count) artwork URLs")
             print("cache       \(configuration.cache.directory)\n")
 
-            let store = try await global.openStore(configuration)
-            let pipeline = ImagePipeline(store: store, downloader: try Downloader(settings: configuration.download, logger: global.logger),
-                                         renderer: try Renderer(settings: configuration.thumbnails), logger: global.logger)
-            let sizes = configuration.thumbnails.sizes
-            let first = await pipeline.prefetch(urls, concurrency: configuration.download.concurrency, variants: sizes)
-            print("first prefetch:")
-            print(PrefetchCommand.text(first.summary))
-            for item in first.items {
-                if case .failure(let error) = item.outcome { print("  \(error.reason): \(error.message)") }
+            try await global.withStore(configuration) { store in
+                let pipeline = try global.pipeline(configuration, store: store)
+                let sizes = configuration.thumbnails.sizes
+                let first = await pipeline.prefetch(urls, concurrency: configuration.download.concurrency, variants: sizes)
+                print("first prefetch:")
+                print(PrefetchCommand.text(first.summary))
+                for item in first.items {
+                    if case .failure(let error) = item.outcome { print("  \(error.reason): \(error.message)") }
+                }
+                let second = await pipeline.prefetch(urls, concurrency: configuration.download.concurrency, variants: sizes)
+                print("\nsecond prefetch (fresh items come from the cache; the refused page is asked for again):")
+                print("cached \(second.summary.cached) of \(second.summary.requested), origin requests in total \(origin.totalRequests)")
+                if let spec = sizes.first ?? configuration.thumbnails.spec(size: "100x100") {
+                    let sheet = configuration.cache.directory + "/contact-sheet.png"
+                    try await PrefetchCommand.contactSheet(first.items, pipeline: pipeline, spec: spec)
+                        .write(to: URL(fileURLWithPath: sheet))
+                    print("contact sheet \(sheet)")
+                }
+                print("")
+                print(StatsCommand.text(try await store.stats()))
             }
-            let second = await pipeline.prefetch(urls, concurrency: configuration.download.concurrency, variants: sizes)
-            print("\nsecond prefetch (fresh items come from the cache; the refused page is asked for again):")
-            print("cached \(second.summary.cached) of \(second.summary.requested), origin requests in total \(origin.totalRequests)")
-            if let spec = sizes.first ?? configuration.thumbnails.spec(size: "100x100") {
-                let sheet = configuration.cache.directory + "/contact-sheet.png"
-                try await PrefetchCommand.contactSheet(first.items, pipeline: pipeline, spec: spec)
-                    .write(to: URL(fileURLWithPath: sheet))
-                print("contact sheet \(sheet)")
-            }
-            print("")
-            print(StatsCommand.text(try await store.stats()))
-            try await store.close()
         }
     }
 }

@@ -28,22 +28,14 @@ struct GetCommand: AsyncParsableCommand {
     func run() async throws {
         try await reportingErrors {
             let configuration = try global.configuration()
-            let store = try await global.openStore(configuration)
-            let pipeline = ImagePipeline(store: store, downloader: try Downloader(settings: configuration.download, logger: global.logger),
-                                         logger: global.logger)
-            let outcome: FetchOutcome
-            do {
-                outcome = try await pipeline.original(url)
-            } catch let error as DownloadError {
-                try await store.close()
-                Output.error(error.message)
-                throw ExitCode(1)
+            let (outcome, path) = try await global.withStore(configuration) { store in
+                let outcome = try await global.pipeline(configuration, store: store).original(url)
+                return (outcome, outcome.entry.map { store.path(of: $0) })
             }
-            try await store.close()
             if json {
                 let entry = outcome.entry
                 print(try Output.json(Info(
-                    url: entry?.url ?? url, key: entry?.key ?? "", path: entry.map { store.path(of: $0) },
+                    url: entry?.url ?? url, key: entry?.key ?? "", path: path,
                     source: outcome.source.rawValue, contentType: entry?.contentType ?? Sniffer.sniff(outcome.data).mimeType,
                     declaredType: entry?.declaredType, bytes: outcome.data.count, repaired: outcome.repaired,
                     etag: entry?.etag, lastModified: entry?.lastModified, expiresAt: entry?.expiresAt)))

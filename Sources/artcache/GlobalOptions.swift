@@ -34,6 +34,26 @@ struct GlobalOptions: ParsableArguments {
     func openStore(_ configuration: Configuration) async throws -> CacheStore {
         try await CacheStore.open(settings: configuration.cache, logger: logger)
     }
+
+    /// Opens the store, runs `body`, and closes the store (writing batched
+    /// access times) whether `body` returns or throws.
+    func withStore<T>(_ configuration: Configuration, _ body: (CacheStore) async throws -> T) async throws -> T {
+        let store = try await openStore(configuration)
+        do {
+            let result = try await body(store)
+            try await store.close()
+            return result
+        } catch {
+            try? await store.close()
+            throw error
+        }
+    }
+
+    /// The image layer over `store`, with the configured downloader and renderer.
+    func pipeline(_ configuration: Configuration, store: CacheStore) throws -> ImagePipeline {
+        ImagePipeline(store: store, downloader: try Downloader(settings: configuration.download, logger: logger),
+                      renderer: try Renderer(settings: configuration.thumbnails), logger: logger)
+    }
 }
 
 /// Runs a command body, turning our typed errors into one line on stderr and

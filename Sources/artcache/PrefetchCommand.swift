@@ -42,24 +42,23 @@ struct PrefetchCommand: AsyncParsableCommand {
             for input in inputs {
                 for url in try Self.load(input, format: format) where seen.insert(url).inserted { urls.append(url) }
             }
-            let store = try await global.openStore(configuration)
-            if retry {
-                for item in try await store.retryQueue() where seen.insert(item.url).inserted { urls.append(item.url) }
+            let (summary, items) = try await global.withStore(configuration) { store in
+                if retry {
+                    for item in try await store.retryQueue() where seen.insert(item.url).inserted { urls.append(item.url) }
+                }
+                let pipeline = try global.pipeline(configuration, store: store)
+                let reporter = ProgressReporter(quiet: json)
+                let sizes = noThumbnails ? [] : configuration.thumbnails.sizes
+                let result = await pipeline.prefetch(urls, concurrency: configuration.download.concurrency,
+                                                     variants: sizes) { reporter.update($0) }
+                reporter.finish()
+                if let contactSheet {
+                    let spec = sizes.first ?? configuration.thumbnails.spec(size: "100x100")!
+                    try await Self.contactSheet(result.items, pipeline: pipeline, spec: spec).write(to: URL(fileURLWithPath: contactSheet))
+                    if !json { print("contact sheet \(contactSheet) (\(result.items.count) cells)") }
+                }
+                return result
             }
-            let renderer = try Renderer(settings: configuration.thumbnails)
-            let pipeline = ImagePipeline(store: store, downloader: try Downloader(settings: configuration.download, logger: global.logger),
-                                         renderer: renderer, logger: global.logger)
-            let reporter = ProgressReporter(quiet: json)
-            let sizes = noThumbnails ? [] : configuration.thumbnails.sizes
-            let (summary, items) = await pipeline.prefetch(urls, concurrency: configuration.download.concurrency,
-                                                           variants: sizes) { reporter.update($0) }
-            reporter.finish()
-            if let contactSheet {
-                let sheet = try await Self.contactSheet(items, pipeline: pipeline, spec: sizes.first ?? configuration.thumbnails.spec(size: "100x100")!)
-                try sheet.write(to: URL(fileURLWithPath: contactSheet))
-                if !json { print("contact sheet \(contactSheet) (\(items.count) cells)") }
-            }
-            try await store.close()
             if json {
                 print(try Output.json(summary))
             } else {

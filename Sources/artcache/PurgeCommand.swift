@@ -37,9 +37,7 @@ struct PurgeCommand: AsyncParsableCommand {
                 request.toSize = bytes
             }
             let configuration = try global.configuration()
-            let store = try await global.openStore(configuration)
-            let report = try await store.purge(request)
-            try await store.close()
+            let report = try await global.withStore(configuration) { try await $0.purge(request) }
             if json {
                 print(try Output.json(report))
             } else {

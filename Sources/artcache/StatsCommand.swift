@@ -14,9 +14,7 @@ struct StatsCommand: AsyncParsableCommand {
     func run() async throws {
         try await reportingErrors {
             let configuration = try global.configuration()
-            let store = try await global.openStore(configuration)
-            let stats = try await store.stats()
-            try await store.close()
+            let stats = try await global.withStore(configuration) { try await $0.stats() }
             print(json ? try Output.json(stats) : Self.text(stats))
         }
     }

@@ -40,27 +40,15 @@ struct ThumbCommand: AsyncParsableCommand {
             guard spec.width <= configuration.thumbnails.maxOutput, spec.height <= configuration.thumbnails.maxOutput else {
                 throw ValidationError("--size \(size) is larger than thumbnails.max_output (\(configuration.thumbnails.maxOutput))")
             }
-            let store = try await global.openStore(configuration)
-            let pipeline = ImagePipeline(store: store, downloader: try Downloader(settings: configuration.download, logger: global.logger),
-                                         renderer: try Renderer(settings: configuration.thumbnails), logger: global.logger)
-            let outcome: VariantOutcome
-            do {
-                outcome = try await pipeline.variant(url, spec: spec)
-            } catch let error as DownloadError {
-                try await store.close()
-                Output.error(error.message)
-                throw ExitCode(1)
-            } catch let error as RenderError {
-                try await store.close()
-                Output.error(error.message)
-                throw ExitCode(1)
+            let (outcome, path) = try await global.withStore(configuration) { store in
+                let outcome = try await global.pipeline(configuration, store: store).variant(url, spec: spec)
+                return (outcome, outcome.entry.map { store.path(of: $0) })
             }
-            try await store.close()
             if json {
                 print(try Output.json(Info(
                     url: url, spec: spec.canonical, source: outcome.source.rawValue, width: outcome.width, height: outcome.height,
                     format: Sniffer.sniff(outcome.data).format.rawValue, bytes: outcome.data.count,
-                    path: outcome.entry.map { store.path(of: $0) })))
+                    path: path)))
             }
             if let output {
                 try outcome.data.write(to: URL(fileURLWithPath: output))

@@ -17,9 +17,7 @@ struct VerifyCommand: AsyncParsableCommand {
     func run() async throws {
         try await reportingErrors {
             let configuration = try global.configuration()
-            let store = try await global.openStore(configuration)
-            let report = try await store.verify(repair: repair, hash: hash)
-            try await store.close()
+            let report = try await global.withStore(configuration) { try await $0.verify(repair: repair, hash: hash) }
             if json {
                 print(try Output.json(report))
             } else {
