@@ -50,14 +50,48 @@ public struct CacheEntry: Sendable, Equatable, Codable, FetchableRecord, Persist
     public var accessedAt: Date
     public var hitCount: Int
 
-    public static let databaseColumnDecodingStrategy = DatabaseColumnDecodingStrategy.convertFromSnakeCase
-    public static let databaseColumnEncodingStrategy = DatabaseColumnEncodingStrategy.convertToSnakeCase
-    // Dates are unix seconds (DOUBLE), so SQL can compare and order them.
-    public static func databaseDateDecodingStrategy(for column: String) -> DatabaseDateDecodingStrategy {
-        .timeIntervalSince1970
+    public func encode(to container: inout PersistenceContainer) throws {
+        container[Column.key] = key
+        container[Column.url] = url
+        container[Column.host] = host
+        container[Column.kind] = kind
+        container[Column.parentKey] = parentKey
+        container[Column.spec] = spec
+        container[Column.blob] = blob
+        container[Column.contentType] = contentType
+        container[Column.declaredType] = declaredType
+        container[Column.size] = size
+        container[Column.sha256] = sha256
+        container[Column.width] = width
+        container[Column.height] = height
+        container[Column.etag] = etag
+        container[Column.lastModified] = lastModified
+        container[Column.expiresAt] = expiresAt?.timeIntervalSince1970
+        container[Column.createdAt] = createdAt.timeIntervalSince1970
+        container[Column.accessedAt] = accessedAt.timeIntervalSince1970
+        container[Column.hitCount] = hitCount
     }
-    public static func databaseDateEncodingStrategy(for column: String) -> DatabaseDateEncodingStrategy {
-        .timeIntervalSince1970
+
+    enum Column {
+        static let key = GRDB.Column("key")
+        static let url = GRDB.Column("url")
+        static let host = GRDB.Column("host")
+        static let kind = GRDB.Column("kind")
+        static let parentKey = GRDB.Column("parent_key")
+        static let spec = GRDB.Column("spec")
+        static let blob = GRDB.Column("blob")
+        static let contentType = GRDB.Column("content_type")
+        static let declaredType = GRDB.Column("declared_type")
+        static let size = GRDB.Column("size")
+        static let sha256 = GRDB.Column("sha256")
+        static let width = GRDB.Column("width")
+        static let height = GRDB.Column("height")
+        static let etag = GRDB.Column("etag")
+        static let lastModified = GRDB.Column("last_modified")
+        static let expiresAt = GRDB.Column("expires_at")
+        static let createdAt = GRDB.Column("created_at")
+        static let accessedAt = GRDB.Column("accessed_at")
+        static let hitCount = GRDB.Column("hit_count")
     }
 
     public var cacheKey: CacheKey { CacheKey(hex: key) }
@@ -69,6 +103,32 @@ public struct CacheEntry: Sendable, Equatable, Codable, FetchableRecord, Persist
     public func isFresh(at now: Date = Date()) -> Bool {
         guard let expiresAt else { return true }
         return expiresAt > now
+    }
+}
+
+extension CacheEntry {
+    // Hand-written row mapping: Codable with snake_case key strategies costs
+    // more than the SQLite lookup itself on the hot read path.
+    public init(row: Row) throws {
+        key = row[Column.key]
+        url = row[Column.url]
+        host = row[Column.host]
+        kind = row[Column.kind]
+        parentKey = row[Column.parentKey]
+        spec = row[Column.spec]
+        blob = row[Column.blob]
+        contentType = row[Column.contentType]
+        declaredType = row[Column.declaredType]
+        size = row[Column.size]
+        sha256 = row[Column.sha256]
+        width = row[Column.width]
+        height = row[Column.height]
+        etag = row[Column.etag]
+        lastModified = row[Column.lastModified]
+        expiresAt = (row[Column.expiresAt] as Double?).map(Date.init(timeIntervalSince1970:))
+        createdAt = Date(timeIntervalSince1970: row[Column.createdAt])
+        accessedAt = Date(timeIntervalSince1970: row[Column.accessedAt])
+        hitCount = row[Column.hitCount]
     }
 }
 

@@ -98,9 +98,9 @@ extension CacheStore {
                        extra: @escaping @Sendable (Database, CacheEntry?) throws -> [String]) async throws -> CacheEntry {
         let blobs = self.blobs
         let temp = try await Blocking.run { try blobs.writeTemporary(data) }
-        let garbage: [String]
+        let committed: (row: CacheEntry, garbage: [String])
         do {
-            garbage = try await db.write { db -> [String] in
+            committed = try await db.write { db -> (CacheEntry, [String]) in
                 let old = try CacheEntry.fetchOne(db, key: entry.key)
                 try blobs.commitTemporary(temp, to: entry.blob)
                 var row = entry
@@ -111,7 +111,7 @@ extension CacheStore {
                 } else {
                     try row.insert(db)
                 }
-                return (old.map { [$0.blob] } ?? []) + (try extra(db, old))
+                return (row, (old.map { [$0.blob] } ?? []) + (try extra(db, old)))
             }
         } catch {
             blobs.discardTemporary(temp)
@@ -119,8 +119,8 @@ extension CacheStore {
             if let storeError = error as? StoreError { throw storeError }
             throw StoreError(.database, "cannot index \(entry.url.isEmpty ? entry.key : entry.url): \(error)")
         }
-        blobs.remove(garbage)
+        blobs.remove(committed.garbage)
         try await enforceLimits()
-        return try await self.entry(forKey: CacheKey(hex: entry.key)) ?? entry
+        return committed.row
     }
 }

@@ -92,7 +92,9 @@ public final class CacheStore: Sendable {
     }
 
     public func entry(forKey key: CacheKey) async throws -> CacheEntry? {
-        try await db.read { db in try CacheEntry.fetchOne(db, key: key.hex) }
+        try await db.read { db in
+            try CacheEntry.fetchOne(db.cachedStatement(sql: "SELECT * FROM entry WHERE key = ?"), arguments: [key.hex])
+        }
     }
 
     /// Looks `url` up: counts a hit or a miss, and marks the item used (batched).
@@ -106,8 +108,9 @@ public final class CacheStore: Sendable {
             return nil
         }
         let blobs = self.blobs
-        guard let data = try await Blocking.run({ try blobs.read(entry.blob) }) else {
-            // Evicted by another process between the index read and the open.
+        guard let data = try await Blocking.run({ try blobs.read(entry.blob) }), Int64(data.count) == entry.size else {
+            // Evicted by another process between the index read and the open
+            // (or a blob cut by a power loss: `verify --repair` drops its row).
             recordMiss()
             return nil
         }
@@ -121,7 +124,7 @@ public final class CacheStore: Sendable {
     /// Every variant row of an original.
     public func variants(of key: CacheKey) async throws -> [CacheEntry] {
         try await db.read { db in
-            try CacheEntry.filter(Column("parent_key") == key.hex).order(Column("spec")).fetchAll(db)
+            try CacheEntry.filter(CacheEntry.Column.parentKey == key.hex).order(CacheEntry.Column.spec).fetchAll(db)
         }
     }
 }
