@@ -195,20 +195,29 @@ done:
     return status;
 }
 
+/* Test fixtures. A uchar gradient along x (band 0) or y (band 1), repeated
+ * into `bands` bands (3: tagged sRGB); a fresh image owned by `parent`, so
+ * callers may set metadata on it. */
+static VipsImage *gradient(VipsImage *parent, int width, int height, int band, int bands) {
+    VipsImage **t = (VipsImage **) vips_object_local_array(VIPS_OBJECT(parent), 5);
+    if (vips_xyz(&t[0], width, height, NULL)) return NULL;
+    if (vips_extract_band(t[0], &t[1], band, NULL)) return NULL;
+    if (vips_cast_uchar(t[1], &t[2], NULL)) return NULL;
+    VipsImage *parts[3] = { t[2], t[2], t[2] };
+    if (vips_bandjoin(parts, &t[3], bands, NULL)) return NULL;
+    if (vips_copy(t[3], &t[4], "interpretation", bands == 3 ? VIPS_INTERPRETATION_sRGB : VIPS_INTERPRETATION_B_W, NULL)) return NULL;
+    return t[4];
+}
+
 int cvips_test_cmyk_jpeg(int width, int height, int with_profile, void **out, size_t *out_length) {
     VipsImage *parent = vips_image_new();
-    VipsImage **t = (VipsImage **) vips_object_local_array(VIPS_OBJECT(parent), 6);
+    VipsImage **t = (VipsImage **) vips_object_local_array(VIPS_OBJECT(parent), 1);
+    VipsImage *rgb = gradient(parent, width, height, 0, 3);
     int status = -1;
     *out = NULL;
-    if (vips_xyz(&t[0], width, height, NULL)) goto done;
-    if (vips_cast_uchar(t[0], &t[1], NULL)) goto done;
-    VipsImage *parts[3] = { t[1], t[1], t[1] };
-    if (vips_bandjoin(parts, &t[2], 3, NULL)) goto done;  /* 6 bands: x,y x,y x,y */
-    if (vips_extract_band(t[2], &t[3], 0, "n", 3, NULL)) goto done;
-    if (vips_copy(t[3], &t[4], "interpretation", VIPS_INTERPRETATION_sRGB, NULL)) goto done;
-    if (vips_icc_export(t[4], &t[5], "output_profile", "cmyk", NULL)) goto done;
-    if (!with_profile) vips_image_remove(t[5], VIPS_META_ICC_NAME);
-    status = vips_jpegsave_buffer(t[5], out, out_length, "Q", 90, NULL);
+    if (!rgb || vips_icc_export(rgb, &t[0], "output_profile", "cmyk", NULL)) goto done;
+    if (!with_profile) vips_image_remove(t[0], VIPS_META_ICC_NAME);
+    status = vips_jpegsave_buffer(t[0], out, out_length, "Q", 90, NULL);
 done:
     g_object_unref(parent);
     return status;
@@ -216,34 +225,26 @@ done:
 
 int cvips_test_oriented_jpeg(int width, int height, int orientation, void **out, size_t *out_length) {
     VipsImage *parent = vips_image_new();
-    VipsImage **t = (VipsImage **) vips_object_local_array(VIPS_OBJECT(parent), 4);
+    VipsImage *image = gradient(parent, width, height, 0, 1);
     int status = -1;
     *out = NULL;
-    if (vips_xyz(&t[0], width, height, NULL)) goto done;
-    if (vips_extract_band(t[0], &t[1], 0, NULL)) goto done;
-    if (vips_cast_uchar(t[1], &t[2], NULL)) goto done;
-    if (vips_copy(t[2], &t[3], NULL)) goto done;
-    vips_image_set_int(t[3], VIPS_META_ORIENTATION, orientation);
-    status = vips_jpegsave_buffer(t[3], out, out_length, "Q", 90, NULL);
-done:
+    if (image) {
+        vips_image_set_int(image, VIPS_META_ORIENTATION, orientation);
+        status = vips_jpegsave_buffer(image, out, out_length, "Q", 90, NULL);
+    }
     g_object_unref(parent);
     return status;
 }
 
 int cvips_test_animated_gif(int width, int height, int frames, void **out, size_t *out_length) {
     VipsImage *parent = vips_image_new();
-    VipsImage **t = (VipsImage **) vips_object_local_array(VIPS_OBJECT(parent), 6);
+    VipsImage *image = gradient(parent, width, height * frames, 1, 3);
     int status = -1;
     *out = NULL;
-    if (vips_xyz(&t[0], width, height * frames, NULL)) goto done;
-    if (vips_extract_band(t[0], &t[1], 1, NULL)) goto done;
-    if (vips_cast_uchar(t[1], &t[2], NULL)) goto done;
-    VipsImage *parts[3] = { t[2], t[2], t[2] };
-    if (vips_bandjoin(parts, &t[3], 3, NULL)) goto done;
-    if (vips_copy(t[3], &t[4], "interpretation", VIPS_INTERPRETATION_sRGB, NULL)) goto done;
-    vips_image_set_int(t[4], VIPS_META_PAGE_HEIGHT, height);
-    status = vips_gifsave_buffer(t[4], out, out_length, NULL);
-done:
+    if (image) {
+        vips_image_set_int(image, VIPS_META_PAGE_HEIGHT, height);
+        status = vips_gifsave_buffer(image, out, out_length, NULL);
+    }
     g_object_unref(parent);
     return status;
 }
