@@ -67,7 +67,7 @@ public final class Renderer: Sendable {
         }
         let image = try VipsImage(data)
         let header = image.header
-        let format = Sniffer.sniff(data).format.displayName
+        let format = image.format.displayName
         if header.frames > limits.maxFrames {
             throw RenderError(.tooLarge, "\(format): too large: \(header.frames) frames (limit \(limits.maxFrames))")
         }
@@ -88,7 +88,7 @@ public final class Renderer: Sendable {
         options.quality = Int32(spec.quality)
         let bg = spec.background + [255, 255, 255]
         options.background = (bg[0], bg[1], bg[2])
-        return try image.render(&options, original: data)
+        return try image.render(&options)
     }
 
     /// The header of encoded bytes, read without decoding pixels.

@@ -27,6 +27,8 @@ public struct ImageHeader: Sendable, Equatable {
 /// one thread, from open to release.
 final class VipsImage {
     private let handle: OpaquePointer
+    /// The format sniffed from the bytes (once, here), for messages.
+    let format: SniffedFormat
 
     /// Opens encoded bytes. libvips' error buffer is read and cleared right
     /// after a failure and turned into a typed error.
@@ -38,9 +40,10 @@ final class VipsImage {
         var kind: Int32 = 0
         let opened = data.withUnsafeBytes { cvips_image_open($0.baseAddress, $0.count, &kind) }
         guard let opened else {
-            throw RenderError(VipsImage.code(kind), VipsImage.describe(data, kind: kind, detail: Renderer.takeError()))
+            throw RenderError(VipsImage.code(kind), VipsImage.describe(sniffed, kind: kind, detail: Renderer.takeError()))
         }
         handle = opened
+        format = sniffed
     }
 
     deinit { cvips_image_free(handle) }
@@ -56,13 +59,13 @@ final class VipsImage {
     }
 
     /// Decodes and encodes the thumbnail (call only after checking limits).
-    func render(_ options: inout cvips_render_options_t, original: Data) throws(RenderError) -> RenderedImage {
+    func render(_ options: inout cvips_render_options_t) throws(RenderError) -> RenderedImage {
         var result = cvips_render_result_t()
         var output: UnsafeMutableRawPointer?
         var length = 0
         let status = cvips_image_render(handle, &options, &output, &length, &result)
         guard status == Int32(CVIPS_OK), let output else {
-            throw RenderError(VipsImage.code(status), VipsImage.describe(original, kind: status, detail: Renderer.takeError()))
+            throw RenderError(VipsImage.code(status), VipsImage.describe(format, kind: status, detail: Renderer.takeError()))
         }
         defer { cvips_free(output) }
         let format: VariantSpec.Format = switch Int(result.format) {
@@ -84,8 +87,8 @@ final class VipsImage {
         }
     }
 
-    static func describe(_ data: Data, kind: Int32, detail: String) -> String {
+    static func describe(_ format: SniffedFormat, kind: Int32, detail: String) -> String {
         let what = code(kind) == .unsupported ? "not a format we render" : code(kind).rawValue.replacingOccurrences(of: "_", with: " ")
-        return "\(Sniffer.sniff(data).format.displayName): \(what)" + (detail.isEmpty ? "" : ": \(detail)")
+        return "\(format.displayName): \(what)" + (detail.isEmpty ? "" : ": \(detail)")
     }
 }
