@@ -7,6 +7,9 @@ let package = Package(
     products: [
         .library(name: "ArtCache", targets: ["ArtCache"]),
         .executable(name: "artcache", targets: ["artcache"]),
+        // Generated images for tests, benchmarks and examples; never linked
+        // into the `artcache` binary.
+        .library(name: "ArtCacheFixtures", targets: ["ArtCacheFixtures"]),
     ],
     dependencies: [
         .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
@@ -24,6 +27,10 @@ let package = Package(
         .systemLibrary(name: "CCurlSystem", pkgConfig: "libcurl",
                        providers: [.apt(["libcurl4-openssl-dev"])]),
         .target(name: "CCurlShim", dependencies: ["CCurlSystem"]),
+        // Test fixtures made with libvips (they unblock savers the product
+        // never uses): a target of their own, outside the product.
+        .target(name: "CVipsFixtures", dependencies: ["CVipsShim", "CVipsSystem"]),
+        .target(name: "ArtCacheFixtures", dependencies: ["CVipsFixtures", "CVipsShim"]),
         .systemLibrary(name: "CZlib", pkgConfig: "zlib", providers: [.apt(["zlib1g-dev"])]),
         .target(
             name: "ArtCache",
@@ -51,9 +58,14 @@ let package = Package(
             ],
             resources: [.copy("Demo")]
         ),
+        // Test-only: concurrent writers for the crash and multi-process tests.
+        .executableTarget(
+            name: "artcache-stress",
+            dependencies: ["ArtCache", .product(name: "ArgumentParser", package: "swift-argument-parser")]
+        ),
         .testTarget(
             name: "ArtCacheTests",
-            dependencies: ["ArtCache", "ArtCacheOrigin", "artcache", "CVipsShim", "CZlib"]
+            dependencies: ["ArtCache", "ArtCacheOrigin", "ArtCacheFixtures", "artcache", "artcache-stress", "CVipsShim", "CZlib"]
         ),
     ]
 )

@@ -3,13 +3,20 @@
 #include <vips/vips.h>
 #include <string.h>
 
-/* A failed libvips call: blocked loaders count as unsupported input. */
-static int failure(int kind) {
-    const char *message = vips_error_buffer();
-    if (message && strstr(message, "blocked")) return CVIPS_UNSUPPORTED;
-    if (message && strstr(message, "not a known")) return CVIPS_UNSUPPORTED;
-    if (message && strstr(message, "Security limit")) return CVIPS_TOO_LARGE;  /* libheif's own size limits */
-    return kind;
+/* The CVIPS_LOADER_* bit of a loader, by the class name
+ * vips_foreign_find_load_buffer returns ("VipsForeignLoadJpegBuffer"); 0 for
+ * any loader artcache never uses. */
+static int loader_bit(const char *loader) {
+    static const struct { const char *prefix; int bit; } table[] = {
+        { "VipsForeignLoadJpeg", CVIPS_LOADER_JPEG }, { "VipsForeignLoadPng", CVIPS_LOADER_PNG },
+        { "VipsForeignLoadNsgif", CVIPS_LOADER_GIF }, { "VipsForeignLoadWebp", CVIPS_LOADER_WEBP },
+        { "VipsForeignLoadTiff", CVIPS_LOADER_TIFF }, { "VipsForeignLoadHeif", CVIPS_LOADER_HEIF },
+        { "VipsForeignLoadSvg", CVIPS_LOADER_SVG }, { "VipsForeignLoadMagick", CVIPS_LOADER_MAGICK },
+    };
+    for (size_t i = 0; i < sizeof(table) / sizeof(table[0]); i++) {
+        if (strncmp(loader, table[i].prefix, strlen(table[i].prefix)) == 0) return table[i].bit;
+    }
+    return 0;
 }
 
 /* `loader` is a class name ("VipsForeignLoadNsgifBuffer") or a nickname. */
@@ -41,10 +48,16 @@ struct cvips_image {
     char loader[64];
 };
 
-cvips_image *cvips_image_open(const void *buffer, size_t length, int *error_kind) {
+cvips_image *cvips_image_open(const void *buffer, size_t length, int allowed_loaders, int *error_kind) {
     *error_kind = CVIPS_OK;
+    /* The same probe vips_thumbnail_buffer makes later, on the same bytes:
+     * the loader checked here is the one that decodes. */
     const char *loader = vips_foreign_find_load_buffer(buffer, length);
-    if (!loader) { *error_kind = failure(CVIPS_UNSUPPORTED); return NULL; }
+    if (!loader || !(loader_bit(loader) & allowed_loaders)) {
+        vips_error_clear();
+        *error_kind = CVIPS_UNSUPPORTED;
+        return NULL;
+    }
     cvips_image *image = g_new0(cvips_image, 1);
     image->buffer = g_memdup2(buffer, length);
     image->length = length;
@@ -52,7 +65,7 @@ cvips_image *cvips_image_open(const void *buffer, size_t length, int *error_kind
     /* The header only: nothing is decoded here. */
     image->image = vips_image_new_from_buffer(image->buffer, length, "", "access", VIPS_ACCESS_SEQUENTIAL, NULL);
     if (!image->image) {
-        *error_kind = failure(CVIPS_DECODE);
+        *error_kind = CVIPS_DECODE;
         cvips_image_free(image);
         return NULL;
     }
@@ -98,11 +111,11 @@ int cvips_image_render(cvips_image *source, const cvips_render_options_t *o,
                          : o->fit == CVIPS_FIT_SMART ? VIPS_INTERESTING_ATTENTION : VIPS_INTERESTING_NONE;
     if (vips_thumbnail_buffer(source->buffer, source->length, &t[1], o->width, "height", o->height,
                               "size", VIPS_SIZE_DOWN, "crop", crop, "option_string", "fail_on=truncated", NULL)) {
-        status = failure(CVIPS_DECODE);
+        status = CVIPS_DECODE;
         goto done;
     }
     VipsImage *image;
-    if (to_srgb(parent, t[1], &image)) { status = failure(CVIPS_DECODE); goto done; }
+    if (to_srgb(parent, t[1], &image)) { status = CVIPS_DECODE; goto done; }
 
     int format = o->format;
     int alpha = vips_image_hasalpha(image);
@@ -111,12 +124,12 @@ int cvips_image_render(cvips_image *source, const cvips_render_options_t *o,
         VipsArrayDouble *background = vips_array_double_new(o->background, 3);
         int failed = vips_flatten(image, &t[5], "background", background, NULL);
         vips_area_unref(VIPS_AREA(background));
-        if (failed) { status = failure(CVIPS_DECODE); goto done; }
+        if (failed) { status = CVIPS_DECODE; goto done; }
         image = t[5];
         alpha = 0;
     }
     /* Materialise now: decode errors surface here, not inside the encoder. */
-    if (!(t[6] = vips_image_copy_memory(image))) { status = failure(CVIPS_DECODE); goto done; }
+    if (!(t[6] = vips_image_copy_memory(image))) { status = CVIPS_DECODE; goto done; }
     image = t[6];
 
     int saved;
@@ -195,56 +208,30 @@ done:
     return status;
 }
 
-/* Test fixtures. A uchar gradient along x (band 0) or y (band 1), repeated
- * into `bands` bands (3: tagged sRGB); a fresh image owned by `parent`, so
- * callers may set metadata on it. */
-static VipsImage *gradient(VipsImage *parent, int width, int height, int band, int bands) {
-    VipsImage **t = (VipsImage **) vips_object_local_array(VIPS_OBJECT(parent), 5);
-    if (vips_xyz(&t[0], width, height, NULL)) return NULL;
-    if (vips_extract_band(t[0], &t[1], band, NULL)) return NULL;
-    if (vips_cast_uchar(t[1], &t[2], NULL)) return NULL;
-    VipsImage *parts[3] = { t[2], t[2], t[2] };
-    if (vips_bandjoin(parts, &t[3], bands, NULL)) return NULL;
-    if (vips_copy(t[3], &t[4], "interpretation", bands == 3 ? VIPS_INTERPRETATION_sRGB : VIPS_INTERPRETATION_B_W, NULL)) return NULL;
-    return t[4];
-}
-
-int cvips_test_cmyk_jpeg(int width, int height, int with_profile, void **out, size_t *out_length) {
-    VipsImage *parent = vips_image_new();
-    VipsImage **t = (VipsImage **) vips_object_local_array(VIPS_OBJECT(parent), 1);
-    VipsImage *rgb = gradient(parent, width, height, 0, 3);
-    int status = -1;
+int cvips_solid_image(int width, int height, const double rgb[3], int format, int quality,
+                      void **out, size_t *out_length) {
     *out = NULL;
-    if (!rgb || vips_icc_export(rgb, &t[0], "output_profile", "cmyk", NULL)) goto done;
-    if (!with_profile) vips_image_remove(t[0], VIPS_META_ICC_NAME);
-    status = vips_jpegsave_buffer(t[0], out, out_length, "Q", 90, NULL);
+    *out_length = 0;
+    VipsImage *parent = vips_image_new();
+    VipsImage **t = (VipsImage **) vips_object_local_array(VIPS_OBJECT(parent), 4);
+    int status = CVIPS_ENCODE;
+    double one[3] = { 1, 1, 1 };
+    if (vips_black(&t[0], width, height, "bands", 3, NULL)) goto done;
+    if (vips_linear(t[0], &t[1], one, (double *) rgb, 3, "uchar", TRUE, NULL)) goto done;
+    if (vips_copy(t[1], &t[2], "interpretation", VIPS_INTERPRETATION_sRGB, NULL)) goto done;
+    int saved;
+    switch (format) {
+    case CVIPS_FORMAT_PNG: saved = vips_pngsave_buffer(t[2], out, out_length, "strip", TRUE, NULL); break;
+    case CVIPS_FORMAT_WEBP: saved = vips_webpsave_buffer(t[2], out, out_length, "Q", quality, "strip", TRUE, NULL); break;
+    case CVIPS_FORMAT_AVIF:
+        saved = vips_heifsave_buffer(t[2], out, out_length, "Q", quality, "strip", TRUE,
+                                     "compression", VIPS_FOREIGN_HEIF_COMPRESSION_AV1, NULL);
+        break;
+    default: saved = vips_jpegsave_buffer(t[2], out, out_length, "Q", quality, "strip", TRUE, NULL);
+    }
+    if (!saved) status = CVIPS_OK;
 done:
-    g_object_unref(parent);
-    return status;
-}
-
-int cvips_test_oriented_jpeg(int width, int height, int orientation, void **out, size_t *out_length) {
-    VipsImage *parent = vips_image_new();
-    VipsImage *image = gradient(parent, width, height, 0, 1);
-    int status = -1;
-    *out = NULL;
-    if (image) {
-        vips_image_set_int(image, VIPS_META_ORIENTATION, orientation);
-        status = vips_jpegsave_buffer(image, out, out_length, "Q", 90, NULL);
-    }
-    g_object_unref(parent);
-    return status;
-}
-
-int cvips_test_animated_gif(int width, int height, int frames, void **out, size_t *out_length) {
-    VipsImage *parent = vips_image_new();
-    VipsImage *image = gradient(parent, width, height * frames, 1, 3);
-    int status = -1;
-    *out = NULL;
-    if (image) {
-        vips_image_set_int(image, VIPS_META_PAGE_HEIGHT, height);
-        status = vips_gifsave_buffer(image, out, out_length, NULL);
-    }
+    vips_error_clear();
     g_object_unref(parent);
     return status;
 }

@@ -15,7 +15,6 @@ struct ArtCacheCommand: AsyncParsableCommand {
         version: "0.1.0",
         subcommands: [
             DemoCommand.self, PrefetchCommand.self, GetCommand.self, ThumbCommand.self, StatsCommand.self, PurgeCommand.self, VerifyCommand.self,
-            StressWriteCommand.self, RenderFilesCommand.self, IndexBenchCommand.self,
         ]
     )
 }

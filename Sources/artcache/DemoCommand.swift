@@ -49,8 +49,7 @@ struct DemoCommand: AsyncParsableCommand {
             print("result set  iTunes search, \(urls.count) artwork URLs")
             print("cache       \(configuration.cache.directory)\n")
 
-            try await global.withStore(configuration) { store in
-                let pipeline = try global.pipeline(configuration, store: store)
+            try await global.withPipeline(configuration) { pipeline in
                 let sizes = configuration.thumbnails.sizes
                 let first = await pipeline.prefetch(urls, concurrency: configuration.download.concurrency, variants: sizes)
                 print("first prefetch:")
@@ -68,7 +67,7 @@ struct DemoCommand: AsyncParsableCommand {
                     print("contact sheet \(sheet)")
                 }
                 print("")
-                print(StatsCommand.text(try await store.stats()))
+                print(StatsCommand.text(try await pipeline.stats()))
             }
         }
     }

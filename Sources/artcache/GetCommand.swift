@@ -25,25 +25,34 @@ struct GetCommand: AsyncParsableCommand {
         let expiresAt: Date?
     }
 
+    /// The documented `source` values: cached, revalidated, downloaded, uncacheable.
+    static func source(_ image: ImageResponse) -> String {
+        switch image.source {
+        case .memory, .disk, .placeholder: "cached"
+        case .revalidated: "revalidated"
+        case .network: image.entry == nil ? "uncacheable" : "downloaded"
+        }
+    }
+
     func run() async throws {
         try await reportingErrors {
             let configuration = try global.configuration()
-            let (outcome, path) = try await global.withStore(configuration) { store in
-                let outcome = try await global.pipeline(configuration, store: store).original(url)
-                return (outcome, outcome.entry.map { store.path(of: $0) })
+            let (image, path) = try await global.withPipeline(configuration) { pipeline in
+                let image = try await pipeline.image(ImageRequest(url: url, priority: .high))
+                return (image, image.entry.map(pipeline.blobPath(of:)))
             }
             if json {
-                let entry = outcome.entry
+                let entry = image.entry
                 print(try Output.json(Info(
                     url: entry?.url ?? url, key: entry?.key ?? "", path: path,
-                    source: outcome.source.rawValue, contentType: entry?.contentType ?? Sniffer.sniff(outcome.data).mimeType,
-                    declaredType: entry?.declaredType, bytes: outcome.data.count, repaired: outcome.repaired,
+                    source: Self.source(image), contentType: image.contentType,
+                    declaredType: entry?.declaredType, bytes: image.data.count, repaired: image.repaired,
                     etag: entry?.etag, lastModified: entry?.lastModified, expiresAt: entry?.expiresAt)))
             }
             if let output {
-                try outcome.data.write(to: URL(fileURLWithPath: output))
+                try image.data.write(to: URL(fileURLWithPath: output))
             } else if !json {
-                FileHandle.standardOutput.write(outcome.data)
+                FileHandle.standardOutput.write(image.data)
             }
         }
     }

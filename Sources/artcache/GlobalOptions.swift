@@ -31,28 +31,23 @@ struct GlobalOptions: ParsableArguments {
         return logger
     }
 
-    func openStore(_ configuration: Configuration) async throws -> CacheStore {
-        try await CacheStore.open(settings: configuration.cache, logger: logger)
-    }
-
-    /// Opens the store, runs `body`, and closes the store (writing batched
-    /// access times) whether `body` returns or throws.
-    func withStore<T>(_ configuration: Configuration, _ body: (CacheStore) async throws -> T) async throws -> T {
-        let store = try await openStore(configuration)
+    /// Opens the image pipeline over the configured cache, runs `body`, and
+    /// closes it (writing batched access times) whether `body` returns or throws.
+    func withPipeline<T>(_ configuration: Configuration, _ body: (ImagePipeline) async throws -> T) async throws -> T {
+        let pipeline = try await ImagePipeline.open(configuration: configuration, logger: logger)
+        let result: T
         do {
-            let result = try await body(store)
-            try await store.close()
-            return result
+            result = try await body(pipeline)
         } catch {
-            try? await store.close()
+            do {
+                try await pipeline.close()
+            } catch let closing {
+                Output.error("\(closing)")  // reported, but the body's error is the one that decides the exit
+            }
             throw error
         }
-    }
-
-    /// The image layer over `store`, with the configured downloader and renderer.
-    func pipeline(_ configuration: Configuration, store: CacheStore) throws -> ImagePipeline {
-        ImagePipeline(store: store, downloader: try Downloader(settings: configuration.download, logger: logger),
-                      renderer: try Renderer(settings: configuration.thumbnails), logger: logger)
+        try await pipeline.close()
+        return result
     }
 }
 
@@ -66,7 +61,10 @@ func reportingErrors(_ body: () async throws -> Void) async throws {
     } catch let error as ConfigError {
         Output.error("configuration error: \(error)")
         throw ExitCode(78)  // EX_CONFIG
-    } catch let error as StoreError {
+    } catch let error as ArtCacheError where error.code == .configuration {
+        Output.error("configuration error: \(error)")
+        throw ExitCode(78)
+    } catch let error as ArtCacheError {
         Output.error(error.message)
         throw ExitCode(1)
     } catch let error as CleanExit {

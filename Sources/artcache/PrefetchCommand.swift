@@ -1,7 +1,7 @@
 import ArgumentParser
 import ArtCache
 import Foundation
-import Synchronization
+
 
 extension ResultSetFormat: ExpressibleByArgument {}
 
@@ -42,11 +42,10 @@ struct PrefetchCommand: AsyncParsableCommand {
             for input in inputs {
                 for url in try Self.load(input, format: format) where seen.insert(url).inserted { urls.append(url) }
             }
-            let (summary, items) = try await global.withStore(configuration) { store in
+            let (summary, items) = try await global.withPipeline(configuration) { pipeline in
                 if retry {
-                    for item in try await store.retryQueue() where seen.insert(item.url).inserted { urls.append(item.url) }
+                    for item in try await pipeline.retryQueue() where seen.insert(item.url).inserted { urls.append(item.url) }
                 }
-                let pipeline = try global.pipeline(configuration, store: store)
                 let reporter = ProgressReporter(quiet: json)
                 let sizes = noThumbnails ? [] : configuration.thumbnails.sizes
                 let result = await pipeline.prefetch(urls, concurrency: configuration.download.concurrency,
@@ -72,17 +71,23 @@ struct PrefetchCommand: AsyncParsableCommand {
     }
 
     /// The result set's thumbnails in result order (blank cells for failures).
+    /// Failed items and thumbnails that cannot be made are blank cells.
     static func contactSheet(_ items: [PrefetchItem], pipeline: ImagePipeline, spec: VariantSpec) async throws -> Data {
         var cells: [Data?] = []
         for item in items {
-            if case .success = item.outcome, let variant = try? await pipeline.variant(item.url, spec: spec) {
-                cells.append(variant.data)
-            } else {
+            guard case .success = item.outcome else {
                 cells.append(nil)
+                continue
+            }
+            let request = ImageRequest(url: item.url, width: spec.width, height: spec.height, fit: spec.fit,
+                                       format: spec.format, quality: spec.quality, options: .cacheOnly)
+            switch await pipeline.task(request).result {
+            case .success(let image): cells.append(image.data)
+            case .failure: cells.append(nil)
             }
         }
         let columns = max(1, min(8, Int(Double(cells.count).squareRoot().rounded(.up))))
-        return try await pipeline.renderer!.contactSheet(cells, cell: min(200, max(spec.width, spec.height)), columns: columns)
+        return try await pipeline.contactSheet(cells, cell: min(200, max(spec.width, spec.height)), columns: columns)
     }
 
     /// Reads and parses one input (a path or "-").
@@ -126,7 +131,7 @@ struct PrefetchCommand: AsyncParsableCommand {
 final class ProgressReporter: Sendable {
     private let isTerminal = isatty(STDERR_FILENO) == 1
     private let quiet: Bool
-    private let lastLine = Mutex<(percent: Int, drawn: Date)>((-1, .distantPast))
+    private let lastLine = Locked<(percent: Int, drawn: Date)>((-1, .distantPast))
 
     init(quiet: Bool) { self.quiet = quiet }
 

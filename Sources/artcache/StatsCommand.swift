@@ -14,7 +14,7 @@ struct StatsCommand: AsyncParsableCommand {
     func run() async throws {
         try await reportingErrors {
             let configuration = try global.configuration()
-            let stats = try await global.withStore(configuration) { try await $0.stats() }
+            let stats = try await global.withPipeline(configuration) { try await $0.stats() }
             print(json ? try Output.json(stats) : Self.text(stats))
         }
     }

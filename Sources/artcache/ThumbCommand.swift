@@ -40,20 +40,22 @@ struct ThumbCommand: AsyncParsableCommand {
             guard spec.width <= configuration.thumbnails.maxOutput, spec.height <= configuration.thumbnails.maxOutput else {
                 throw ValidationError("--size \(size) is larger than thumbnails.max_output (\(configuration.thumbnails.maxOutput))")
             }
-            let (outcome, path) = try await global.withStore(configuration) { store in
-                let outcome = try await global.pipeline(configuration, store: store).variant(url, spec: spec)
-                return (outcome, outcome.entry.map { store.path(of: $0) })
+            let request = ImageRequest(url: url, width: spec.width, height: spec.height, fit: spec.fit, format: spec.format,
+                                       quality: spec.quality, priority: .high)
+            let (image, path) = try await global.withPipeline(configuration) { pipeline in
+                let image = try await pipeline.image(request)
+                return (image, image.entry.map(pipeline.blobPath(of:)))
             }
             if json {
                 print(try Output.json(Info(
-                    url: url, spec: spec.canonical, source: outcome.source.rawValue, width: outcome.width, height: outcome.height,
-                    format: Sniffer.sniff(outcome.data).format.rawValue, bytes: outcome.data.count,
+                    url: url, spec: spec.canonical, source: image.rendered ? "rendered" : "cached", width: image.width,
+                    height: image.height, format: Sniffer.sniff(image.data).format.rawValue, bytes: image.data.count,
                     path: path)))
             }
             if let output {
-                try outcome.data.write(to: URL(fileURLWithPath: output))
+                try image.data.write(to: URL(fileURLWithPath: output))
             } else if !json {
-                FileHandle.standardOutput.write(outcome.data)
+                FileHandle.standardOutput.write(image.data)
             }
         }
     }

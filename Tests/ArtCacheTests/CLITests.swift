@@ -8,7 +8,7 @@ struct CLITests {
     @Test func statsJSONHasTheDocumentedKeys() throws {
         let dir = TempDir()
         let cache = dir.file("cache")
-        let write = try CLI.run(["stress-write", "--cache-dir", cache, "--count", "4", "--prefix", "http://Host.Test/x", "--variants"])
+        let write = try CLI.run(["--cache-dir", cache, "--count", "4", "--prefix", "http://Host.Test/x", "--variants"], executable: CLI.stress)
         #expect(write.status == 0, "\(write.stderr)")
         let stats = try CLI.json(["stats", "--cache-dir", cache, "--json"])
         for key in ["entries", "originals", "variants", "bytes", "max_bytes", "hits", "misses", "evictions", "repairs",
@@ -28,8 +28,8 @@ struct CLITests {
     @Test func purgeDryRunThenPurge() throws {
         let dir = TempDir()
         let cache = dir.file("cache")
-        _ = try CLI.run(["stress-write", "--cache-dir", cache, "--count", "5", "--prefix", "http://a.test/"])
-        _ = try CLI.run(["stress-write", "--cache-dir", cache, "--count", "3", "--prefix", "http://b.test/"])
+        _ = try CLI.run(["--cache-dir", cache, "--count", "5", "--prefix", "http://a.test/"], executable: CLI.stress)
+        _ = try CLI.run(["--cache-dir", cache, "--count", "3", "--prefix", "http://b.test/"], executable: CLI.stress)
         let dry = try CLI.run(["purge", "--host", "a.test", "--dry-run", "--cache-dir", cache])
         #expect(dry.status == 0)
         #expect(dry.stdout.contains("would remove 5 items"))
@@ -45,7 +45,7 @@ struct CLITests {
     @Test func verifyJSONAndExitStatus() throws {
         let dir = TempDir()
         let cache = dir.file("cache")
-        _ = try CLI.run(["stress-write", "--cache-dir", cache, "--count", "3"])
+        _ = try CLI.run(["--cache-dir", cache, "--count", "3"], executable: CLI.stress)
         let ok = try CLI.run(["verify", "--cache-dir", cache, "--json"])
         #expect(ok.status == 0)
         let report = try #require(try JSONSerialization.jsonObject(with: Data(ok.stdout.utf8)) as? [String: Any])

@@ -16,14 +16,11 @@ struct DownloaderTests {
 
         init(configure: (inout DownloadSettings) -> Void = { _ in }) async throws {
             origin = try await OriginServer.start()
-            store = try await CacheStore.open(settings: Fixtures.settings(dir.path))
-            var settings = Configuration.defaults.download
-            settings.retries = 2
-            settings.retryBaseDelay = 0.05
-            settings.retryMaxDelay = 2
-            settings.timeout = 30
-            configure(&settings)
-            pipeline = ImagePipeline(store: store, downloader: try Downloader(settings: settings))
+            pipeline = try await Fixtures.pipeline(dir.path) { configuration in
+                configuration.download.timeout = 30
+                configure(&configuration.download)
+            }
+            store = pipeline.store
             jpeg = try Fixtures.image(width: 120, height: 90, suffix: ".jpg")
             webp = try Fixtures.image(width: 120, height: 90, suffix: ".webp")
             origin.register("a.jpg", .init(body: jpeg, contentType: "image/jpeg", etag: "\"a1\""))
@@ -237,24 +234,21 @@ struct DownloaderTests {
         origin.stop()
         await origin.waitUntilStopped()
         let url = "http://127.0.0.1:\(port)/img/a.jpg"
-        var settings = Configuration.defaults.download
-        settings.retries = 0
         do {
-            let store = try await CacheStore.open(settings: Fixtures.settings(dir.path))
-            let pipeline = ImagePipeline(store: store, downloader: try Downloader(settings: settings))
+            let pipeline = try await Fixtures.pipeline(dir.path) { $0.download.retries = 0 }
             let (summary, _) = await pipeline.prefetch([url], concurrency: 1)
             #expect(summary.failures == ["connect": 1])
-            try await store.close()
+            try await pipeline.close()
         }
-        let reopened = try await CacheStore.open(settings: Fixtures.settings(dir.path))
+        let reopened = try await Fixtures.pipeline(dir.path) { $0.download.retries = 0 }
         #expect(try await reopened.retryQueue().map(\.url) == [url])
         #expect(try await reopened.stats().retryQueue == 1)
         let again = try await OriginServer.start(port: port)
         again.register("a.jpg", .init(body: try Fixtures.image(suffix: ".jpg"), contentType: "image/jpeg"))
-        let pipeline = ImagePipeline(store: reopened, downloader: try Downloader(settings: settings))
-        let (summary, _) = await pipeline.prefetch(try await reopened.retryQueue().map(\.url), concurrency: 1)
+        let (summary, _) = await reopened.prefetch(try await reopened.retryQueue().map(\.url), concurrency: 1)
         #expect(summary.downloaded == 1)
         #expect(try await reopened.retryQueue().isEmpty)
+        try await reopened.close()
         again.stop()
     }
 }

@@ -8,8 +8,8 @@ struct ProcessTests {
     @Test func twoProcessesWriteOneCache() async throws {
         let dir = TempDir()
         let cache = dir.file("cache")
-        let a = try CLI.start(["stress-write", "--cache-dir", cache, "--count", "150", "--prefix", "http://a.test/", "--variants"])
-        let b = try CLI.start(["stress-write", "--cache-dir", cache, "--count", "150", "--prefix", "http://b.test/"])
+        let a = try CLI.start(["--cache-dir", cache, "--count", "150", "--prefix", "http://a.test/", "--variants"], executable: CLI.stress)
+        let b = try CLI.start(["--cache-dir", cache, "--count", "150", "--prefix", "http://b.test/"], executable: CLI.stress)
         // And a purge of another host running at the same time.
         let c = try CLI.start(["purge", "--cache-dir", cache, "--host", "nothing.test"])
         for (process, _, err) in [a, b, c] {
@@ -35,8 +35,8 @@ struct ProcessTests {
         let dir = TempDir()
         let cache = dir.file("cache")
         for round in 0..<8 {
-            let (process, out, _) = try CLI.start(["stress-write", "--cache-dir", cache, "--count", "100000", "--progress",
-                                                   "--size", "20000", "--prefix", "http://crash.test/\(round)/", "--variants"])
+            let (process, out, _) = try CLI.start(["--cache-dir", cache, "--count", "100000", "--progress",
+                                                   "--size", "20000", "--prefix", "http://crash.test/\(round)/", "--variants"], executable: CLI.stress)
             // Kill it mid-flight once it has reported a few stored items (a different number each round).
             let reached = await CLI.waitForLines(out, count: 3 + round * 4)
             kill(process.processIdentifier, SIGKILL)

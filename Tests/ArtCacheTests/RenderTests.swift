@@ -1,5 +1,4 @@
 import ArtCacheOrigin
-import CVipsShim
 import Foundation
 import Testing
 @testable import ArtCache
@@ -9,7 +8,7 @@ struct RenderTests {
     static let renderer: Renderer = {
         var settings = Configuration.defaults.thumbnails
         settings.maxSourcePixels = 50_000_000
-        return try! Renderer(settings: settings)
+        return Renderer(settings: settings)
     }()
 
     func render(_ data: Data, _ size: String, fit: VariantSpec.Fit = .contain, format: VariantSpec.Format = .auto) async throws -> RenderedImage {
@@ -113,13 +112,13 @@ struct RenderTests {
         var tight = Configuration.defaults.thumbnails
         tight.maxFrames = 3
         let frames = await #expect(throws: RenderError.self) {
-            try Renderer.renderBlocking(try Fixtures.animatedGIF(width: 10, height: 10, frames: 5),
-                                        spec: VariantSpec(width: 10, height: 10), limits: tight.renderLimits)
+            try Renderer(settings: tight).renderBlocking(try Fixtures.animatedGIF(width: 10, height: 10, frames: 5),
+                                                         spec: VariantSpec(width: 10, height: 10))
         }
         #expect(frames?.code == .tooLarge)
         let output = await #expect(throws: RenderError.self) {
-            try Renderer.renderBlocking(try Fixtures.image(suffix: ".png"), spec: VariantSpec(width: 5000, height: 10),
-                                        limits: RenderLimits(maxOutput: 4096))
+            try Renderer(settings: ThumbnailSettings(maxOutput: 4096))
+                .renderBlocking(try Fixtures.image(suffix: ".png"), spec: VariantSpec(width: 5000, height: 10))
         }
         #expect(output?.code == .tooLarge)
     }
@@ -174,9 +173,8 @@ struct VariantPipelineTests {
         let origin = try await OriginServer.start()
         defer { origin.stop() }
         origin.register("a.jpg", .init(body: try Fixtures.image(width: 400, height: 300, suffix: ".jpg"), contentType: "image/jpeg"))
-        let store = try await CacheStore.open(settings: Fixtures.settings(dir.path))
-        let pipeline = ImagePipeline(store: store, downloader: try Downloader(settings: Configuration.defaults.download),
-                                     renderer: RenderTests.renderer)
+        let pipeline = try await Fixtures.pipeline(dir.path)
+        let store = pipeline.store
         let url = origin.url("/hold/100/a.jpg")
         let spec = VariantSpec(width: 100, height: 100)
         let outcomes = try await withThrowingTaskGroup(of: VariantOutcome.self) { group in
@@ -188,7 +186,7 @@ struct VariantPipelineTests {
         let stats = try await store.stats()
         #expect(stats.originals == 1 && stats.variants == 1)
         let again = try await pipeline.variant(url, spec: spec)
-        #expect(again.source == .cached)
+        #expect(again.renderedFrom == nil)  // from the cache
         let original = try #require(try await store.entry(forURL: url))
         let variants = try await store.variants(of: original.cacheKey)
         #expect(variants.map(\.spec) == [spec.canonical])
@@ -203,9 +201,8 @@ struct VariantPipelineTests {
             origin.register("\(i).jpg", .init(body: try Fixtures.image(width: 320 + i, height: 240, suffix: ".jpg"), contentType: "image/jpeg"))
         }
         origin.register("bomb.png", .init(body: Fixtures.pngBomb(width: 90_000, height: 90_000), contentType: "image/png"))
-        let store = try await CacheStore.open(settings: Fixtures.settings(dir.path))
-        let pipeline = ImagePipeline(store: store, downloader: try Downloader(settings: Configuration.defaults.download),
-                                     renderer: RenderTests.renderer)
+        let pipeline = try await Fixtures.pipeline(dir.path)
+        let store = pipeline.store
         let urls = (0..<6).map { origin.url("/img/\($0).jpg") } + [origin.url("/img/bomb.png")]
         let specs = [VariantSpec(width: 100, height: 100), VariantSpec(width: 50, height: 50, fit: .cover, format: .webp)]
         let (summary, _) = await pipeline.prefetch(urls, concurrency: 4, variants: specs)

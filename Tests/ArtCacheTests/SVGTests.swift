@@ -3,8 +3,9 @@ import Foundation
 import Testing
 @testable import ArtCache
 
-/// SVG is rasterised only when enabled; the loader switch is process-wide, so
-/// these run the built binary with `ARTCACHE_THUMBNAILS_ALLOW_SVG`.
+/// SVG is rasterised only when the renderer's own settings enable it: two
+/// renderers with different settings live in one process, and each decides
+/// per render (libvips is started once, whoever comes first).
 @Suite("SVG rendering", .timeLimit(.minutes(2)))
 struct SVGTests {
     @Test func offByDefaultOnWhenEnabledAndNeverFetchesReferences() async throws {
@@ -19,16 +20,21 @@ struct SVGTests {
               <use href="\(origin.url("/img/x.png"))#frag"/>
             </svg>
             """)
-        let off = try CLI.run(["render-files", svg, "--size", "50x50", "--cache-dir", dir.file("c")])
-        #expect(off.stdout.contains("error SVG: rendering SVG is not enabled"), "\(off.stdout)")
-        let on = try CLI.run(["render-files", svg, "--size", "50x50", "--cache-dir", dir.file("c")],
-                             environment: ["ARTCACHE_THUMBNAILS_ALLOW_SVG": "true"])
-        #expect(on.stdout.contains("ok 50x25"), "\(on.stdout) \(on.stderr)")
+        let off = Renderer(settings: ThumbnailSettings(allowSVG: false))
+        let on = Renderer(settings: ThumbnailSettings(allowSVG: true))
+        let spec = VariantSpec(width: 50, height: 50)
+        let data = try Data(contentsOf: URL(fileURLWithPath: svg))
+        for _ in 0..<2 {  // in either order, each renderer keeps its own rule
+            let refused = await #expect(throws: RenderError.self) { try await off.render(data, spec: spec) }
+            #expect(refused?.code == .unsupported)
+            #expect(refused?.message == "SVG: rendering SVG is not enabled")
+            let image = try await on.render(data, spec: spec)
+            #expect((image.width, image.height) == (50, 25))
+        }
         #expect(origin.totalRequests == 0)  // external references are never fetched
         // A huge declared canvas is refused from the header like any bomb.
-        let huge = dir.write("huge.svg", #"<svg xmlns="http://www.w3.org/2000/svg" width="100000" height="100000"/>"#)
-        let bomb = try CLI.run(["render-files", huge, "--size", "50x50", "--cache-dir", dir.file("c")],
-                               environment: ["ARTCACHE_THUMBNAILS_ALLOW_SVG": "true"])
-        #expect(bomb.stdout.contains("too large"), "\(bomb.stdout)")
+        let huge = Data(#"<svg xmlns="http://www.w3.org/2000/svg" width="100000" height="100000"/>"#.utf8)
+        let bomb = await #expect(throws: RenderError.self) { try await on.render(huge, spec: spec) }
+        #expect(bomb?.code == .tooLarge)
     }
 }

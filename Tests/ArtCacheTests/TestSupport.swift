@@ -1,4 +1,4 @@
-import CVipsShim
+import ArtCacheFixtures
 import CZlib
 import Foundation
 import Testing
@@ -50,42 +50,35 @@ enum Fixtures {
     /// (".png", ".jpg", ".webp", ".gif", ".tif", ".heic", ".avif", ".jxl",
     /// "magick:bmp", "magick:ico").
     static func image(width: Int = 64, height: Int = 48, bands: Int = 3, suffix: String) throws -> Data {
-        _ = VipsTestSetup.ready
-        var buffer: UnsafeMutableRawPointer?
-        var length = 0
-        guard cvips_test_image(Int32(width), Int32(height), Int32(bands), suffix, &buffer, &length) == 0, let buffer else {
-            let message = cvips_error_take().map { pointer -> String in
-                defer { free(pointer) }
-                return String(cString: pointer)
-            } ?? ""
-            throw StoreError(.io, "libvips could not make a \(suffix) image: \(message)")
-        }
-        defer { cvips_free(buffer) }
-        return Data(bytes: buffer, count: length)
-    }
-
-    /// Runs a libvips fixture generator from the shim and returns its bytes.
-    static func vipsFixture(_ what: String, _ make: (UnsafeMutablePointer<UnsafeMutableRawPointer?>, UnsafeMutablePointer<Int>) -> Int32) throws -> Data {
-        _ = VipsTestSetup.ready
-        var buffer: UnsafeMutableRawPointer?
-        var length = 0
-        guard make(&buffer, &length) == 0, let buffer else {
-            throw RenderError(.encode, "libvips could not make \(what): \(Renderer.takeError())")
-        }
-        defer { cvips_free(buffer) }
-        return Data(bytes: buffer, count: length)
+        try SyntheticImage.make(width: width, height: height, bands: bands, suffix: suffix)
     }
 
     static func cmykJPEG(withProfile: Bool) throws -> Data {
-        try vipsFixture("a CMYK JPEG") { cvips_test_cmyk_jpeg(64, 48, withProfile ? 1 : 0, $0, $1) }
+        try SyntheticImage.cmykJPEG(withProfile: withProfile)
     }
 
     static func orientedJPEG(width: Int, height: Int, orientation: Int) throws -> Data {
-        try vipsFixture("an oriented JPEG") { cvips_test_oriented_jpeg(Int32(width), Int32(height), Int32(orientation), $0, $1) }
+        try SyntheticImage.orientedJPEG(width: width, height: height, orientation: orientation)
     }
 
     static func animatedGIF(width: Int, height: Int, frames: Int) throws -> Data {
-        try vipsFixture("an animated GIF") { cvips_test_animated_gif(Int32(width), Int32(height), Int32(frames), $0, $1) }
+        try SyntheticImage.animatedGIF(width: width, height: height, frames: frames)
+    }
+
+    /// A configuration for tests: cache in `dir`, no background flusher,
+    /// quick retries.
+    static func configuration(_ dir: String, _ configure: (inout Configuration) -> Void = { _ in }) -> Configuration {
+        var configuration = Configuration(cache: settings(dir))
+        configuration.download.retries = 2
+        configuration.download.retryBaseDelay = 0.05
+        configuration.download.retryMaxDelay = 2
+        configure(&configuration)
+        return configuration
+    }
+
+    /// A pipeline opened through the public entry point.
+    static func pipeline(_ dir: String, _ configure: (inout Configuration) -> Void = { _ in }) async throws -> ImagePipeline {
+        try await ImagePipeline.open(configuration: configuration(dir, configure))
     }
 
     /// A PNG whose header declares `width` x `height` (a decompression bomb
@@ -106,7 +99,7 @@ enum Fixtures {
 
     /// What libvips reads from an encoded image's header.
     static func header(_ data: Data) -> ImageHeader? {
-        try? Renderer.header(of: data)
+        try? Renderer(settings: ThumbnailSettings()).header(of: data)
     }
 
     /// The repository root (three levels up from this file).
@@ -119,8 +112,16 @@ enum Fixtures {
     static var corpusExists: Bool { FileManager.default.fileExists(atPath: corpus + "/MANIFEST.tsv") }
 }
 
-enum VipsTestSetup {
-    static let ready: Bool = cvips_init("artcache-tests") == 0
+/// The stage-level calls the tests drive directly (the public API is
+/// `image(_:)`; these expose what each stage did).
+extension ImagePipeline {
+    func original(_ url: String, priority: ImagePriority = .normal) async throws -> FetchOutcome {
+        try await original(try NormalizedURL(url), priority: PriorityHandle(priority))
+    }
+
+    func variant(_ url: String, spec: VariantSpec) async throws -> VariantOutcome {
+        try await variant(try NormalizedURL(url), spec: spec, priority: PriorityHandle(.normal))
+    }
 }
 
 /// Runs the built `artcache` binary.
@@ -131,20 +132,25 @@ enum CLI {
         let stderr: String
     }
 
-    static var binary: String {
-        // The test bundle lives in the build products folder, beside the binary.
+    static var binary: String { product("artcache") }
+    /// The test-only concurrent writer.
+    static var stress: String { product("artcache-stress") }
+
+    static func product(_ name: String) -> String {
+        // The test bundle lives in the build products folder, beside the binaries.
         let products = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
         for candidate in [products, products.deletingLastPathComponent(), products.deletingLastPathComponent().deletingLastPathComponent()] {
-            let path = candidate.appendingPathComponent("artcache").path
+            let path = candidate.appendingPathComponent(name).path
             var isDirectory: ObjCBool = false
             if FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory), !isDirectory.boolValue { return path }
         }
-        return Fixtures.packageRoot + "/.build/debug/artcache"
+        return Fixtures.packageRoot + "/.build/debug/" + name
     }
 
-    static func start(_ arguments: [String], environment: [String: String] = [:], directory: String? = nil) throws -> (Process, Pipe, Pipe) {
+    static func start(_ arguments: [String], environment: [String: String] = [:], directory: String? = nil,
+                      executable: String = binary) throws -> (Process, Pipe, Pipe) {
         let process = Process()
-        process.executableURL = URL(fileURLWithPath: binary)
+        process.executableURL = URL(fileURLWithPath: executable)
         process.arguments = arguments
         var env = ProcessInfo.processInfo.environment.filter { !$0.key.hasPrefix("ARTCACHE_") }
         env.merge(environment) { $1 }
@@ -157,8 +163,9 @@ enum CLI {
         return (process, out, err)
     }
 
-    static func run(_ arguments: [String], environment: [String: String] = [:], directory: String? = nil) throws -> Result {
-        let (process, out, err) = try start(arguments, environment: environment, directory: directory)
+    static func run(_ arguments: [String], environment: [String: String] = [:], directory: String? = nil,
+                    executable: String = binary) throws -> Result {
+        let (process, out, err) = try start(arguments, environment: environment, directory: directory, executable: executable)
         let stdout = out.fileHandleForReading.readDataToEndOfFile()
         let stderr = err.fileHandleForReading.readDataToEndOfFile()
         process.waitUntilExit()

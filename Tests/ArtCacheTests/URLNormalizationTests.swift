@@ -36,7 +36,7 @@ struct URLNormalizationTests {
     @Test(arguments: ["", "not a url", "ftp://example.com/a.jpg", "file:///etc/passwd", "/relative/path.jpg",
                       "https:///nohost.jpg", "javascript:alert(1)", "data:image/png;base64,AAAA"])
     func rejects(_ input: String) {
-        let error = #expect(throws: StoreError.self) { try NormalizedURL(input) }
+        let error = #expect(throws: ArtCacheError.self) { try NormalizedURL(input) }
         #expect(error?.code == .invalidURL)
     }
 }

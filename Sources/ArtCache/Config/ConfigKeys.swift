@@ -65,6 +65,10 @@ struct ConfigKey: Sendable {
         ConfigKey(section: "thumbnails", name: "allow_svg", kind: .bool, defaultValue: .bool(false)),
         ConfigKey(section: "thumbnails", name: "allow_magick", kind: .bool, defaultValue: .bool(false)),
         ConfigKey(section: "thumbnails", name: "concurrency", kind: .integer(min: 0, max: 256), defaultValue: .integer(0)),
+        ConfigKey(section: "thumbnails", name: "placeholder", kind: .string, defaultValue: .string("")),
+        // [memory]
+        ConfigKey(section: "memory", name: "max_size", kind: .size, defaultValue: .size(64_000_000)),
+        ConfigKey(section: "memory", name: "max_entries", kind: .integer(min: 0, max: 10_000_000), defaultValue: .integer(10_000)),
     ]
 
     static func lookup(section: String, name: String) -> ConfigKey? {

@@ -37,6 +37,23 @@ public struct CacheSettings: Sendable, Equatable {
     public var lowWater: Double
     public var accessFlushInterval: TimeInterval
     public var accessFlushBatch: Int
+
+    /// Every value defaults to the documented default of `cache.conf`.
+    public init(directory: String = Configuration.defaults.cache.directory,
+                maxBytes: Int64 = Configuration.defaults.cache.maxBytes,
+                maxEntries: Int = Configuration.defaults.cache.maxEntries,
+                maxAge: TimeInterval = Configuration.defaults.cache.maxAge,
+                lowWater: Double = Configuration.defaults.cache.lowWater,
+                accessFlushInterval: TimeInterval = Configuration.defaults.cache.accessFlushInterval,
+                accessFlushBatch: Int = Configuration.defaults.cache.accessFlushBatch) {
+        self.directory = directory
+        self.maxBytes = maxBytes
+        self.maxEntries = maxEntries
+        self.maxAge = maxAge
+        self.lowWater = lowWater
+        self.accessFlushInterval = accessFlushInterval
+        self.accessFlushBatch = accessFlushBatch
+    }
 }
 
 /// `[download]`: how the downloader talks to origins.
@@ -54,6 +71,49 @@ public struct DownloadSettings: Sendable, Equatable {
     public var retries: Int
     public var retryBaseDelay: TimeInterval
     public var retryMaxDelay: TimeInterval
+
+    /// Every value defaults to the documented default of `cache.conf`.
+    public init(concurrency: Int = Configuration.defaults.download.concurrency,
+                perHost: Int = Configuration.defaults.download.perHost,
+                connectTimeout: TimeInterval = Configuration.defaults.download.connectTimeout,
+                timeout: TimeInterval = Configuration.defaults.download.timeout,
+                lowSpeedLimit: Int64 = Configuration.defaults.download.lowSpeedLimit,
+                lowSpeedTime: TimeInterval = Configuration.defaults.download.lowSpeedTime,
+                maxRedirects: Int = Configuration.defaults.download.maxRedirects,
+                maxBodyBytes: Int64 = Configuration.defaults.download.maxBodyBytes,
+                userAgent: String = Configuration.defaults.download.userAgent,
+                allowHTTP: Bool = Configuration.defaults.download.allowHTTP,
+                retries: Int = Configuration.defaults.download.retries,
+                retryBaseDelay: TimeInterval = Configuration.defaults.download.retryBaseDelay,
+                retryMaxDelay: TimeInterval = Configuration.defaults.download.retryMaxDelay) {
+        self.concurrency = concurrency
+        self.perHost = perHost
+        self.connectTimeout = connectTimeout
+        self.timeout = timeout
+        self.lowSpeedLimit = lowSpeedLimit
+        self.lowSpeedTime = lowSpeedTime
+        self.maxRedirects = maxRedirects
+        self.maxBodyBytes = maxBodyBytes
+        self.userAgent = userAgent
+        self.allowHTTP = allowHTTP
+        self.retries = retries
+        self.retryBaseDelay = retryBaseDelay
+        self.retryMaxDelay = retryMaxDelay
+    }
+}
+
+/// `[memory]`: the in-process tier of encoded images in front of the disk
+/// cache (least recently used first out; both limits strict; 0 turns it off).
+public struct MemorySettings: Sendable, Equatable {
+    public var maxBytes: Int64
+    public var maxEntries: Int
+
+    /// Every value defaults to the documented default of `cache.conf`.
+    public init(maxBytes: Int64 = Configuration.defaults.memory.maxBytes,
+                maxEntries: Int = Configuration.defaults.memory.maxEntries) {
+        self.maxBytes = maxBytes
+        self.maxEntries = maxEntries
+    }
 }
 
 /// The whole configuration: defaults, overridden by `cache.conf`, overridden by
@@ -62,12 +122,28 @@ public struct Configuration: Sendable, Equatable {
     public var cache: CacheSettings
     public var download: DownloadSettings
     public var thumbnails: ThumbnailSettings
+    public var memory: MemorySettings
     /// The file the configuration was read from, if any.
     public var file: String?
 
     /// Built-in defaults, no file, no environment.
-    public static var defaults: Configuration {
-        try! Configuration(values: [:], file: nil)  // defaults are valid by construction
+    public static let defaults: Configuration = {
+        do {
+            return try Configuration(values: [:], file: nil)
+        } catch {
+            fatalError("the built-in defaults are invalid: \(error)")  // a bug in ConfigKey.all, caught by the tests
+        }
+    }()
+
+    /// A configuration in code, without a file: each section defaults to the
+    /// documented defaults of `cache.conf`.
+    public init(cache: CacheSettings = CacheSettings(), download: DownloadSettings = DownloadSettings(),
+                thumbnails: ThumbnailSettings = ThumbnailSettings(), memory: MemorySettings = MemorySettings()) {
+        self.cache = cache
+        self.download = download
+        self.thumbnails = thumbnails
+        self.memory = memory
+        self.file = nil
     }
 
     /// Picks the file the way the CLI does: `explicitPath`, else `./cache.conf`
@@ -260,18 +336,38 @@ public struct Configuration: Sendable, Equatable {
             sizes: sizes, format: format, quality: integer("thumbnails.quality"), fit: fit, background: background,
             maxSourcePixels: integer("thumbnails.max_source_pixels"), maxFrames: integer("thumbnails.max_frames"),
             maxOutput: integer("thumbnails.max_output"), allowSVG: bool("thumbnails.allow_svg"),
-            allowMagick: bool("thumbnails.allow_magick"), concurrency: integer("thumbnails.concurrency"))
-        for spec in sizes where spec.width > thumbnails.maxOutput || spec.height > thumbnails.maxOutput {
-            throw ConfigError(code: .invalidValue, source: source, key: "thumbnails.sizes",
-                              message: "\(spec.width)x\(spec.height) is larger than thumbnails.max_output (\(thumbnails.maxOutput))")
-        }
+            allowMagick: bool("thumbnails.allow_magick"), concurrency: integer("thumbnails.concurrency"),
+            placeholder: Configuration.expandTilde(string("thumbnails.placeholder")))
+        memory = MemorySettings(maxBytes: size("memory.max_size"), maxEntries: integer("memory.max_entries"))
         self.file = file
-        if cache.directory.isEmpty {
-            throw ConfigError(code: .invalidValue, source: file ?? "environment", key: "cache.directory", message: "must not be empty")
+        try validate()
+    }
+
+    /// Checks the rules that span keys or that a configuration built in code
+    /// may break (ranges the file parser enforces per key). Throws a
+    /// `ConfigError` naming the key.
+    public func validate() throws(ConfigError) {
+        let source = file ?? "environment"
+        func fail(_ key: String, _ message: String) -> ConfigError {
+            ConfigError(code: .invalidValue, source: source, key: key, message: message)
         }
-        if cache.maxBytes <= 0 {
-            throw ConfigError(code: .invalidValue, source: file ?? "environment", key: "cache.max_size", message: "must be greater than 0")
+        for spec in thumbnails.sizes where spec.width > thumbnails.maxOutput || spec.height > thumbnails.maxOutput {
+            throw fail("thumbnails.sizes", "\(spec.width)x\(spec.height) is larger than thumbnails.max_output (\(thumbnails.maxOutput))")
         }
+        for spec in thumbnails.sizes where spec.width < 1 || spec.height < 1 {
+            throw fail("thumbnails.sizes", "\(spec.width)x\(spec.height): sides must be at least 1")
+        }
+        if cache.directory.isEmpty { throw fail("cache.directory", "must not be empty") }
+        if cache.maxBytes <= 0 { throw fail("cache.max_size", "must be greater than 0") }
+        if cache.maxEntries < 1 { throw fail("cache.max_entries", "must be at least 1") }
+        if !(cache.lowWater > 0 && cache.lowWater <= 1) { throw fail("cache.low_water", "must be greater than 0 and at most 1") }
+        if download.concurrency < 1 { throw fail("download.concurrency", "must be at least 1") }
+        if download.perHost < 1 { throw fail("download.per_host", "must be at least 1") }
+        if download.maxBodyBytes < 1 { throw fail("download.max_body_size", "must be greater than 0") }
+        if !(1...100).contains(thumbnails.quality) { throw fail("thumbnails.quality", "must be from 1 to 100") }
+        if thumbnails.concurrency < 0 { throw fail("thumbnails.concurrency", "must not be negative") }
+        if memory.maxBytes < 0 { throw fail("memory.max_size", "must not be negative") }
+        if memory.maxEntries < 0 { throw fail("memory.max_entries", "must not be negative") }
     }
 
     static func expandTilde(_ path: String) -> String {

@@ -20,6 +20,9 @@ public struct ThumbnailSettings: Sendable, Equatable {
     public var allowMagick: Bool
     /// Renders at once; 0 means one per core.
     public var concurrency: Int
+    /// Image file shown for failed requests that ask for a placeholder
+    /// (scaled to the requested size); empty: a generated neutral grey.
+    public var placeholder: String
 
     public var renderLimits: RenderLimits {
         RenderLimits(maxSourcePixels: maxSourcePixels, maxFrames: maxFrames, maxOutput: maxOutput)
@@ -38,5 +41,32 @@ public struct ThumbnailSettings: Sendable, Equatable {
         if hex.hasPrefix("#") { hex.removeFirst() }
         guard hex.count == 6, let value = UInt32(hex, radix: 16) else { return nil }
         return [Double(value >> 16 & 0xFF), Double(value >> 8 & 0xFF), Double(value & 0xFF)]
+    }
+
+    /// Every value defaults to the documented default of `cache.conf`.
+    public init(sizes: [VariantSpec] = Configuration.defaults.thumbnails.sizes,
+                format: VariantSpec.Format = Configuration.defaults.thumbnails.format,
+                quality: Int = Configuration.defaults.thumbnails.quality,
+                fit: VariantSpec.Fit = Configuration.defaults.thumbnails.fit,
+                background: [Double] = Configuration.defaults.thumbnails.background,
+                maxSourcePixels: Int = Configuration.defaults.thumbnails.maxSourcePixels,
+                maxFrames: Int = Configuration.defaults.thumbnails.maxFrames,
+                maxOutput: Int = Configuration.defaults.thumbnails.maxOutput,
+                allowSVG: Bool = Configuration.defaults.thumbnails.allowSVG,
+                allowMagick: Bool = Configuration.defaults.thumbnails.allowMagick,
+                concurrency: Int = Configuration.defaults.thumbnails.concurrency,
+                placeholder: String = Configuration.defaults.thumbnails.placeholder) {
+        self.sizes = sizes
+        self.format = format
+        self.quality = quality
+        self.fit = fit
+        self.background = background
+        self.maxSourcePixels = maxSourcePixels
+        self.maxFrames = maxFrames
+        self.maxOutput = maxOutput
+        self.allowSVG = allowSVG
+        self.allowMagick = allowMagick
+        self.concurrency = concurrency
+        self.placeholder = placeholder
     }
 }

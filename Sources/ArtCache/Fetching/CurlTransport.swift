@@ -1,6 +1,6 @@
 import CCurlShim
 import Foundation
-import Synchronization
+
 
 /// One HTTP GET as the transport sees it.
 struct TransferRequest: Sendable {
@@ -46,22 +46,29 @@ final class CurlTransport: Sendable {
 
     deinit { engine.shutdown() }
 
-    /// Runs one transfer. Cancelling the calling task aborts it.
-    func perform(_ request: TransferRequest) async throws -> TransferResult {
+    /// Runs one transfer, admitted by `priority` (which may change while it
+    /// waits). Cancelling the calling task aborts it, at any point.
+    func perform(_ request: TransferRequest, priority: PriorityHandle) async throws -> TransferResult {
         let id = engine.nextID()
-        return try await withTaskCancellationHandler {
-            try await withCheckedThrowingContinuation { continuation in
-                engine.submit(id: id, request: request, continuation: continuation)
+        let engine = self.engine
+        return try await priority.whileObserving({ engine.reprioritize(id: id, to: $0) }) {
+            try await withTaskCancellationHandler {
+                try await withCheckedThrowingContinuation { continuation in
+                    engine.submit(id: id, request: request, priority: priority.value, continuation: continuation)
+                }
+            } onCancel: {
+                engine.cancel(id: id)
             }
-        } onCancel: {
-            engine.cancel(id: id)
         }
     }
+
+    /// Stops the transport thread; transfers under way or waiting fail as cancelled.
+    func shutdown() { engine.shutdown() }
 }
 
 /// The state behind the transport. Every field but `inbox` is touched only by
 /// the transport thread (`run()` and the libcurl callbacks it triggers);
-/// other threads go through `inbox` (a Mutex) and `ccurl_multi_wakeup`, which
+/// other threads go through `inbox` (a lock) and `ccurl_multi_wakeup`, which
 /// libcurl documents as thread-safe. That is why @unchecked Sendable is sound.
 final class CurlEngine: @unchecked Sendable {
     typealias Continuation = CheckedContinuation<TransferResult, Error>
@@ -69,12 +76,19 @@ final class CurlEngine: @unchecked Sendable {
     struct Submission {
         let id: Int
         let request: TransferRequest
+        var priority: ImagePriority
         let continuation: Continuation
+
+        /// Served before `other`: higher priority, then submitted earlier.
+        func precedes(_ other: Submission) -> Bool {
+            priority != other.priority ? priority > other.priority : id < other.id
+        }
     }
 
     struct Inbox {
         var submissions: [Submission] = []
         var cancellations: [Int] = []
+        var priorities: [(id: Int, priority: ImagePriority)] = []
         var shuttingDown = false
         var lastID = 0
     }
@@ -95,13 +109,13 @@ final class CurlEngine: @unchecked Sendable {
         }
     }
 
-    private let inbox = Mutex(Inbox())
+    private let inbox = Locked(Inbox())
     private let multi: OpaquePointer
     private let maxTotal: Int
     private let maxPerHost: Int
     // Transport-thread only:
+    /// Per host, in the order they will start (`Submission.precedes`).
     private var waiting: [String: [Submission]] = [:]
-    private var hostOrder: [String] = []
     private var active: [Int: Active] = [:]
     private var byTransfer: [OpaquePointer: Int] = [:]
     private var activePerHost: [String: Int] = [:]
@@ -114,14 +128,18 @@ final class CurlEngine: @unchecked Sendable {
 
     func nextID() -> Int { inbox.withLock { $0.lastID += 1; return $0.lastID } }
 
-    func submit(id: Int, request: TransferRequest, continuation: Continuation) {
-        let accepted = inbox.withLock { box -> Bool in
-            guard !box.shuttingDown else { return false }
-            box.submissions.append(Submission(id: id, request: request, continuation: continuation))
-            return true
+    /// Called from the submitting task. A cancellation is seen either here
+    /// (the task's flag, read under the inbox lock) or by `cancel(id:)`, which
+    /// takes the same lock and queues behind this submission: never lost.
+    func submit(id: Int, request: TransferRequest, priority: ImagePriority, continuation: Continuation) {
+        let refusal = inbox.withLock { box -> DownloadError? in
+            if box.shuttingDown { return DownloadError(.cancelled, "downloader shut down") }
+            if Task.isCancelled { return DownloadError(.cancelled, "\(request.url): cancelled") }
+            box.submissions.append(Submission(id: id, request: request, priority: priority, continuation: continuation))
+            return nil
         }
-        guard accepted else {
-            continuation.resume(throwing: DownloadError(.cancelled, "downloader shut down"))
+        if let refusal {
+            continuation.resume(throwing: refusal)
             return
         }
         ccurl_multi_wakeup(multi)
@@ -132,28 +150,38 @@ final class CurlEngine: @unchecked Sendable {
         ccurl_multi_wakeup(multi)
     }
 
-    func shutdown() {
-        inbox.withLock { $0.shuttingDown = true }
+    func reprioritize(id: Int, to priority: ImagePriority) {
+        inbox.withLock { $0.priorities.append((id, priority)) }
         ccurl_multi_wakeup(multi)
     }
+
+    /// Idempotent. The multi handle stays alive until this engine is freed
+    /// (after the transport thread has left `run()`), so a wakeup can never
+    /// reach a destroyed handle.
+    func shutdown() {
+        let first = inbox.withLock { box -> Bool in
+            defer { box.shuttingDown = true }
+            return !box.shuttingDown
+        }
+        if first { ccurl_multi_wakeup(multi) }
+    }
+
+    deinit { ccurl_multi_destroy(multi) }
 
     /// The transport thread's loop.
     func run() {
         while true {
-            let (submissions, cancellations, stopping) = inbox.withLock { box in
-                defer { box.submissions = []; box.cancellations = [] }
-                return (box.submissions, box.cancellations, box.shuttingDown)
+            let (submissions, cancellations, priorities, stopping) = inbox.withLock { box in
+                defer { box.submissions = []; box.cancellations = []; box.priorities = [] }
+                return (box.submissions, box.cancellations, box.priorities, box.shuttingDown)
             }
-            for submission in submissions {
-                let host = submission.request.host
-                if waiting[host] == nil { hostOrder.append(host) }
-                waiting[host, default: []].append(submission)
-            }
+            for submission in submissions { enqueue(submission) }
+            for (id, priority) in priorities { reprioritize(id: id, priority: priority) }
             for id in cancellations { abort(id: id, error: CancellationError()) }
             if stopping {
                 for id in Array(active.keys) { abort(id: id, error: DownloadError(.cancelled, "downloader shut down")) }
                 for (_, queue) in waiting { for s in queue { s.continuation.resume(throwing: DownloadError(.cancelled, "downloader shut down")) } }
-                ccurl_multi_destroy(multi)
+                waiting = [:]
                 return
             }
             admit()
@@ -165,24 +193,38 @@ final class CurlEngine: @unchecked Sendable {
         }
     }
 
-    /// Starts waiting transfers while the total and per-host limits allow,
-    /// taking hosts in turn so one busy host does not starve the others.
+    /// Queues a submission behind those that precede it on its host.
+    private func enqueue(_ submission: Submission) {
+        var queue = waiting[submission.request.host, default: []]
+        let index = queue.firstIndex { submission.precedes($0) } ?? queue.endIndex
+        queue.insert(submission, at: index)
+        waiting[submission.request.host] = queue
+    }
+
+    /// Moves a waiting submission to its new place (a started one keeps going).
+    private func reprioritize(id: Int, priority: ImagePriority) {
+        for (host, queue) in waiting {
+            guard let index = queue.firstIndex(where: { $0.id == id }) else { continue }
+            var submission = waiting[host]!.remove(at: index)
+            submission.priority = priority
+            enqueue(submission)
+            return
+        }
+    }
+
+    /// Starts waiting transfers while the total and per-host limits allow:
+    /// each time the one that precedes all others among hosts with room.
     private func admit() {
-        var index = 0
-        while active.count < maxTotal, index < hostOrder.count {
-            let host = hostOrder[index]
-            guard var queue = waiting[host], !queue.isEmpty else {
-                waiting[host] = nil
-                hostOrder.remove(at: index)
-                continue
+        while active.count < maxTotal {
+            var best: Submission?
+            for (host, queue) in waiting where activePerHost[host, default: 0] < maxPerHost {
+                if let head = queue.first, best.map({ head.precedes($0) }) ?? true { best = head }
             }
-            if activePerHost[host, default: 0] >= maxPerHost {
-                index += 1
-                continue
-            }
-            let submission = queue.removeFirst()
-            waiting[host] = queue
-            start(submission)
+            guard let next = best else { return }
+            let host = next.request.host
+            waiting[host]!.removeFirst()
+            if waiting[host]!.isEmpty { waiting[host] = nil }
+            start(next)
         }
     }
 
@@ -263,6 +305,7 @@ final class CurlEngine: @unchecked Sendable {
         for (host, queue) in waiting {
             if let index = queue.firstIndex(where: { $0.id == id }) {
                 waiting[host]!.remove(at: index).continuation.resume(throwing: error)
+                if waiting[host]!.isEmpty { waiting[host] = nil }
                 return
             }
         }

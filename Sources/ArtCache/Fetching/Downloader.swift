@@ -27,7 +27,15 @@ public final class Downloader: Sendable {
 
     /// GETs `url`. With `validators`, sends If-None-Match / If-Modified-Since,
     /// and a 304 comes back as a response with status 304.
-    public func fetch(_ url: String, validators: HTTPValidators? = nil) async throws(DownloadError) -> HTTPResponse {
+    public func fetch(_ url: String, validators: HTTPValidators? = nil,
+                      priority: ImagePriority = .normal) async throws(DownloadError) -> HTTPResponse {
+        try await fetch(url, validators: validators, priority: PriorityHandle(priority))
+    }
+
+    /// Stops the transport thread (the pipeline's `close()` calls this).
+    public func shutdown() { transport.shutdown() }
+
+    func fetch(_ url: String, validators: HTTPValidators?, priority: PriorityHandle) async throws(DownloadError) -> HTTPResponse {
         let normalized: NormalizedURL
         do {
             normalized = try NormalizedURL(url)
@@ -44,7 +52,7 @@ public final class Downloader: Sendable {
         while true {
             attempt += 1
             do {
-                return try await once(request, attempt: attempt)
+                return try await once(request, attempt: attempt, priority: priority)
             } catch let error where error.isRetryable && attempt <= settings.retries {
                 let delay = backoff(attempt: attempt, retryAfter: error.retryAfter)
                 logger.debug("retrying", metadata: ["url": "\(url)", "reason": "\(error.reason)", "delay": "\(delay)"])
@@ -57,11 +65,11 @@ public final class Downloader: Sendable {
         }
     }
 
-    private func once(_ request: TransferRequest, attempt: Int) async throws(DownloadError) -> HTTPResponse {
+    private func once(_ request: TransferRequest, attempt: Int, priority: PriorityHandle) async throws(DownloadError) -> HTTPResponse {
         if Task.isCancelled { throw DownloadError(.cancelled, "\(request.url): cancelled") }
         let result: TransferResult
         do {
-            result = try await transport.perform(request)
+            result = try await transport.perform(request, priority: priority)
         } catch let error as DownloadError {
             throw error
         } catch {

@@ -44,7 +44,7 @@ extension CacheStore {
         guard request.all || request.hasFilter || request.toSize != nil || request.variantsOnly else {
             throw StoreError(.invalidRequest, "nothing selected: give --all, --older-than, --host, --url, --to-size or --variants-only")
         }
-        let urlKey = try request.url.map { url throws(StoreError) in try NormalizedURL(url).key.hex }
+        let urlKey = try request.url.map { url throws(StoreError) in try NormalizedURL.forStore(url).key.hex }
         let host = request.host?.lowercased()
         try await flush()
         let (report, garbage) = try await db.write { db -> (PurgeReport, [String]) in

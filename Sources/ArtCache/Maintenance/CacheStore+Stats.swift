@@ -28,10 +28,12 @@ public struct CacheStats: Sendable, Codable, Equatable {
     public var newestAccess: Date?
     /// URLs waiting in the persistent retry queue.
     public var retryQueue: Int
+    /// This process's memory tier (zero when read from the store alone).
+    public var memory = MemoryTierStats()
 
     enum CodingKeys: String, CodingKey {
         case directory, entries, originals, variants, bytes, maxBytes, maxEntries, hits, misses
-        case evictions, evictedBytes, repairs, hosts, oldestAccess, newestAccess, retryQueue
+        case evictions, evictedBytes, repairs, hosts, oldestAccess, newestAccess, retryQueue, memory
     }
 
     /// Every key is always present (absent dates are null), so the JSON is stable.
@@ -53,7 +55,21 @@ public struct CacheStats: Sendable, Codable, Equatable {
         try c.encode(oldestAccess, forKey: .oldestAccess)
         try c.encode(newestAccess, forKey: .newestAccess)
         try c.encode(retryQueue, forKey: .retryQueue)
+        try c.encode(memory, forKey: .memory)
     }
+}
+
+/// The in-process memory tier's counters (`stats --json`: `memory`).
+public struct MemoryTierStats: Sendable, Codable, Equatable {
+    public var entries = 0
+    public var bytes: Int64 = 0
+    public var hits: Int64 = 0
+    public var misses: Int64 = 0
+    public var evictions: Int64 = 0
+    public var maxBytes: Int64 = 0
+    public var maxEntries = 0
+
+    public init() {}
 }
 
 extension CacheStore {

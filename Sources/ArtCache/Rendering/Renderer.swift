@@ -1,7 +1,7 @@
 import CVipsShim
 import Dispatch
 import Foundation
-import Synchronization
+
 
 /// A rendered variant.
 public struct RenderedImage: Sendable {
@@ -14,58 +14,94 @@ public struct RenderedImage: Sendable {
 
 /// Thumbnails with libvips, on a render pool of its own (never Swift's
 /// cooperative threads): as many renders at once as configured (default one
-/// per core), each with libvips concurrency 1.
+/// per core), each with libvips concurrency 1, started by priority.
+///
+/// libvips starts once per process with fixed settings (`cvips_init`); which
+/// loader may decode an input is decided per call from the sniffed format
+/// and this renderer's settings (SVG and ImageMagick only when enabled here).
 public final class Renderer: Sendable {
     public let settings: ThumbnailSettings
-    private let permits: AsyncPermits
+    let permits: PriorityPermits
     private let queue = DispatchQueue(label: "artcache.render", qos: .userInitiated, attributes: .concurrent)
 
-    public init(settings: ThumbnailSettings) throws(RenderError) {
+    /// Cheap: libvips itself starts at the first render or header read.
+    public init(settings: ThumbnailSettings) {
         self.settings = settings
-        // Process-wide, once: liborc off, cache off, concurrency 1, loaders allow-listed.
-        guard cvips_init_with("artcache", settings.allowSVG ? 1 : 0, settings.allowMagick ? 1 : 0) == 0 else {
-            throw RenderError(.unsupported, "libvips failed to start: \(Renderer.takeError())")
-        }
         let count = settings.concurrency > 0 ? settings.concurrency : ProcessInfo.processInfo.activeProcessorCount
-        permits = AsyncPermits(count: max(1, count))
+        permits = PriorityPermits(count: max(1, count))
+    }
+
+    /// Starts libvips (once per process, fixed settings).
+    static func start() throws(RenderError) {
+        guard cvips_init("artcache") == 0 else {
+            throw RenderError(.unsupported, "libvips failed to start")
+        }
     }
 
     public var libvipsVersion: String { String(cString: cvips_version()) }
 
-    /// Formats handed to libvips at all. Anything else is refused from our own
-    /// sniffing, before libvips looks at it (libvips 8.14's loader probing can
-    /// spin forever on a truncated gzip stream, for one).
-    public var renderableFormats: Set<SniffedFormat> {
-        var formats: Set<SniffedFormat> = [.jpeg, .png, .apng, .gif, .webp, .tiff, .heic, .heif, .avif]
-        if settings.allowSVG { formats.insert(.svg) }
-        if settings.allowMagick { formats.formUnion([.bmp, .ico]) }
-        return formats
+    /// The libvips loaders that may decode `format` here (a `CVIPS_LOADER_*`
+    /// mask; 0: refused before libvips sees the bytes). ImageMagick decodes
+    /// BMP and ICO only, and only when enabled; nothing else ever falls back to it.
+    func loaders(for format: SniffedFormat) -> Int32 {
+        let bits: Int = switch format {
+        case .jpeg: CVIPS_LOADER_JPEG
+        case .png, .apng: CVIPS_LOADER_PNG
+        case .gif: CVIPS_LOADER_GIF
+        case .webp: CVIPS_LOADER_WEBP
+        case .tiff: CVIPS_LOADER_TIFF
+        case .heic, .heif, .avif: CVIPS_LOADER_HEIF
+        case .svg: settings.allowSVG ? CVIPS_LOADER_SVG : 0
+        case .bmp, .ico: settings.allowMagick ? CVIPS_LOADER_MAGICK : 0
+        case .jxl, .psd, .pdf, .html, .json, .xml, .text, .empty, .unknown: 0
+        }
+        return Int32(bits)
     }
 
-    /// Renders `spec` from encoded bytes. Limits are checked from the header first.
-    public func render(_ data: Data, spec: VariantSpec) async throws -> RenderedImage {
-        let sniffed = Sniffer.sniff(data)
-        guard renderableFormats.contains(sniffed.format) else {
-            let why = sniffed.format.isImage ? "rendering \(sniffed.format.displayName) is not enabled" : "not an image we render"
-            throw RenderError(.unsupported, "\(sniffed.format.displayName): \(why)")
-        }
-        try await permits.acquire()
+    static let coreLoaders = CVIPS_LOADER_JPEG | CVIPS_LOADER_PNG | CVIPS_LOADER_GIF | CVIPS_LOADER_WEBP
+        | CVIPS_LOADER_TIFF | CVIPS_LOADER_HEIF
+
+    /// Formats handed to libvips at all under these settings.
+    public var renderableFormats: Set<SniffedFormat> {
+        Set(SniffedFormat.allCases.filter { loaders(for: $0) != 0 })
+    }
+
+    /// Renders `spec` from encoded bytes. Limits are checked from the header
+    /// first. Throws `RenderError`, or `CancellationError` when the calling
+    /// task is cancelled before the render starts.
+    public func render(_ data: Data, spec: VariantSpec, priority: ImagePriority = .normal) async throws -> RenderedImage {
+        try await render(data, spec: spec, priority: PriorityHandle(priority))
+    }
+
+    func render(_ data: Data, spec: VariantSpec, priority: PriorityHandle) async throws -> RenderedImage {
+        try await onRenderThread(priority: priority) { try self.renderBlocking(data, spec: spec) }
+    }
+
+    /// Runs `body` on the render pool under a permit taken by priority.
+    func onRenderThread<T: Sendable>(priority: PriorityHandle, _ body: @escaping @Sendable () throws -> T) async throws -> T {
+        try await permits.acquire(priority: priority)
         defer { permits.release() }
-        let limits = settings.renderLimits
+        // The last waiter left while this one queued: skip the work.
+        try Task.checkCancellation()
         return try await withCheckedThrowingContinuation { continuation in
-            queue.async {
-                continuation.resume(with: Result { try Renderer.renderBlocking(data, spec: spec, limits: limits) })
-            }
+            queue.async { continuation.resume(with: Result { try body() }) }
         }
     }
 
     /// The synchronous render (call from a thread you own): open the header,
     /// check the limits, then decode and encode.
-    public static func renderBlocking(_ data: Data, spec: VariantSpec, limits: RenderLimits) throws(RenderError) -> RenderedImage {
+    func renderBlocking(_ data: Data, spec: VariantSpec) throws(RenderError) -> RenderedImage {
+        let limits = settings.renderLimits
         guard spec.width <= limits.maxOutput, spec.height <= limits.maxOutput else {
             throw RenderError(.tooLarge, "output \(spec.width)x\(spec.height) is larger than max_output \(limits.maxOutput)")
         }
-        let image = try VipsImage(data)
+        let sniffed = Sniffer.sniff(data).format
+        if [.heic, .heif, .avif].contains(sniffed), let (width, height) = Sniffer.heifExtent(data),
+           width * height > limits.maxSourcePixels {
+            throw RenderError(.tooLarge, "\(sniffed.displayName): too large: \(width)x\(height) = \(width * height) pixels"
+                              + " (limit \(limits.maxSourcePixels))")
+        }
+        let image = try open(data, format: sniffed)
         let header = image.header
         let format = image.format.displayName
         if header.frames > limits.maxFrames {
@@ -84,17 +120,46 @@ public final class Renderer: Sendable {
         case .cover: Int32(CVIPS_FIT_COVER)
         case .smart: Int32(CVIPS_FIT_SMART)
         }
-        options.format = Int32(code(of: spec.format))
+        options.format = Int32(Self.code(of: spec.format))
         options.quality = Int32(spec.quality)
         let bg = spec.background + [255, 255, 255]
         options.background = (bg[0], bg[1], bg[2])
         return try image.render(&options)
     }
 
-    /// The header of encoded bytes, read without decoding pixels.
-    public static func header(of data: Data) throws(RenderError) -> ImageHeader {
-        guard cvips_init("artcache") == 0 else { throw RenderError(.unsupported, "libvips failed to start") }
-        return try VipsImage(data).header
+    /// Opens encoded bytes with the loaders this renderer allows for their
+    /// sniffed format.
+    func open(_ data: Data, format: SniffedFormat? = nil) throws(RenderError) -> VipsImage {
+        try Self.start()
+        let sniffed = format ?? Sniffer.sniff(data).format
+        let allowed = loaders(for: sniffed)
+        guard allowed != 0 else {
+            let why = sniffed.isImage ? "rendering \(sniffed.displayName) is not enabled" : "not an image we render"
+            throw RenderError(.unsupported, "\(sniffed.displayName): \(why)")
+        }
+        return try VipsImage(data, format: sniffed, loaders: allowed)
+    }
+
+    /// The header of encoded bytes, read without decoding pixels (blocking).
+    public func header(of data: Data) throws(RenderError) -> ImageHeader {
+        try open(data).header
+    }
+
+    /// A solid `rgb` image of `width` x `height` in `format` (auto: JPEG).
+    func solidImage(width: Int, height: Int, rgb: [Double], format: VariantSpec.Format, quality: Int) throws(RenderError) -> RenderedImage {
+        try Self.start()
+        var output: UnsafeMutableRawPointer?
+        var length = 0
+        let code = Self.code(of: format == .auto ? .jpeg : format)
+        let status = (rgb + [200, 200, 200]).prefix(3).map { $0 }.withUnsafeBufferPointer {
+            cvips_solid_image(Int32(width), Int32(height), $0.baseAddress, Int32(code), Int32(quality), &output, &length)
+        }
+        guard status == Int32(CVIPS_OK), let output else {
+            throw RenderError(.encode, "cannot encode a \(width)x\(height) \(format.rawValue) placeholder")
+        }
+        defer { cvips_free(output) }
+        return RenderedImage(data: Data(bytes: output, count: length), width: width, height: height,
+                             format: format == .auto ? .jpeg : format, hasAlpha: false)
     }
 
     private static func code(of format: VariantSpec.Format) -> Int {
@@ -107,100 +172,36 @@ public final class Renderer: Sendable {
         }
     }
 
-    static func takeError() -> String {
-        guard let pointer = cvips_error_take() else { return "" }
-        defer { free(pointer) }
-        return String(cString: pointer).trimmingCharacters(in: .whitespacesAndNewlines)
-            .replacingOccurrences(of: "\n", with: "; ")
-    }
-
     /// One PNG tiling `images` (nil = blank cell) in order, `columns` per row.
     public func contactSheet(_ images: [Data?], cell: Int = 100, columns: Int = 8) async throws -> Data {
-        try await permits.acquire()
-        defer { permits.release() }
-        return try await withCheckedThrowingContinuation { continuation in
-            queue.async {
-                continuation.resume(with: Result { () throws(RenderError) -> Data in
-                    var output: UnsafeMutableRawPointer?
-                    var length = 0
-                    let pointers = images.map { $0.map { data -> UnsafeMutableRawPointer in
-                        let copy = UnsafeMutableRawPointer.allocate(byteCount: max(1, data.count), alignment: 1)
-                        data.copyBytes(to: copy.assumingMemoryBound(to: UInt8.self), count: data.count)
-                        return copy
-                    } }
-                    defer { pointers.forEach { $0?.deallocate() } }
-                    let lengths = images.map { $0?.count ?? 0 }
-                    var constPointers = pointers.map { $0.map { UnsafeRawPointer($0) } }
-                    let status = constPointers.withUnsafeMutableBufferPointer { buffers in
-                        lengths.withUnsafeBufferPointer { lengths in
-                            cvips_contact_sheet(buffers.baseAddress, lengths.baseAddress, Int32(images.count), Int32(cell),
-                                                Int32(max(1, columns)), &output, &length)
-                        }
-                    }
-                    guard status == 0, let output else {
-                        throw RenderError(.encode, "contact sheet failed: \(Renderer.takeError())")
-                    }
-                    defer { cvips_free(output) }
-                    return Data(bytes: output, count: length)
-                })
-            }
+        try Self.start()
+        // Cells go through libvips' own loader probing: only the formats of
+        // the always-on loaders (never SVG or ImageMagick) get that far.
+        let images = images.map { cell in
+            cell.flatMap { loaders(for: Sniffer.sniff($0).format) & Int32(Self.coreLoaders) != 0 ? $0 : nil }
         }
-    }
-}
-
-/// A counting semaphore for async code: waiting suspends, never blocks a thread.
-final class AsyncPermits: Sendable {
-    private struct State {
-        var available: Int
-        var waiters: [CheckedContinuation<Void, Never>] = []
-    }
-
-    private let state: Mutex<State>
-
-    init(count: Int) { state = Mutex(State(available: count)) }
-
-    func acquire() async throws {
-        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-            let granted = state.withLock { s -> Bool in
-                if s.available > 0 {
-                    s.available -= 1
-                    return true
+        return try await onRenderThread(priority: PriorityHandle(.normal)) { () throws(RenderError) -> Data in
+            var output: UnsafeMutableRawPointer?
+            var length = 0
+            let pointers = images.map { $0.map { data -> UnsafeMutableRawPointer in
+                let copy = UnsafeMutableRawPointer.allocate(byteCount: max(1, data.count), alignment: 1)
+                data.copyBytes(to: copy.assumingMemoryBound(to: UInt8.self), count: data.count)
+                return copy
+            } }
+            defer { pointers.forEach { $0?.deallocate() } }
+            let lengths = images.map { $0?.count ?? 0 }
+            var constPointers = pointers.map { $0.map { UnsafeRawPointer($0) } }
+            let status = constPointers.withUnsafeMutableBufferPointer { buffers in
+                lengths.withUnsafeBufferPointer { lengths in
+                    cvips_contact_sheet(buffers.baseAddress, lengths.baseAddress, Int32(images.count), Int32(cell),
+                                        Int32(max(1, columns)), &output, &length)
                 }
-                s.waiters.append(continuation)
-                return false
             }
-            if granted { continuation.resume() }
-        }
-        if Task.isCancelled {
-            release()
-            throw CancellationError()
-        }
-    }
-
-    func release() {
-        let next = state.withLock { s -> CheckedContinuation<Void, Never>? in
-            if s.waiters.isEmpty {
-                s.available += 1
-                return nil
+            guard status == 0, let output else {
+                throw RenderError(.encode, "contact sheet failed")
             }
-            return s.waiters.removeFirst()
+            defer { cvips_free(output) }
+            return Data(bytes: output, count: length)
         }
-        next?.resume()
-    }
-}
-
-extension Renderer {
-    /// A generated gradient image encoded with a libvips suffix (".jpg[Q=85]",
-    /// ".webp", ".png"...): fixtures for benchmarks and the demo.
-    @_spi(Benchmarks) public static func syntheticImage(width: Int, height: Int, bands: Int = 3, suffix: String) -> Data? {
-        guard cvips_init("artcache") == 0 else { return nil }
-        var buffer: UnsafeMutableRawPointer?
-        var length = 0
-        guard cvips_test_image(Int32(width), Int32(height), Int32(bands), suffix, &buffer, &length) == 0, let buffer else {
-            _ = takeError()
-            return nil
-        }
-        defer { cvips_free(buffer) }
-        return Data(bytes: buffer, count: length)
     }
 }

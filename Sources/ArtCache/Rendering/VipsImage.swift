@@ -30,17 +30,15 @@ final class VipsImage {
     /// The format sniffed from the bytes (once, here), for messages.
     let format: SniffedFormat
 
-    /// Opens encoded bytes. libvips' error buffer is read and cleared right
-    /// after a failure and turned into a typed error.
-    init(_ data: Data) throws(RenderError) {
-        // Only bytes that sniff as an image reach libvips' loader probing
-        // (which can spin forever on a truncated gzip stream in 8.14).
-        let sniffed = Sniffer.sniff(data).format
-        guard sniffed.isImage else { throw RenderError(.unsupported, "\(sniffed.displayName): not an image we render") }
+    /// Opens encoded bytes already sniffed as `format`, letting only the
+    /// `loaders` (a `CVIPS_LOADER_*` mask) decode them. The error's code comes
+    /// from the shim's return value, never from libvips' error text (one
+    /// buffer per process, overwritten by parallel renders).
+    init(_ data: Data, format sniffed: SniffedFormat, loaders: Int32) throws(RenderError) {
         var kind: Int32 = 0
-        let opened = data.withUnsafeBytes { cvips_image_open($0.baseAddress, $0.count, &kind) }
+        let opened = data.withUnsafeBytes { cvips_image_open($0.baseAddress, $0.count, loaders, &kind) }
         guard let opened else {
-            throw RenderError(VipsImage.code(kind), VipsImage.describe(sniffed, kind: kind, detail: Renderer.takeError()))
+            throw RenderError(VipsImage.code(kind), VipsImage.describe(sniffed, kind: kind))
         }
         handle = opened
         format = sniffed
@@ -65,7 +63,7 @@ final class VipsImage {
         var length = 0
         let status = cvips_image_render(handle, &options, &output, &length, &result)
         guard status == Int32(CVIPS_OK), let output else {
-            throw RenderError(VipsImage.code(status), VipsImage.describe(format, kind: status, detail: Renderer.takeError()))
+            throw RenderError(VipsImage.code(status), VipsImage.describe(format, kind: status))
         }
         defer { cvips_free(output) }
         let format: VariantSpec.Format = switch Int(result.format) {
@@ -87,8 +85,13 @@ final class VipsImage {
         }
     }
 
-    static func describe(_ format: SniffedFormat, kind: Int32, detail: String) -> String {
-        let what = code(kind) == .unsupported ? "not a format we render" : code(kind).rawValue.replacingOccurrences(of: "_", with: " ")
-        return "\(format.displayName): \(what)" + (detail.isEmpty ? "" : ": \(detail)")
+    static func describe(_ format: SniffedFormat, kind: Int32) -> String {
+        let what = switch code(kind) {
+        case .unsupported: "not a format we render (no allowed loader claims these bytes)"
+        case .tooLarge: "too large"
+        case .decode: "cannot decode (corrupt or truncated)"
+        case .encode: "cannot encode the output"
+        }
+        return "\(format.displayName): \(what)"
     }
 }

@@ -55,3 +55,33 @@ extension Sniffer {
         return SniffResult(format: format, isAnimated: animated)
     }
 }
+
+extension Sniffer {
+    /// The largest image extent declared by the `ispe` properties of a
+    /// HEIF-family file (HEIC, HEIF, AVIF), read from the bytes without a
+    /// decoder: lets the renderer refuse a bomb from its header even where
+    /// libheif's own limits would reject it with nothing but text.
+    static func heifExtent(_ data: Data) -> (width: Int, height: Int)? {
+        let tag = Array("ispe".utf8)
+        return data.prefix(1 << 20).withUnsafeBytes { raw -> (Int, Int)? in
+            let bytes = raw.bindMemory(to: UInt8.self)
+            func be32(_ at: Int) -> Int {
+                Int(bytes[at]) << 24 | Int(bytes[at + 1]) << 16 | Int(bytes[at + 2]) << 8 | Int(bytes[at + 3])
+            }
+            var best: (Int, Int)?
+            var index = 4
+            // box: size(4) "ispe"(4) version+flags(4) width(4) height(4)
+            while index + 16 <= bytes.count {
+                if bytes[index] == tag[0], bytes[index + 1] == tag[1], bytes[index + 2] == tag[2], bytes[index + 3] == tag[3],
+                   be32(index - 4) >= 20 {
+                    let extent = (be32(index + 8), be32(index + 12))
+                    if best.map({ $0.0 * $0.1 < extent.0 * extent.1 }) ?? true { best = extent }
+                    index += 16
+                } else {
+                    index += 1
+                }
+            }
+            return best
+        }
+    }
+}

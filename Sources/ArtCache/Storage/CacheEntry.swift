@@ -2,29 +2,13 @@ import Foundation
 import GRDB
 
 /// Whether a stored item is a downloaded original or a rendered variant of one.
-public enum EntryKind: String, Sendable, Codable, DatabaseValueConvertible {
+public enum EntryKind: String, Sendable, Codable {
     case original
     case variant
 }
 
-/// HTTP caching facts kept with an original so it can be revalidated.
-public struct HTTPValidators: Sendable, Equatable, Codable {
-    public var etag: String?
-    public var lastModified: String?
-    /// When the origin's freshness ends; nil means no expiry was given.
-    public var expiresAt: Date?
-
-    public init(etag: String? = nil, lastModified: String? = nil, expiresAt: Date? = nil) {
-        self.etag = etag
-        self.lastModified = lastModified
-        self.expiresAt = expiresAt
-    }
-}
-
 /// One row of the index: everything known about a stored item.
-public struct CacheEntry: Sendable, Equatable, Codable, FetchableRecord, PersistableRecord {
-    public static let databaseTableName = "entry"
-
+public struct CacheEntry: Sendable, Equatable, Codable {
     public var key: String
     public var url: String
     public var host: String
@@ -49,28 +33,6 @@ public struct CacheEntry: Sendable, Equatable, Codable, FetchableRecord, Persist
     public var createdAt: Date
     public var accessedAt: Date
     public var hitCount: Int
-
-    public func encode(to container: inout PersistenceContainer) throws {
-        container[Column.key] = key
-        container[Column.url] = url
-        container[Column.host] = host
-        container[Column.kind] = kind
-        container[Column.parentKey] = parentKey
-        container[Column.spec] = spec
-        container[Column.blob] = blob
-        container[Column.contentType] = contentType
-        container[Column.declaredType] = declaredType
-        container[Column.size] = size
-        container[Column.sha256] = sha256
-        container[Column.width] = width
-        container[Column.height] = height
-        container[Column.etag] = etag
-        container[Column.lastModified] = lastModified
-        container[Column.expiresAt] = expiresAt?.timeIntervalSince1970
-        container[Column.createdAt] = createdAt.timeIntervalSince1970
-        container[Column.accessedAt] = accessedAt.timeIntervalSince1970
-        container[Column.hitCount] = hitCount
-    }
 
     enum Column {
         static let key = GRDB.Column("key")
@@ -106,14 +68,15 @@ public struct CacheEntry: Sendable, Equatable, Codable, FetchableRecord, Persist
     }
 }
 
+/// The SQLite mapping, internal so that no GRDB type is part of the public API.
 extension CacheEntry {
     // Hand-written row mapping: Codable with snake_case key strategies costs
     // more than the SQLite lookup itself on the hot read path.
-    public init(row: Row) throws {
+    init(row: Row) {
         key = row[Column.key]
         url = row[Column.url]
         host = row[Column.host]
-        kind = row[Column.kind]
+        kind = EntryKind(rawValue: row[Column.kind]) ?? .original
         parentKey = row[Column.parentKey]
         spec = row[Column.spec]
         blob = row[Column.blob]
@@ -129,6 +92,33 @@ extension CacheEntry {
         createdAt = Date(timeIntervalSince1970: row[Column.createdAt])
         accessedAt = Date(timeIntervalSince1970: row[Column.accessedAt])
         hitCount = row[Column.hitCount]
+    }
+
+    static func fetchOne(_ db: Database, key: String) throws -> CacheEntry? {
+        try Row.fetchOne(db.cachedStatement(sql: "SELECT * FROM entry WHERE key = ?"), arguments: [key]).map(CacheEntry.init(row:))
+    }
+
+    private var databaseValues: [(GRDB.Column, (any DatabaseValueConvertible)?)] {
+        [(Column.key, key), (Column.url, url), (Column.host, host), (Column.kind, kind.rawValue), (Column.parentKey, parentKey),
+         (Column.spec, spec), (Column.blob, blob), (Column.contentType, contentType), (Column.declaredType, declaredType),
+         (Column.size, size), (Column.sha256, sha256), (Column.width, width), (Column.height, height), (Column.etag, etag),
+         (Column.lastModified, lastModified), (Column.expiresAt, expiresAt?.timeIntervalSince1970),
+         (Column.createdAt, createdAt.timeIntervalSince1970), (Column.accessedAt, accessedAt.timeIntervalSince1970),
+         (Column.hitCount, hitCount)]
+    }
+
+    /// INSERT, or UPDATE of the row with the same key when `replacing`.
+    func save(_ db: Database, replacing: Bool) throws {
+        let values = databaseValues
+        if replacing {
+            let assignments = values.dropFirst().map { "\($0.0.name) = ?" }.joined(separator: ", ")
+            try db.execute(sql: "UPDATE entry SET \(assignments) WHERE key = ?",
+                           arguments: StatementArguments(values.dropFirst().map(\.1) + [key]))
+        } else {
+            let names = values.map(\.0.name).joined(separator: ", ")
+            let marks = Array(repeating: "?", count: values.count).joined(separator: ", ")
+            try db.execute(sql: "INSERT INTO entry (\(names)) VALUES (\(marks))", arguments: StatementArguments(values.map(\.1)))
+        }
     }
 }
 

@@ -17,14 +17,14 @@ extension CacheStore {
     @discardableResult
     public func put(url: String, data: Data, declaredType: String? = nil,
                     validators: HTTPValidators = HTTPValidators(), now: Date = Date()) async throws -> StoredOriginal {
-        let normalized = try NormalizedURL(url)
-        let sniffed = Sniffer.sniff(data)
-        let declared = Sniffer.mediaType(ofContentType: declaredType)
-        guard sniffed.format.isImage else {
-            throw StoreError(.notAnImage, "\(sniffed.format.displayName) served as \(declared ?? "no content type")",
-                             sniffed: sniffed.format)
+        let normalized = try NormalizedURL.forStore(url)
+        let checked: Sniffer.Checked
+        do {
+            checked = try Sniffer.check(data, declaredType: declaredType)
+        } catch {
+            throw StoreError(.notAnImage, error.message, sniffed: error.sniffed)
         }
-        let repaired = Sniffer.isMismatch(declared: declared, sniffed: sniffed)
+        let (sniffed, declared, repaired) = (checked.sniffed, checked.declared, checked.repaired)
         let key = normalized.key
         let entry = CacheEntry(
             key: key.hex, url: normalized.string, host: normalized.host, kind: .original,
@@ -70,7 +70,7 @@ extension CacheStore {
             etag: nil, lastModified: nil, expiresAt: nil, createdAt: now, accessedAt: now, hitCount: 0)
         do {
             return try await write(entry, data: data) { _, _ in [] }
-        } catch let error as StoreError where error.message.contains("FOREIGN KEY") {
+        } catch let error as StoreError where error.isForeignKeyViolation {
             throw StoreError(.missingParent, "original \(parent.hex) was evicted while its variant was stored")
         }
     }
@@ -107,9 +107,9 @@ extension CacheStore {
                 if let old {
                     row.createdAt = old.kind == entry.kind ? old.createdAt : entry.createdAt
                     row.hitCount = old.hitCount
-                    try row.update(db)
+                    try row.save(db, replacing: true)
                 } else {
-                    try row.insert(db)
+                    try row.save(db, replacing: false)
                 }
                 return (row, (old.map { [$0.blob] } ?? []) + (try extra(db, old)))
             }
@@ -117,7 +117,8 @@ extension CacheStore {
             blobs.discardTemporary(temp)
             blobs.remove([entry.blob])
             if let storeError = error as? StoreError { throw storeError }
-            throw StoreError(.database, "cannot index \(entry.url.isEmpty ? entry.key : entry.url): \(error)")
+            throw StoreError(.database, "cannot index \(entry.url.isEmpty ? entry.key : entry.url): \(error)",
+                             sqliteCode: (error as? DatabaseError)?.extendedResultCode.rawValue)
         }
         blobs.remove(committed.garbage)
         try await enforceLimits()

@@ -1,7 +1,7 @@
 import Foundation
 import GRDB
 import Logging
-import Synchronization
+
 
 /// The content store: blobs on disk plus the SQLite index (GRDB, WAL), shared
 /// safely by several tasks and several processes on one cache directory.
@@ -14,8 +14,8 @@ public final class CacheStore: Sendable {
     let db: DatabasePool
     let blobs: BlobStore
     let logger: Logger
-    let pending = Mutex(PendingAccess())
-    let housekeeping = Mutex(Housekeeping())
+    let pending = Locked(PendingAccess())
+    let housekeeping = Locked(Housekeeping())
 
     struct Housekeeping {
         var lastAgeSweep: Date = .distantPast
@@ -87,19 +87,19 @@ public final class CacheStore: Sendable {
 
     /// The index row for `url`, without counting a hit or touching it.
     public func entry(forURL url: String) async throws -> CacheEntry? {
-        let key = try NormalizedURL(url).key
+        let key = try NormalizedURL.forStore(url).key
         return try await entry(forKey: key)
     }
 
     public func entry(forKey key: CacheKey) async throws -> CacheEntry? {
         try await db.read { db in
-            try CacheEntry.fetchOne(db.cachedStatement(sql: "SELECT * FROM entry WHERE key = ?"), arguments: [key.hex])
+            try CacheEntry.fetchOne(db, key: key.hex)
         }
     }
 
     /// Looks `url` up: counts a hit or a miss, and marks the item used (batched).
     public func lookup(url: String) async throws -> CachedImage? {
-        try await lookup(key: NormalizedURL(url).key)
+        try await lookup(key: NormalizedURL.forStore(url).key)
     }
 
     public func lookup(key: CacheKey) async throws -> CachedImage? {
@@ -124,7 +124,8 @@ public final class CacheStore: Sendable {
     /// Every variant row of an original.
     public func variants(of key: CacheKey) async throws -> [CacheEntry] {
         try await db.read { db in
-            try CacheEntry.filter(CacheEntry.Column.parentKey == key.hex).order(CacheEntry.Column.spec).fetchAll(db)
+            try Row.fetchAll(db, sql: "SELECT * FROM entry WHERE parent_key = ? ORDER BY spec", arguments: [key.hex])
+                .map(CacheEntry.init(row:))
         }
     }
 }

@@ -1,4 +1,5 @@
 import Foundation
+import GRDB
 
 /// Errors from the store and index: a stable code plus a human message.
 public struct StoreError: Error, Sendable, Equatable, CustomStringConvertible {
@@ -23,12 +24,29 @@ public struct StoreError: Error, Sendable, Equatable, CustomStringConvertible {
     public let message: String
     /// For `.notAnImage`: what the body was.
     public let sniffed: SniffedFormat?
+    /// For `.database`: SQLite's extended result code, when SQLite failed.
+    public let sqliteCode: Int32?
 
-    public init(_ code: Code, _ message: String, sniffed: SniffedFormat? = nil) {
+    public init(_ code: Code, _ message: String, sniffed: SniffedFormat? = nil, sqliteCode: Int32? = nil) {
         self.code = code
         self.message = message
         self.sniffed = sniffed
+        self.sqliteCode = sqliteCode
     }
 
     public var description: String { message }
+
+    /// A row named a parent that is gone (SQLITE_CONSTRAINT_FOREIGNKEY).
+    var isForeignKeyViolation: Bool { sqliteCode == ResultCode.SQLITE_CONSTRAINT_FOREIGNKEY.rawValue }
+}
+
+extension NormalizedURL {
+    /// Normalizes a URL handed to the store, as a store error.
+    static func forStore(_ text: String) throws(StoreError) -> NormalizedURL {
+        do {
+            return try NormalizedURL(text)
+        } catch {
+            throw StoreError(.invalidURL, error.message)
+        }
+    }
 }

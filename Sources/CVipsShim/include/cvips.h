@@ -3,25 +3,34 @@
 /* Non-variadic, glib-free wrappers over libvips: Swift sees only plain C types. */
 #include <stddef.h>
 
-/* Process-wide setup, once: vector code (liborc) off, operation cache off,
- * libvips concurrency 1, untrusted operations blocked, and every loader
- * blocked but JPEG, PNG, GIF, WebP, TIFF and HEIF (plus SVG and ImageMagick
- * for BMP/ICO only when asked). Later calls return the first call's result
- * and ignore their arguments. Returns 0 on success. */
+/* Process-wide setup, once, with fixed settings (whoever calls first):
+ * vector code (liborc) off, operation cache off, libvips concurrency 1,
+ * untrusted operations blocked, and every loader blocked but those listed in
+ * CVIPS_LOADER_*. Which of those may decode a given input is decided per
+ * call (cvips_image_open's `allowed_loaders`), never here. Returns 0 on success. */
 int cvips_init(const char *argv0);
-int cvips_init_with(const char *argv0, int allow_svg, int allow_magick);
 const char *cvips_version(void);
+
+/* Loaders an input may be decoded by (a bit mask). */
+enum {
+    CVIPS_LOADER_JPEG = 1 << 0,
+    CVIPS_LOADER_PNG = 1 << 1,
+    CVIPS_LOADER_GIF = 1 << 2,
+    CVIPS_LOADER_WEBP = 1 << 3,
+    CVIPS_LOADER_TIFF = 1 << 4,
+    CVIPS_LOADER_HEIF = 1 << 5,   /* HEIC, HEIF, AVIF */
+    CVIPS_LOADER_SVG = 1 << 6,
+    CVIPS_LOADER_MAGICK = 1 << 7, /* ImageMagick: BMP and ICO only, by the caller's choice */
+};
+
+/* A solid-colour image of width x height (RGB 0..255), encoded as
+ * CVIPS_FORMAT_JPEG, _PNG, _WEBP or _AVIF: generated placeholders. */
+int cvips_solid_image(int width, int height, const double rgb[3], int format, int quality,
+                      void **out, size_t *out_length);
 
 /* Takes the libvips error buffer (malloc'd copy, free with cvips_free) and clears it. */
 char *cvips_error_take(void);
 void cvips_free(void *pointer);
-
-/* A generated test image: a gradient, 3 (RGB) or 4 (RGBA) bands, saved with a
- * libvips suffix (".png", ".jpg[Q=80]", ".gif", ".webp", ".tif", ".heic",
- * ".avif", ".jxl") or "magick:FORMAT" (e.g. "magick:bmp", "magick:ico").
- * Returns 0 and a g_malloc'd buffer (free with cvips_free). For tests and the
- * demo: it unblocks the JPEG XL and ImageMagick *savers* (never loaders). */
-int cvips_test_image(int width, int height, int bands, const char *suffix, void **out, size_t *out_length);
 
 typedef struct {
     int width;
@@ -72,9 +81,11 @@ typedef struct {
  * owns a copy of the bytes (libvips reads them lazily). */
 typedef struct cvips_image cvips_image;
 
-/* NULL on failure, with *error_kind set (CVIPS_UNSUPPORTED, CVIPS_TOO_LARGE
- * for libheif's own limits, else CVIPS_DECODE). */
-cvips_image *cvips_image_open(const void *buffer, size_t length, int *error_kind);
+/* NULL on failure, with *error_kind set: CVIPS_UNSUPPORTED when no loader
+ * claims the bytes or the one that does is not in `allowed_loaders`
+ * (CVIPS_LOADER_* bits), else CVIPS_DECODE. Error kinds never depend on the
+ * text of libvips' error buffer (one per process, shared by all threads). */
+cvips_image *cvips_image_open(const void *buffer, size_t length, int allowed_loaders, int *error_kind);
 void cvips_image_free(cvips_image *image);
 /* The header; `pages` counts frames for animated formats only (GIF, WebP). */
 void cvips_image_header(const cvips_image *image, cvips_header_t *out);
@@ -92,12 +103,5 @@ int cvips_image_render(cvips_image *image, const cvips_render_options_t *options
  * `columns` per row, each scaled into a `cell` x `cell` square. */
 int cvips_contact_sheet(const void *const *buffers, const size_t *lengths, int count, int cell, int columns,
                         void **out, size_t *out_length);
-
-/* Test fixtures: a CMYK JPEG (with or without an embedded ICC profile), and
- * a JPEG carrying EXIF orientation `orientation` (the pixels are not rotated). */
-int cvips_test_cmyk_jpeg(int width, int height, int with_profile, void **out, size_t *out_length);
-int cvips_test_oriented_jpeg(int width, int height, int orientation, void **out, size_t *out_length);
-/* An animated GIF of `frames` frames, each width x height. */
-int cvips_test_animated_gif(int width, int height, int frames, void **out, size_t *out_length);
 
 #endif

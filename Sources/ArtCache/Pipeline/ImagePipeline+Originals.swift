@@ -1,5 +1,4 @@
 import Foundation
-import Logging
 
 /// How an original was obtained.
 public struct FetchOutcome: Sendable {
@@ -24,58 +23,75 @@ public struct FetchOutcome: Sendable {
     public let downloadedBytes: Int
 }
 
-/// The image layer: cache first, then the network, with request coalescing.
-/// Failures caused by the network go to the store's persistent retry queue.
-public final class ImagePipeline: Sendable {
-    public let store: CacheStore
-    public let downloader: Downloader
-    /// Renders variants; nil when this pipeline only handles originals.
-    public let renderer: Renderer?
-    let logger: Logger
-    let originals = Coalescer<FetchOutcome>()
-    let variants = Coalescer<VariantOutcome>()
-
-    public init(store: CacheStore, downloader: Downloader, renderer: Renderer? = nil,
-                logger: Logger = Logger(label: "artcache.pipeline")) {
-        self.store = store
-        self.downloader = downloader
-        self.renderer = renderer
-        self.logger = logger
-    }
-
+extension ImagePipeline {
     /// The original for `url`: from the cache when fresh, revalidated when
-    /// expired, downloaded otherwise. Concurrent calls for one URL share one
-    /// download. Throws `DownloadError` (including `.notAnImage`) or `StoreError`.
-    public func original(_ url: String) async throws -> FetchOutcome {
-        let normalized: NormalizedURL
-        do {
-            normalized = try NormalizedURL(url)
-        } catch {
-            throw DownloadError(.invalidURL, error.message)
+    /// expired, downloaded otherwise (`mode` may forbid the network or the
+    /// cache). Concurrent calls for one URL share one download, which runs
+    /// at the highest priority of its callers. Network failures go to the
+    /// persistent retry queue; an origin's final answer takes the URL out.
+    func original(_ url: NormalizedURL, mode: FetchMode = .normal, priority: PriorityHandle) async throws -> FetchOutcome {
+        if mode == .cacheOnly {
+            guard let hit = try await store.lookup(key: url.key) else {
+                throw ArtCacheError(.notCached, "\(url): not in the cache (cache-only request)")
+            }
+            return FetchOutcome(source: .cached, entry: hit.entry, data: hit.data, repaired: false, downloadedBytes: 0)
         }
-        return try await originals.run(key: normalized.key.hex) { [self] in
+        return try await originals.run(key: mode.prefix + url.key.hex, priority: priority) { [self] priority in
             do {
-                return try await load(normalized)
+                return try await load(url, reload: mode == .reload, priority: priority)
             } catch let error as DownloadError {
-                if error.isNetworkFailure {
-                    try? await store.enqueueRetry(url: normalized.string, reason: error.reason, message: error.message)
-                } else if error.code != .cancelled {
-                    try? await store.dequeueRetry(url: normalized.string)  // the origin answered: final
-                }
+                await recordOutcome(of: url, error: error)
                 throw error
             }
         }
     }
 
-    private func load(_ url: NormalizedURL) async throws -> FetchOutcome {
+    /// Keeps the retry queue in step with a failed download. A queue write
+    /// that fails is logged (the download error is what the caller gets).
+    private func recordOutcome(of url: NormalizedURL, error: DownloadError) async {
+        do {
+            if error.isNetworkFailure {
+                try await store.enqueueRetry(url: url.string, reason: error.reason, message: error.message)
+            } else if error.code != .cancelled {
+                try await store.dequeueRetry(url: url.string)  // the origin answered: final
+            }
+        } catch {
+            logger.error("cannot update the retry queue", metadata: ["url": "\(url)", "error": "\(error)"])
+        }
+    }
+
+    /// An original as a response (dimensions read from its header).
+    func originalResponse(_ url: NormalizedURL, mode: FetchMode, priority: PriorityHandle) async throws -> ImageResponse {
+        let outcome = try await original(url, mode: mode, priority: priority)
+        let source: ImageResponse.Source = switch outcome.source {
+        case .cached: .disk
+        case .revalidated: .revalidated
+        case .downloaded, .uncacheable: .network
+        }
+        let (width, height) = await dimensions(of: outcome.data)
+        return ImageResponse(data: outcome.data, contentType: outcome.entry?.contentType ?? Sniffer.sniff(outcome.data).mimeType,
+                             width: width, height: height, source: source, cacheKey: outcome.entry?.cacheKey,
+                             entry: outcome.entry, repaired: outcome.repaired)
+    }
+
+    /// Width and height from the header (no pixel decoded); 0 x 0 for bytes
+    /// this renderer does not open (a format that is not enabled).
+    func dimensions(of data: Data) async -> (Int, Int) {
+        let renderer = self.renderer
+        guard let header = try? await Blocking.run({ try renderer.header(of: data) }) else { return (0, 0) }
+        let rotated = header.orientation >= 5 && header.orientation <= 8
+        return rotated ? (header.height, header.width) : (header.width, header.height)
+    }
+
+    private func load(_ url: NormalizedURL, reload: Bool, priority: PriorityHandle) async throws -> FetchOutcome {
         let now = Date()
-        if let hit = try await store.lookup(key: url.key) {
+        if !reload, let hit = try await store.lookup(key: url.key) {
             if hit.entry.isFresh(at: now) {
                 return FetchOutcome(source: .cached, entry: hit.entry, data: hit.data, repaired: false, downloadedBytes: 0)
             }
             let revalidation: Result<HTTPResponse, DownloadError>
             do {
-                revalidation = .success(try await downloader.fetch(url.string, validators: hit.entry.validators))
+                revalidation = .success(try await downloader.fetch(url.string, validators: hit.entry.validators, priority: priority))
             } catch {
                 revalidation = .failure(error)
             }
@@ -95,7 +111,7 @@ public final class ImagePipeline: Sendable {
             }
             return try await keep(response, url: url, now: now)
         }
-        let response = try await downloader.fetch(url.string)
+        let response = try await downloader.fetch(url.string, validators: nil, priority: priority)
         guard response.status != 304 else {
             throw DownloadError(.httpStatus, "\(url): 304 Not Modified for an unconditional request", status: 304)
         }
@@ -107,10 +123,13 @@ public final class ImagePipeline: Sendable {
         let declared = response.headers["content-type"]
         let policy = HTTPCachePolicy(headers: response.headers, now: now)
         if policy.noStore {
-            let sniffed = Sniffer.sniff(response.body)
-            guard sniffed.format.isImage else { throw Self.notAnImage(sniffed.format, declared: declared, url: url) }
-            return FetchOutcome(source: .uncacheable, entry: nil, data: response.body,
-                                repaired: Sniffer.isMismatch(declared: Sniffer.mediaType(ofContentType: declared), sniffed: sniffed),
+            let checked: Sniffer.Checked
+            do {
+                checked = try Sniffer.check(response.body, declaredType: declared)
+            } catch {
+                throw Self.notAnImage(error.sniffed ?? .unknown, declared: declared, url: url)
+            }
+            return FetchOutcome(source: .uncacheable, entry: nil, data: response.body, repaired: checked.repaired,
                                 downloadedBytes: response.body.count)
         }
         do {

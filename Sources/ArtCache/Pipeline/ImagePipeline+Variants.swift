@@ -1,0 +1,58 @@
+import Foundation
+
+/// How a variant was obtained.
+struct VariantOutcome: Sendable {
+    /// Already in the cache (nil), or rendered now from an original that came
+    /// from this source.
+    let renderedFrom: FetchOutcome.Source?
+    /// The variant's index row (nil when its original is `no-store`).
+    let entry: CacheEntry?
+    let data: Data
+    let width: Int
+    let height: Int
+}
+
+extension ImagePipeline {
+    /// The variant `spec` of `url`: from the cache, else rendered from the
+    /// original (downloaded first when missing). Concurrent requests for one
+    /// variant share one render, at the highest priority of their callers.
+    func variant(_ url: NormalizedURL, spec: VariantSpec, mode: FetchMode = .normal,
+                 priority: PriorityHandle) async throws -> VariantOutcome {
+        let canonical = spec.canonical
+        let key = CacheKey(parent: url.key, spec: canonical)
+        return try await variants.run(key: mode.prefix + key.hex, priority: priority) { [self] priority in
+            if mode != .reload, let hit = try await store.lookup(key: key) {
+                return VariantOutcome(renderedFrom: nil, entry: hit.entry, data: hit.data,
+                                      width: hit.entry.width ?? 0, height: hit.entry.height ?? 0)
+            }
+            let original = try await self.original(url, mode: mode, priority: priority)
+            let rendered = try await renderer.render(original.data, spec: spec, priority: priority)
+            var entry: CacheEntry?
+            if let parent = original.entry {
+                do {
+                    entry = try await store.putVariant(parent: parent.cacheKey, spec: canonical, data: rendered.data,
+                                                       width: rendered.width, height: rendered.height)
+                } catch let error as StoreError where error.code == .missingParent {
+                    // The original was evicted meanwhile: hand out the render anyway.
+                    logger.debug("variant not stored: original evicted", metadata: ["url": "\(url)"])
+                }
+            }
+            return VariantOutcome(renderedFrom: original.source, entry: entry, data: rendered.data,
+                                  width: rendered.width, height: rendered.height)
+        }
+    }
+
+    /// A variant as a response.
+    func variantResponse(_ url: NormalizedURL, spec: VariantSpec, mode: FetchMode,
+                         priority: PriorityHandle) async throws -> ImageResponse {
+        let outcome = try await variant(url, spec: spec, mode: mode, priority: priority)
+        let source: ImageResponse.Source = switch outcome.renderedFrom {
+        case nil, .cached?: .disk
+        case .revalidated?: .revalidated
+        case .downloaded?, .uncacheable?: .network
+        }
+        return ImageResponse(data: outcome.data, contentType: Sniffer.sniff(outcome.data).mimeType,
+                             width: outcome.width, height: outcome.height, source: source,
+                             cacheKey: outcome.entry?.cacheKey, entry: outcome.entry, rendered: outcome.renderedFrom != nil)
+    }
+}

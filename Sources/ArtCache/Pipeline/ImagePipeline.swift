@@ -1,0 +1,166 @@
+import Foundation
+import Logging
+
+/// The image layer: one `ImagePipeline` per process (or per cache) serves
+/// every front, the CLI and the thumbnail service.
+///
+/// ```swift
+/// let pipeline = try await ImagePipeline.open(configuration: Configuration())
+/// let thumb = try await pipeline.image(ImageRequest(url: url, width: 100, height: 100))
+/// try await pipeline.close()
+/// ```
+///
+/// A request goes memory tier → disk (SQLite index) → network (coalesced,
+/// admitted by priority) → render (by priority), and comes back as an
+/// `ImageResponse`; every failure is an `ArtCacheError`. The pipeline owns
+/// the store, downloader, renderer and memory tier it builds.
+public final class ImagePipeline: Sendable {
+    public let configuration: Configuration
+    let store: CacheStore
+    let downloader: Downloader
+    let renderer: Renderer
+    let memory: MemoryCache
+    let logger: Logger
+    let originals = Coalescer<FetchOutcome>()
+    let variants = Coalescer<VariantOutcome>()
+    let placeholders = Locked<[String: ImageResponse]>([:])
+
+    init(configuration: Configuration, store: CacheStore, downloader: Downloader, logger: Logger) {
+        self.configuration = configuration
+        self.store = store
+        self.downloader = downloader
+        self.renderer = Renderer(settings: configuration.thumbnails)
+        self.memory = MemoryCache(settings: configuration.memory)
+        self.logger = logger
+    }
+
+    /// Opens the cache in `configuration.cache.directory` (creating it) and
+    /// builds the downloader, renderer and memory tier. Call `close()` when done.
+    public static func open(configuration: Configuration,
+                            logger: Logger = Logger(label: "artcache")) async throws(ArtCacheError) -> ImagePipeline {
+        do {
+            try configuration.validate()
+            let store = try await CacheStore.open(settings: configuration.cache, logger: logger)
+            let downloader: Downloader
+            do {
+                downloader = try Downloader(settings: configuration.download, logger: logger)
+            } catch {
+                try? await store.close()  // nothing was written yet; the download error is the one to report
+                throw error
+            }
+            return ImagePipeline(configuration: configuration, store: store, downloader: downloader, logger: logger)
+        } catch {
+            throw ArtCacheError(any: error, context: "cannot open the cache")
+        }
+    }
+
+    /// Writes batched access times and counters, stops the downloader (work
+    /// still waiting fails as cancelled) and empties the memory tier.
+    public func close() async throws(ArtCacheError) {
+        downloader.shutdown()
+        memory.removeAll()
+        do {
+            try await store.close()
+        } catch {
+            throw ArtCacheError(any: error, context: "cannot close the cache")
+        }
+    }
+
+    // MARK: Requests
+
+    /// The image for `request`: original or thumbnail, from the fastest tier
+    /// that has it. Cancelling the calling task cancels this request.
+    public func image(_ request: ImageRequest) async throws(ArtCacheError) -> ImageResponse {
+        do {
+            return try await load(request, priority: PriorityHandle(request.priority))
+        } catch {
+            throw ArtCacheError(any: error, context: request.url)
+        }
+    }
+
+    /// A task for `request`, started now: its priority can be raised or
+    /// lowered while it waits, and it can be cancelled.
+    public func task(_ request: ImageRequest) -> ImageTask {
+        ImageTask(request: request, pipeline: self)
+    }
+
+    /// The image for `request` if the memory tier has it: synchronous, never
+    /// suspends, never touches disk or network (for a cell that can show a
+    /// hit right away).
+    public func cachedImage(for request: ImageRequest) -> ImageResponse? {
+        guard !request.options.contains(.reloadIgnoringCache), let resolved = try? resolve(request) else { return nil }
+        return memory.image(forKey: resolved.memoryKey)?.with(source: .memory)
+    }
+
+    /// What a request names, once checked: the normalized URL and, for a
+    /// thumbnail, the full variant spec.
+    struct Resolved: Sendable {
+        let url: NormalizedURL
+        let spec: VariantSpec?
+
+        var cacheKey: CacheKey { spec.map { CacheKey(parent: url.key, spec: $0.canonical) } ?? url.key }
+        var memoryKey: String { cacheKey.hex }
+    }
+
+    func resolve(_ request: ImageRequest) throws(ArtCacheError) -> Resolved {
+        let url = try NormalizedURL(request.url)
+        guard let size = request.size else { return Resolved(url: url, spec: nil) }
+        let settings = configuration.thumbnails
+        guard size.width >= 1, size.height >= 1 else {
+            throw ArtCacheError(.invalidRequest, "\(request.url): size \(size) must be at least 1x1")
+        }
+        guard size.width <= settings.maxOutput, size.height <= settings.maxOutput else {
+            throw ArtCacheError(.tooLarge, "\(request.url): size \(size) is larger than thumbnails.max_output (\(settings.maxOutput))")
+        }
+        let quality = request.quality ?? settings.quality
+        guard (1...100).contains(quality) else {
+            throw ArtCacheError(.invalidRequest, "\(request.url): quality \(quality) must be from 1 to 100")
+        }
+        let spec = VariantSpec(width: size.width, height: size.height, fit: request.fit ?? settings.fit,
+                               format: request.format ?? settings.format, quality: quality, background: settings.background)
+        return Resolved(url: url, spec: spec)
+    }
+
+    /// One request through the tiers, with a priority that may change.
+    func load(_ request: ImageRequest, priority: PriorityHandle) async throws(ArtCacheError) -> ImageResponse {
+        do {
+            let resolved = try resolve(request)
+            let reload = request.options.contains(.reloadIgnoringCache)
+            if !reload, let hit = memory.image(forKey: resolved.memoryKey) { return hit.with(source: .memory) }
+            let mode = FetchMode(request.options)
+            let response: ImageResponse
+            if let spec = resolved.spec {
+                response = try await variantResponse(resolved.url, spec: spec, mode: mode, priority: priority)
+            } else {
+                response = try await originalResponse(resolved.url, mode: mode, priority: priority)
+            }
+            if response.cacheKey != nil { memory.store(response, forKey: resolved.memoryKey) }
+            return response
+        } catch {
+            let failure = ArtCacheError(any: error, context: request.url)
+            guard request.options.contains(.placeholderOnFailure), failure.code != .cancelled else { throw failure }
+            logger.debug("placeholder", metadata: ["url": "\(request.url)", "reason": "\(failure.reason)"])
+            return try await placeholder(for: request, error: failure)
+        }
+    }
+}
+
+/// How a request may use the tiers.
+enum FetchMode: Sendable, Hashable {
+    case normal
+    case cacheOnly
+    case reload
+
+    init(_ options: ImageRequest.Options) {
+        self = options.contains(.cacheOnly) ? .cacheOnly : options.contains(.reloadIgnoringCache) ? .reload : .normal
+    }
+
+    /// Coalescing key prefix: requests of different modes never share work.
+    var prefix: String {
+        switch self {
+        case .normal: ""
+        case .cacheOnly: "cache-only:"
+        case .reload: "reload:"
+        }
+    }
+}

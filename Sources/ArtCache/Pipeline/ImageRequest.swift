@@ -1,0 +1,132 @@
+import Foundation
+
+/// What a front asks the pipeline for: an image URL, and either the original
+/// (`size == nil`) or a thumbnail of it, with a priority and options.
+public struct ImageRequest: Sendable, Hashable {
+    public typealias Priority = ImagePriority
+
+    /// A thumbnail's bounding box in pixels.
+    public struct Size: Sendable, Hashable, CustomStringConvertible {
+        public var width: Int
+        public var height: Int
+
+        public init(width: Int, height: Int) {
+            self.width = width
+            self.height = height
+        }
+
+        /// A square box.
+        public init(_ side: Int) { self.init(width: side, height: side) }
+
+        /// From `WIDTHxHEIGHT` (e.g. `100x100`); nil when malformed.
+        public init?(_ text: String) {
+            let parts = text.lowercased().split(separator: "x")
+            guard parts.count == 2, let w = Int(parts[0]), let h = Int(parts[1]) else { return nil }
+            self.init(width: w, height: h)
+        }
+
+        public var description: String { "\(width)x\(height)" }
+    }
+
+    public struct Options: OptionSet, Sendable, Hashable {
+        public let rawValue: Int
+        public init(rawValue: Int) { self.rawValue = rawValue }
+
+        /// Never touch the network: memory and disk only (rendering a variant
+        /// from a cached original is allowed). A miss is `.notCached`.
+        public static let cacheOnly = Options(rawValue: 1 << 0)
+        /// Skip the memory and disk tiers and download again (the new bytes
+        /// replace the stored ones).
+        public static let reloadIgnoringCache = Options(rawValue: 1 << 1)
+        /// On failure, answer with a placeholder of the requested size
+        /// (source `.placeholder`, the error attached) instead of throwing.
+        /// Cancellation still throws.
+        public static let placeholderOnFailure = Options(rawValue: 1 << 2)
+    }
+
+    public var url: String
+    /// nil: the original bytes; otherwise a thumbnail into this box.
+    public var size: Size?
+    /// nil: `[thumbnails] fit`.
+    public var fit: VariantSpec.Fit?
+    /// nil: `[thumbnails] format` (`auto` picks JPEG, or PNG for alpha).
+    public var format: VariantSpec.Format?
+    /// 1...100; nil: `[thumbnails] quality`.
+    public var quality: Int?
+    public var priority: Priority
+    public var options: Options
+
+    public init(url: String, size: Size? = nil, fit: VariantSpec.Fit? = nil, format: VariantSpec.Format? = nil,
+                quality: Int? = nil, priority: Priority = .normal, options: Options = []) {
+        self.url = url
+        self.size = size
+        self.fit = fit
+        self.format = format
+        self.quality = quality
+        self.priority = priority
+        self.options = options
+    }
+
+    /// A thumbnail request for a `width` x `height` box.
+    public init(url: String, width: Int, height: Int, fit: VariantSpec.Fit? = nil, format: VariantSpec.Format? = nil,
+                quality: Int? = nil, priority: Priority = .normal, options: Options = []) {
+        self.init(url: url, size: Size(width: width, height: height), fit: fit, format: format, quality: quality,
+                  priority: priority, options: options)
+    }
+}
+
+/// An image as the pipeline hands it out.
+public struct ImageResponse: Sendable {
+    /// Where the bytes came from.
+    public enum Source: String, Sendable, Codable, CaseIterable {
+        /// The in-process memory tier.
+        case memory
+        /// The disk cache (a variant rendered now from a cached original too).
+        case disk
+        /// Downloaded now (a variant rendered from a fresh download too).
+        case network
+        /// The cached bytes, confirmed by the origin (HTTP 304).
+        case revalidated
+        /// The request failed and asked for a placeholder; see `error`.
+        case placeholder
+    }
+
+    /// Encoded image bytes.
+    public let data: Data
+    /// The MIME type of `data`, decided from the bytes.
+    public let contentType: String
+    /// Pixels; 0 when the header cannot be read (a format not rendered here).
+    public let width: Int
+    public let height: Int
+    public let source: Source
+    /// The key the image is stored under (nil for a placeholder and for
+    /// originals the origin marked `no-store`).
+    public let cacheKey: CacheKey?
+    /// For a placeholder: why the real image is not there.
+    public let error: ArtCacheError?
+    /// The index row of the stored image, when there is one.
+    public let entry: CacheEntry?
+    /// The origin declared a wrong Content-Type that was corrected (originals).
+    public let repaired: Bool
+    /// A thumbnail rendered for this request (not found in the cache).
+    public let rendered: Bool
+
+    public init(data: Data, contentType: String, width: Int, height: Int, source: Source, cacheKey: CacheKey?,
+                error: ArtCacheError? = nil, entry: CacheEntry? = nil, repaired: Bool = false, rendered: Bool = false) {
+        self.data = data
+        self.contentType = contentType
+        self.width = width
+        self.height = height
+        self.source = source
+        self.cacheKey = cacheKey
+        self.error = error
+        self.entry = entry
+        self.repaired = repaired
+        self.rendered = rendered
+    }
+
+    func with(source: Source) -> ImageResponse {
+        ImageResponse(data: data, contentType: contentType, width: width, height: height, source: source,
+                      cacheKey: cacheKey, error: error, entry: entry, repaired: repaired, rendered: rendered)
+    }
+}

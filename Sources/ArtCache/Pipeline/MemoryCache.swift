@@ -1,0 +1,109 @@
+import Foundation
+
+/// The memory tier: an in-process LRU of encoded images in front of the disk
+/// cache, with strict byte and count limits (`[memory]`). An image larger
+/// than the whole byte limit is not kept. Thread-safe; reads never suspend.
+final class MemoryCache: Sendable {
+    typealias Stats = MemoryTierStats
+
+    private final class Node {
+        let key: String
+        var value: ImageResponse
+        var cost: Int64
+        var newer: Node?
+        weak var older: Node?
+
+        init(key: String, value: ImageResponse, cost: Int64) {
+            self.key = key
+            self.value = value
+            self.cost = cost
+        }
+    }
+
+    /// A doubly linked list (newest at `head`) plus an index. Only touched
+    /// under `state`'s lock.
+    private struct State: @unchecked Sendable {
+        // @unchecked: `Node` is a reference type mutated only while the
+        // enclosing `Locked` holds its lock; no node escapes the lock.
+        var nodes: [String: Node] = [:]
+        var head: Node?   // most recently used
+        var tail: Node?   // least recently used
+        var stats = Stats()
+
+        mutating func unlink(_ node: Node) {
+            if let older = node.older { older.newer = node.newer } else { tail = node.newer }
+            if let newer = node.newer { newer.older = node.older } else { head = node.older }
+            node.newer = nil
+            node.older = nil
+        }
+
+        mutating func pushNewest(_ node: Node) {
+            node.older = head
+            node.newer = nil
+            head?.newer = node
+            head = node
+            if tail == nil { tail = node }
+        }
+
+        mutating func remove(_ node: Node) {
+            unlink(node)
+            nodes[node.key] = nil
+            stats.entries -= 1
+            stats.bytes -= node.cost
+        }
+    }
+
+    private let state: Locked<State>
+    let maxBytes: Int64
+    let maxEntries: Int
+
+    init(settings: MemorySettings) {
+        maxBytes = settings.maxBytes
+        maxEntries = settings.maxEntries
+        var initial = State()
+        initial.stats.maxBytes = settings.maxBytes
+        initial.stats.maxEntries = settings.maxEntries
+        state = Locked(initial)
+    }
+
+    var stats: Stats { state.withLock { $0.stats } }
+
+    /// The image under `key`, marked most recently used; counts a hit or a miss.
+    func image(forKey key: String) -> ImageResponse? {
+        state.withLock { s in
+            guard let node = s.nodes[key] else {
+                s.stats.misses += 1
+                return nil
+            }
+            s.stats.hits += 1
+            s.unlink(node)
+            s.pushNewest(node)
+            return node.value
+        }
+    }
+
+    /// Keeps `image` under `key`, evicting least recently used images until
+    /// both limits hold.
+    func store(_ image: ImageResponse, forKey key: String) {
+        let cost = Int64(image.data.count)
+        guard maxEntries > 0, cost <= maxBytes else { return }
+        state.withLock { s in
+            if let old = s.nodes[key] { s.remove(old) }
+            let node = Node(key: key, value: image, cost: cost)
+            s.nodes[key] = node
+            s.pushNewest(node)
+            s.stats.entries += 1
+            s.stats.bytes += cost
+            while s.stats.entries > maxEntries || s.stats.bytes > maxBytes, let victim = s.tail {
+                s.remove(victim)
+                s.stats.evictions += 1
+            }
+        }
+    }
+
+    func removeAll() {
+        state.withLock { s in
+            while let node = s.tail { s.remove(node) }
+        }
+    }
+}

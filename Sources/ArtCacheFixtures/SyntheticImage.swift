@@ -1,0 +1,43 @@
+import CVipsFixtures
+import CVipsShim
+import Foundation
+
+/// Images generated with libvips for tests, benchmarks and examples (never
+/// linked into the `artcache` binary).
+public enum SyntheticImage {
+    public struct Failure: Error, CustomStringConvertible {
+        public let description: String
+    }
+
+    /// A gradient, 3 (RGB) or 4 (RGBA) bands, encoded with a libvips suffix
+    /// (".png", ".jpg[Q=85]", ".webp", ".gif", ".tif", ".heic", ".avif",
+    /// ".jxl") or "magick:bmp" / "magick:ico".
+    public static func make(width: Int = 64, height: Int = 48, bands: Int = 3, suffix: String) throws -> Data {
+        try generate("a \(suffix) image") { cvips_test_image(Int32(width), Int32(height), Int32(bands), suffix, $0, $1) }
+    }
+
+    public static func cmykJPEG(width: Int = 64, height: Int = 48, withProfile: Bool) throws -> Data {
+        try generate("a CMYK JPEG") { cvips_test_cmyk_jpeg(Int32(width), Int32(height), withProfile ? 1 : 0, $0, $1) }
+    }
+
+    public static func orientedJPEG(width: Int, height: Int, orientation: Int) throws -> Data {
+        try generate("an oriented JPEG") { cvips_test_oriented_jpeg(Int32(width), Int32(height), Int32(orientation), $0, $1) }
+    }
+
+    public static func animatedGIF(width: Int, height: Int, frames: Int) throws -> Data {
+        try generate("an animated GIF") { cvips_test_animated_gif(Int32(width), Int32(height), Int32(frames), $0, $1) }
+    }
+
+    private static func generate(_ what: String,
+                                 _ make: (UnsafeMutablePointer<UnsafeMutableRawPointer?>, UnsafeMutablePointer<Int>) -> Int32) throws -> Data {
+        guard cvips_init("artcache-fixtures") == 0 else { throw Failure(description: "libvips failed to start") }
+        var buffer: UnsafeMutableRawPointer?
+        var length = 0
+        guard make(&buffer, &length) == 0, let buffer else {
+            if let message = cvips_error_take() { free(message) }
+            throw Failure(description: "libvips could not make \(what)")
+        }
+        defer { cvips_free(buffer) }
+        return Data(bytes: buffer, count: length)
+    }
+}

@@ -1,0 +1,21 @@
+#ifndef CVIPS_FIXTURES_H
+#define CVIPS_FIXTURES_H
+/* Test and benchmark fixtures made with libvips. Not part of the product:
+ * only test targets and the benchmarks link this. */
+#include <stddef.h>
+
+/* A generated test image: a gradient, 3 (RGB) or 4 (RGBA) bands, saved with a
+ * libvips suffix (".png", ".jpg[Q=80]", ".gif", ".webp", ".tif", ".heic",
+ * ".avif", ".jxl") or "magick:FORMAT" (e.g. "magick:bmp", "magick:ico").
+ * Returns 0 and a g_malloc'd buffer (free with cvips_free). It unblocks the
+ * JPEG XL and ImageMagick *savers* (never loaders), in the test process only. */
+int cvips_test_image(int width, int height, int bands, const char *suffix, void **out, size_t *out_length);
+
+/* A CMYK JPEG (with or without an embedded ICC profile), and a JPEG carrying
+ * EXIF orientation `orientation` (the pixels are not rotated). */
+int cvips_test_cmyk_jpeg(int width, int height, int with_profile, void **out, size_t *out_length);
+int cvips_test_oriented_jpeg(int width, int height, int orientation, void **out, size_t *out_length);
+/* An animated GIF of `frames` frames, each width x height. */
+int cvips_test_animated_gif(int width, int height, int frames, void **out, size_t *out_length);
+
+#endif

@@ -1,0 +1,39 @@
+import ArgumentParser
+import ArtCache
+import Foundation
+
+/// A test-only writer (not part of the `artcache` product) used by the crash
+/// and multi-process tests: stores synthetic PNG-signed items in the store
+/// as fast as it can, from several processes at once.
+@main
+struct StressWrite: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "artcache-stress", abstract: "Write synthetic items into a cache (tests only).")
+
+    @Option(name: .customLong("cache-dir"), help: "The cache directory (created if missing).") var cacheDir: String
+    @Option var count = 100
+    @Option var size = 4096
+    @Option var prefix = "http://stress.test/item"
+    @Flag(help: "Also store a variant per item.") var variants = false
+    @Flag(help: "Print a line after each stored item (unbuffered).") var progress = false
+
+    func run() async throws {
+        var settings = CacheSettings()
+        settings.directory = cacheDir
+        let store = try await CacheStore.open(settings: settings)
+        let signature: [UInt8] = [0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A]
+        for index in 0..<count {
+            var bytes = signature
+            bytes += (0..<max(0, size - signature.count)).map { _ in UInt8.random(in: 0...255) }
+            let stored = try await store.put(url: "\(prefix)\(index).png", data: Data(bytes), declaredType: "image/png")
+            if variants {
+                try await store.putVariant(parent: stored.entry.cacheKey, spec: "32x32", data: Data(bytes.prefix(size / 4 + 8)),
+                                           width: 32, height: 32)
+            }
+            _ = try await store.lookup(url: "\(prefix)\(index / 2).png")
+            if progress { FileHandle.standardOutput.write(Data("stored \(index)\n".utf8)) }
+        }
+        try await store.close()
+        print("wrote \(count)")
+    }
+}
