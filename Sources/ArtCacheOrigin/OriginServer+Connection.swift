@@ -20,6 +20,7 @@ extension OriginServer {
             let host = request.headers["host"] ?? "?"
             mutate { s in
                 s.requests[request.path, default: 0] += 1
+                s.requestLog.append(request.path)
                 s.active += 1
                 s.maxActive = max(s.maxActive, s.active)
                 s.activeByHost[host, default: 0] += 1
@@ -92,6 +93,11 @@ extension OriginServer {
         case ("hold", 3):
             usleep(UInt32(Int(parts[1]) ?? 0) * 1000)
             return image(parts[2])
+        case ("gate", 2):
+            // Held until the test calls openGate() (or 30 s pass).
+            let deadline = Date().addingTimeInterval(30)
+            while !state.withLock({ $0.gateOpen }), Date() < deadline { usleep(2000) }
+            return image(parts[1])
         case ("slow", 3):
             guard let resource = resources[parts[2]] else { return send(fd, status: 404) }
             let delay = UInt32(Int(parts[1]) ?? 10) * 1000

@@ -17,6 +17,7 @@ import Glibc
 /// - `/ratelimit/N/SECONDS/NAME`: 429 with Retry-After for N requests, then the image
 /// - `/slow/MS/NAME`: the image, one 256-byte chunk every MS milliseconds
 /// - `/hold/MS/NAME`: waits MS milliseconds, then the image
+/// - `/gate/NAME`: waits until `openGate()` (at most 30 s), then the image
 /// - `/truncated/NAME`: declares the full Content-Length, sends half, closes
 /// - `/redirect/N/NAME`: a chain of N redirects ending at `/img/NAME`
 /// - `/loop`: redirects to itself
@@ -42,6 +43,8 @@ public final class OriginServer: Sendable {
     struct State {
         var resources: [String: Resource] = [:]
         var requests: [String: Int] = [:]
+        var requestLog: [String] = []
+        var gateOpen = false
         var active = 0
         var maxActive = 0
         var activeByHost: [String: Int] = [:]
@@ -120,6 +123,12 @@ public final class OriginServer: Sendable {
     /// Requests seen for a path (without query).
     public func requestCount(_ path: String) -> Int { state.withLock { $0.requests[path] ?? 0 } }
     public var totalRequests: Int { state.withLock { $0.requests.values.reduce(0, +) } }
+    /// Every request's path, in the order they arrived.
+    public var requestLog: [String] { state.withLock { $0.requestLog } }
+    /// Lets every `/gate/` request, held or future, through.
+    public func openGate() { mutate { $0.gateOpen = true } }
+    /// Returns once `count` requests have arrived.
+    public func waitForRequests(_ count: Int) async { await waitFor { $0.requestLog.count >= count } }
     /// Most responses in progress at once, over all hosts / for one Host header value.
     public var maxConcurrent: Int { state.withLock { $0.maxActive } }
     public func maxConcurrent(host: String) -> Int { state.withLock { $0.maxActiveByHost[host] ?? 0 } }

@@ -64,6 +64,9 @@ final class CurlTransport: Sendable {
 
     /// Stops the transport thread; transfers under way or waiting fail as cancelled.
     func shutdown() { engine.shutdown() }
+
+    /// Transfers submitted and not yet started, and transfers under way.
+    var load: (queued: Int, active: Int) { engine.load.withLock { ($0.queued, $0.active) } }
 }
 
 /// The state behind the transport. Every field but `inbox` is touched only by
@@ -110,6 +113,8 @@ final class CurlEngine: @unchecked Sendable {
     }
 
     private let inbox = Locked(Inbox())
+    /// Counts for metrics and tests, updated by the transport thread.
+    let load = Locked((queued: 0, active: 0))
     private let multi: OpaquePointer
     private let maxTotal: Int
     private let maxPerHost: Int
@@ -189,6 +194,8 @@ final class CurlEngine: @unchecked Sendable {
             ccurl_multi_perform(multi, &running)
             collectFinished()
             admit()
+            let counts = (queued: waiting.values.reduce(0) { $0 + $1.count }, active: active.count)
+            load.withLock { $0 = counts }
             ccurl_multi_poll(multi, active.isEmpty ? 1000 : 100)
         }
     }

@@ -35,6 +35,9 @@ public final class Downloader: Sendable {
     /// Stops the transport thread (the pipeline's `close()` calls this).
     public func shutdown() { transport.shutdown() }
 
+    /// Downloads waiting for admission and under way.
+    public var activity: (queued: Int, active: Int) { transport.load }
+
     func fetch(_ url: String, validators: HTTPValidators?, priority: PriorityHandle) async throws(DownloadError) -> HTTPResponse {
         let normalized: NormalizedURL
         do {

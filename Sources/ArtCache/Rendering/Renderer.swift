@@ -3,6 +3,11 @@ import Dispatch
 import Foundation
 
 
+private struct RenderCounters: Sendable {
+    var started = 0
+    var inProgress = 0
+}
+
 /// A rendered variant.
 public struct RenderedImage: Sendable {
     public let data: Data
@@ -22,6 +27,7 @@ public struct RenderedImage: Sendable {
 public final class Renderer: Sendable {
     public let settings: ThumbnailSettings
     let permits: PriorityPermits
+    private let counters = Locked(RenderCounters())
     private let queue = DispatchQueue(label: "artcache.render", qos: .userInitiated, attributes: .concurrent)
 
     /// Cheap: libvips itself starts at the first render or header read.
@@ -77,12 +83,21 @@ public final class Renderer: Sendable {
         try await onRenderThread(priority: priority) { try self.renderBlocking(data, spec: spec) }
     }
 
+    /// Renders started and in progress since this renderer was made, and
+    /// renders waiting for a permit.
+    public var activity: (started: Int, inProgress: Int, waiting: Int) {
+        let c = counters.withLock { $0 }
+        return (c.started, c.inProgress, permits.waiting)
+    }
+
     /// Runs `body` on the render pool under a permit taken by priority.
     func onRenderThread<T: Sendable>(priority: PriorityHandle, _ body: @escaping @Sendable () throws -> T) async throws -> T {
         try await permits.acquire(priority: priority)
         defer { permits.release() }
         // The last waiter left while this one queued: skip the work.
         try Task.checkCancellation()
+        counters.withLock { $0.started += 1; $0.inProgress += 1 }
+        defer { counters.withLock { $0.inProgress -= 1 } }
         return try await withCheckedThrowingContinuation { continuation in
             queue.async { continuation.resume(with: Result { try body() }) }
         }
