@@ -164,6 +164,34 @@ struct RenderTests {
             }
         }
     }
+
+    /// libvips' error buffer is one per process: parallel renders overwrite
+    /// each other's text. Each render's code must come from its own result.
+    @Test func parallelFailuresKeepTheirOwnCodes() async throws {
+        let valid = try Fixtures.image(width: 300, height: 200, suffix: ".jpg")
+        let corrupt = valid.prefix(valid.count / 2)
+        let bomb = Fixtures.pngBomb(width: 20_000, height: 20_000)
+        let bmp = try Fixtures.image(suffix: "magick:bmp")
+        let garbagePNG = Fixtures.pngLike(size: 4000)
+        let renderer = Renderer(settings: ThumbnailSettings(maxSourcePixels: 10_000_000, concurrency: 2))
+        let cases: [(Data, RenderError.Code?)] = [(valid, nil), (corrupt, .decode), (bomb, .tooLarge), (bmp, .unsupported),
+                                                  (garbagePNG, .decode)]
+        try await withThrowingTaskGroup(of: (Int, RenderError.Code?).self) { group in
+            for i in 0..<60 {
+                group.addTask {
+                    do {
+                        _ = try await renderer.render(cases[i % cases.count].0, spec: VariantSpec(width: 64, height: 64))
+                        return (i % cases.count, nil)
+                    } catch let error as RenderError {
+                        return (i % cases.count, error.code)
+                    }
+                }
+            }
+            for try await (index, code) in group {
+                #expect(code == cases[index].1, "case \(index)")
+            }
+        }
+    }
 }
 
 @Suite("Variants through the pipeline", .timeLimit(.minutes(2)))

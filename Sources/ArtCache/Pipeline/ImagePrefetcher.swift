@@ -94,6 +94,8 @@ public final class ImagePrefetcher: Sendable {
     private let state = Locked(State())
 
     /// - Parameters:
+    ///   - pipeline: the pipeline that loads and stores the images.
+    ///   - priority: the priority of every prefetch (rows a user sees ask higher).
     ///   - concurrency: items at once (default `[download] concurrency`).
     ///   - variants: thumbnails per original started by URL (default `[thumbnails] sizes`).
     public init(pipeline: ImagePipeline, priority: ImagePriority = .low, concurrency: Int? = nil,
