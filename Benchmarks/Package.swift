@@ -11,6 +11,7 @@ let package = Package(
     dependencies: [
         .package(path: "artcache"),
         .package(url: "https://github.com/ordo-one/benchmark", from: "1.38.1", traits: ["MallocInterposer"]),
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
     ],
     targets: [
         .executableTarget(
@@ -18,9 +19,20 @@ let package = Package(
             dependencies: [
                 .product(name: "Benchmark", package: "benchmark"),
                 .product(name: "ArtCache", package: "artcache"),
+                .product(name: "ArtCacheFixtures", package: "artcache"),
             ],
             path: "Benchmarks/ArtCacheBenchmarks",
             plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]
+        ),
+        // Whole-process tools for compare/run: in-process render throughput
+        // and index-at-scale timings. Not part of the artcache product.
+        .executableTarget(
+            name: "artcache-bench",
+            dependencies: [
+                .product(name: "ArtCache", package: "artcache"),
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ],
+            path: "Tools/artcache-bench"
         ),
     ]
 )

@@ -7,20 +7,19 @@ import Testing
 @Suite("Downloader and pipeline", .timeLimit(.minutes(2)))
 struct DownloaderTests {
     struct Harness {
-        let dir = TempDir()
-        let origin: OriginServer
-        let store: CacheStore
-        let pipeline: ImagePipeline
+        let base: LoopbackHarness
         let jpeg: Data
         let webp: Data
+        var origin: OriginServer { base.origin }
+        var store: CacheStore { base.store }
+        var pipeline: ImagePipeline { base.pipeline }
 
         init(configure: (inout DownloadSettings) -> Void = { _ in }) async throws {
-            origin = try await OriginServer.start()
-            pipeline = try await Fixtures.pipeline(dir.path) { configuration in
+            base = try await LoopbackHarness { configuration in
                 configuration.download.timeout = 30
                 configure(&configuration.download)
             }
-            store = pipeline.store
+            let origin = base.origin
             jpeg = try Fixtures.image(width: 120, height: 90, suffix: ".jpg")
             webp = try Fixtures.image(width: 120, height: 90, suffix: ".webp")
             origin.register("a.jpg", .init(body: jpeg, contentType: "image/jpeg", etag: "\"a1\""))

@@ -8,21 +8,21 @@ import Testing
 @Suite("Embedding API", .timeLimit(.minutes(2)))
 struct EmbeddingTests {
     struct Harness {
-        let dir = TempDir()
-        let origin: OriginServer
-        let pipeline: ImagePipeline
+        let base: LoopbackHarness
         let jpeg: Data
+        var origin: OriginServer { base.origin }
+        var pipeline: ImagePipeline { base.pipeline }
+        var dir: TempDir { base.dir }
 
         init(_ configure: (inout Configuration) -> Void = { _ in }) async throws {
-            origin = try await OriginServer.start()
-            pipeline = try await Fixtures.pipeline(dir.path, configure)
+            base = try await LoopbackHarness(configure)
             jpeg = try Fixtures.image(width: 400, height: 300, suffix: ".jpg")
             for name in ["a.jpg", "b.jpg", "c.jpg"] + (0..<24).map { "p\($0).jpg" } {
-                origin.register(name, .init(body: jpeg, contentType: "image/jpeg", cacheControl: "max-age=3600"))
+                base.origin.register(name, .init(body: jpeg, contentType: "image/jpeg", cacheControl: "max-age=3600"))
             }
         }
 
-        func url(_ path: String) -> String { origin.url(path) }
+        func url(_ path: String) -> String { base.url(path) }
 
         func error(_ request: ImageRequest) async -> ArtCacheError? {
             do {

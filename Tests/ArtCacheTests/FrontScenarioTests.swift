@@ -115,71 +115,70 @@ func loadTimeline(_ statuses: [(screenName: String, avatarURL: String)], pipelin
 
 @Suite("Front scenarios (the DocC article's code)", .timeLimit(.minutes(2)))
 struct FrontScenarioTests {
-    static func open(_ dir: TempDir) async throws -> ImagePipeline {
+    /// A loopback origin serving `images` and a pipeline opened the way a
+    /// front opens it; both are closed when `body` returns.
+    static func withFront(_ images: [String: Data], _ body: (OriginServer, ImagePipeline) async throws -> Void) async throws {
+        let dir = TempDir()
+        let origin = try await OriginServer.start()
+        defer { origin.stop() }
+        for (name, data) in images {
+            origin.register(name, .init(body: data, contentType: Sniffer.sniff(data).mimeType, cacheControl: "max-age=3600"))
+        }
         var configuration = Configuration()
         configuration.cache.directory = dir.file("cache")
         configuration.download.retries = 0
-        return try await ImagePipeline.open(configuration: configuration)
+        let pipeline = try await ImagePipeline.open(configuration: configuration)
+        try await body(origin, pipeline)
+        try await pipeline.close()
     }
 
     @Test func iTunesListPrefetchesThenShowsRowsFromMemory() async throws {
-        let dir = TempDir()
-        let origin = try await OriginServer.start()
-        defer { origin.stop() }
         let art = try Fixtures.image(width: 600, height: 600, suffix: ".jpg")
-        var results: [[String: Any]] = []
-        for i in 0..<8 {
-            origin.register("\(i).jpg", .init(body: art, contentType: "image/jpeg", cacheControl: "max-age=3600"))
-            results.append(["wrapperType": "collection", "artistName": "Artist \(i)", "collectionName": "Album \(i)",
-                            "artworkUrl100": origin.url("/img/\(i).jpg")])
+        try await Self.withFront(Dictionary(uniqueKeysWithValues: (0..<8).map { ("\($0).jpg", art) })) { origin, pipeline in
+            let results: [[String: Any]] = (0..<8).map { i in
+                ["wrapperType": "collection", "artistName": "Artist \(i)", "collectionName": "Album \(i)",
+                 "artworkUrl100": origin.url("/img/\(i).jpg")]
+            }
+            let json = try JSONSerialization.data(withJSONObject: ["resultCount": results.count, "results": results])
+            let list = AlbumList(pipeline: pipeline)
+            let summary = await (try list.show(searchResponse: json)).summary
+            #expect(summary.downloaded == 8 && summary.succeeded)
+            let requestsAfterPrefetch = origin.totalRequests
+            for index in list.rows.indices {
+                let image = try await list.image(forRow: index)
+                #expect(image.source == .memory)
+                #expect((image.width, image.height) == (100, 100))
+            }
+            #expect(origin.totalRequests == requestsAfterPrefetch)
         }
-        let json = try JSONSerialization.data(withJSONObject: ["resultCount": results.count, "results": results])
-        let pipeline = try await Self.open(dir)
-        let list = AlbumList(pipeline: pipeline)
-        let summary = await (try list.show(searchResponse: json)).summary
-        #expect(summary.downloaded == 8 && summary.succeeded)
-        let requestsAfterPrefetch = origin.totalRequests
-        for index in list.rows.indices {
-            let image = try await list.image(forRow: index)
-            #expect(image.source == .memory)
-            #expect((image.width, image.height) == (100, 100))
-        }
-        #expect(origin.totalRequests == requestsAfterPrefetch)
-        try await pipeline.close()
     }
 
     @Test func gitHubUserRowsCancelOnReuse() async throws {
-        let dir = TempDir()
-        let origin = try await OriginServer.start()
-        defer { origin.stop() }
-        origin.register("octocat.png", .init(body: try Fixtures.image(width: 460, height: 460, suffix: ".png"), contentType: "image/png"))
-        let pipeline = try await Self.open(dir)
-        let cell = UserCell()
-        let first = cell.configure(login: "slowpoke", avatarURL: origin.url("/slow/20/octocat.png"), pipeline: pipeline)
-        await origin.waitForRequest("/slow/20/octocat.png")
-        let second = cell.configure(login: "octocat", avatarURL: origin.url("/img/octocat.png"), pipeline: pipeline)
-        cell.becameVisible()
-        #expect(second.priority == .veryHigh)
-        let avatar = try await second.response
-        #expect((avatar.width, avatar.height) == (40, 40) && cell.login == "octocat")
-        if case .failure(let error) = await first.result { #expect(error.code == .cancelled) } else { Issue.record("not cancelled") }
-        await origin.waitForAbortedStream("/slow/20/octocat.png")  // the abandoned download was dropped
-        try await pipeline.close()
+        let octocat = try Fixtures.image(width: 460, height: 460, suffix: ".png")
+        try await Self.withFront(["octocat.png": octocat]) { origin, pipeline in
+            let cell = UserCell()
+            let first = cell.configure(login: "slowpoke", avatarURL: origin.url("/slow/20/octocat.png"), pipeline: pipeline)
+            await origin.waitForRequest("/slow/20/octocat.png")
+            let second = cell.configure(login: "octocat", avatarURL: origin.url("/img/octocat.png"), pipeline: pipeline)
+            cell.becameVisible()
+            #expect(second.priority == .veryHigh)
+            let avatar = try await second.response
+            #expect((avatar.width, avatar.height) == (40, 40) && cell.login == "octocat")
+            if case .failure(let error) = await first.result { #expect(error.code == .cancelled) } else { Issue.record("not cancelled") }
+            await origin.waitForAbortedStream("/slow/20/octocat.png")  // the abandoned download was dropped
+        }
     }
 
     @Test func twitterTimelineShowsPlaceholdersForBrokenAvatars() async throws {
-        let dir = TempDir()
-        let origin = try await OriginServer.start()
-        defer { origin.stop() }
-        origin.register("jack.jpg", .init(body: try Fixtures.image(width: 73, height: 73, suffix: ".jpg"), contentType: "image/jpeg"))
-        let pipeline = try await Self.open(dir)
-        let rows = try await loadTimeline([("jack", origin.url("/img/jack.jpg")), ("gone", origin.url("/status/404")),
-                                           ("html", origin.url("/html200"))], pipeline: pipeline)
-        #expect(rows.map(\.screenName) == ["jack", "gone", "html"])
-        #expect(rows.map(\.showsPlaceholder) == [false, true, true])
-        #expect(rows.allSatisfy { $0.avatar.width == 48 && $0.avatar.height == 48 && !$0.avatar.data.isEmpty })
-        #expect(rows[1].avatar.error?.code == .httpStatus(404))
-        #expect(rows[2].avatar.error?.code == .notAnImage)
-        try await pipeline.close()
+        let jack = try Fixtures.image(width: 73, height: 73, suffix: ".jpg")
+        try await Self.withFront(["jack.jpg": jack]) { origin, pipeline in
+            let rows = try await loadTimeline([("jack", origin.url("/img/jack.jpg")), ("gone", origin.url("/status/404")),
+                                               ("html", origin.url("/html200"))], pipeline: pipeline)
+            #expect(rows.map(\.screenName) == ["jack", "gone", "html"])
+            #expect(rows.map(\.showsPlaceholder) == [false, true, true])
+            #expect(rows.allSatisfy { $0.avatar.width == 48 && $0.avatar.height == 48 && !$0.avatar.data.isEmpty })
+            #expect(rows[1].avatar.error?.code == .httpStatus(404))
+            #expect(rows[2].avatar.error?.code == .notAnImage)
+        }
     }
 }

@@ -117,7 +117,7 @@ struct RenderTests {
         }
         #expect(frames?.code == .tooLarge)
         let output = await #expect(throws: RenderError.self) {
-            try Renderer(settings: ThumbnailSettings(maxOutput: 4096))
+            try Renderer(settings: Fixtures.thumbnails { $0.maxOutput = 4096 })
                 .renderBlocking(try Fixtures.image(suffix: ".png"), spec: VariantSpec(width: 5000, height: 10))
         }
         #expect(output?.code == .tooLarge)
@@ -173,7 +173,10 @@ struct RenderTests {
         let bomb = Fixtures.pngBomb(width: 20_000, height: 20_000)
         let bmp = try Fixtures.image(suffix: "magick:bmp")
         let garbagePNG = Fixtures.pngLike(size: 4000)
-        let renderer = Renderer(settings: ThumbnailSettings(maxSourcePixels: 10_000_000, concurrency: 2))
+        let renderer = Renderer(settings: Fixtures.thumbnails {
+            $0.maxSourcePixels = 10_000_000
+            $0.concurrency = 2
+        })
         let cases: [(Data, RenderError.Code?)] = [(valid, nil), (corrupt, .decode), (bomb, .tooLarge), (bmp, .unsupported),
                                                   (garbagePNG, .decode)]
         try await withThrowingTaskGroup(of: (Int, RenderError.Code?).self) { group in

@@ -20,8 +20,8 @@ struct SVGTests {
               <use href="\(origin.url("/img/x.png"))#frag"/>
             </svg>
             """)
-        let off = Renderer(settings: ThumbnailSettings(allowSVG: false))
-        let on = Renderer(settings: ThumbnailSettings(allowSVG: true))
+        let off = Renderer(settings: Fixtures.thumbnails { $0.allowSVG = false })
+        let on = Renderer(settings: Fixtures.thumbnails { $0.allowSVG = true })
         let spec = VariantSpec(width: 50, height: 50)
         let data = try Data(contentsOf: URL(fileURLWithPath: svg))
         for _ in 0..<2 {  // in either order, each renderer keeps its own rule

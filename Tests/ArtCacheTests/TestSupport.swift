@@ -1,4 +1,5 @@
 import ArtCacheFixtures
+import ArtCacheOrigin
 import CZlib
 import Foundation
 import Testing
@@ -65,6 +66,13 @@ enum Fixtures {
         try SyntheticImage.animatedGIF(width: width, height: height, frames: frames)
     }
 
+    /// Thumbnail settings: the defaults with `configure` applied.
+    static func thumbnails(_ configure: (inout ThumbnailSettings) -> Void) -> ThumbnailSettings {
+        var settings = ThumbnailSettings()
+        configure(&settings)
+        return settings
+    }
+
     /// A configuration for tests: cache in `dir`, no background flusher,
     /// quick retries.
     static func configuration(_ dir: String, _ configure: (inout Configuration) -> Void = { _ in }) -> Configuration {
@@ -110,6 +118,21 @@ enum Fixtures {
 
     static var corpus: String { packageRoot + "/../shared/corpus" }
     static var corpusExists: Bool { FileManager.default.fileExists(atPath: corpus + "/MANIFEST.tsv") }
+}
+
+/// A loopback origin and a pipeline over a fresh cache.
+struct LoopbackHarness {
+    let dir = TempDir()
+    let origin: OriginServer
+    let pipeline: ImagePipeline
+
+    init(_ configure: (inout Configuration) -> Void = { _ in }) async throws {
+        origin = try await OriginServer.start()
+        pipeline = try await Fixtures.pipeline(dir.path, configure)
+    }
+
+    var store: CacheStore { pipeline.store }
+    func url(_ path: String) -> String { origin.url(path) }
 }
 
 /// The stage-level calls the tests drive directly (the public API is

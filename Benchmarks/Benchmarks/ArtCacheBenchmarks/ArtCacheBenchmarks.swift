@@ -3,6 +3,7 @@
 // Metrics: wall clock, throughput, malloc count, peak resident memory.
 
 @_spi(Benchmarks) import ArtCache
+import ArtCacheFixtures
 import Benchmark
 import Foundation
 
@@ -48,7 +49,7 @@ let benchmarks: @Sendable () -> Void = {
 
     // Sniffing: a mix of real encoder output and text bodies.
     let mixed: [Data] = [".jpg[Q=85]", ".png", ".webp", ".gif", ".tif"].compactMap {
-        Renderer.syntheticImage(width: 300, height: 300, suffix: $0)
+        try? SyntheticImage.make(width: 300, height: 300, suffix: $0)
     } + [Data("<!DOCTYPE html><html><body>502</body></html>".utf8), Data(#"{"message":"Not Found"}"#.utf8)]
     let mixedBytes = mixed.reduce(0) { $0 + $1.count }
     Benchmark("Sniff mixed formats (\(mixed.count) bodies, \(mixedBytes / 1024) KiB per iteration)") { benchmark in
@@ -78,7 +79,7 @@ let benchmarks: @Sendable () -> Void = {
         }
 
         let insertStore = Fixture<CacheStore>()
-        let body = Renderer.syntheticImage(width: 100, height: 100, suffix: ".jpg") ?? Data()
+        let body = (try? SyntheticImage.make(width: 100, height: 100, suffix: ".jpg")) ?? Data()
         Benchmark("Insert (blob + row) at \(rows) rows",
                   configuration: .init(maxIterations: 2000,
                                        setup: { insertStore.value = try await filledStore("insert\(rows)", rows: rows) },
@@ -129,11 +130,14 @@ let benchmarks: @Sendable () -> Void = {
 
     for (label, side, box, suffix) in [("600→100 JPEG", 600, 100, ".jpg[Q=85]"), ("600→100 WebP", 600, 100, ".webp[Q=80]"),
                                        ("1200→300 JPEG", 1200, 300, ".jpg[Q=85]")] {
-        guard let source = Renderer.syntheticImage(width: side, height: side, suffix: suffix) else { continue }
+        guard let source = try? SyntheticImage.make(width: side, height: side, suffix: suffix) else { continue }
         let spec = VariantSpec(width: box, height: box, format: .jpeg)
+        var settings = ThumbnailSettings()
+        settings.concurrency = 1
+        let renderer = Renderer(settings: settings)
         Benchmark("Thumbnail \(label)") { benchmark in
             for _ in benchmark.scaledIterations {
-                blackHole(try! Renderer.renderBlocking(source, spec: spec, limits: RenderLimits()))
+                blackHole(try! await renderer.render(source, spec: spec))
             }
         }
     }

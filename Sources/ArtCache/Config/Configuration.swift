@@ -37,23 +37,11 @@ public struct CacheSettings: Sendable, Equatable {
     public var lowWater: Double
     public var accessFlushInterval: TimeInterval
     public var accessFlushBatch: Int
+}
 
-    /// Every value defaults to the documented default of `cache.conf`.
-    public init(directory: String = Configuration.defaults.cache.directory,
-                maxBytes: Int64 = Configuration.defaults.cache.maxBytes,
-                maxEntries: Int = Configuration.defaults.cache.maxEntries,
-                maxAge: TimeInterval = Configuration.defaults.cache.maxAge,
-                lowWater: Double = Configuration.defaults.cache.lowWater,
-                accessFlushInterval: TimeInterval = Configuration.defaults.cache.accessFlushInterval,
-                accessFlushBatch: Int = Configuration.defaults.cache.accessFlushBatch) {
-        self.directory = directory
-        self.maxBytes = maxBytes
-        self.maxEntries = maxEntries
-        self.maxAge = maxAge
-        self.lowWater = lowWater
-        self.accessFlushInterval = accessFlushInterval
-        self.accessFlushBatch = accessFlushBatch
-    }
+extension CacheSettings {
+    /// The documented defaults of `cache.conf`; set the fields to change them.
+    public init() { self = Configuration.defaults.cache }
 }
 
 /// `[download]`: how the downloader talks to origins.
@@ -71,35 +59,11 @@ public struct DownloadSettings: Sendable, Equatable {
     public var retries: Int
     public var retryBaseDelay: TimeInterval
     public var retryMaxDelay: TimeInterval
+}
 
-    /// Every value defaults to the documented default of `cache.conf`.
-    public init(concurrency: Int = Configuration.defaults.download.concurrency,
-                perHost: Int = Configuration.defaults.download.perHost,
-                connectTimeout: TimeInterval = Configuration.defaults.download.connectTimeout,
-                timeout: TimeInterval = Configuration.defaults.download.timeout,
-                lowSpeedLimit: Int64 = Configuration.defaults.download.lowSpeedLimit,
-                lowSpeedTime: TimeInterval = Configuration.defaults.download.lowSpeedTime,
-                maxRedirects: Int = Configuration.defaults.download.maxRedirects,
-                maxBodyBytes: Int64 = Configuration.defaults.download.maxBodyBytes,
-                userAgent: String = Configuration.defaults.download.userAgent,
-                allowHTTP: Bool = Configuration.defaults.download.allowHTTP,
-                retries: Int = Configuration.defaults.download.retries,
-                retryBaseDelay: TimeInterval = Configuration.defaults.download.retryBaseDelay,
-                retryMaxDelay: TimeInterval = Configuration.defaults.download.retryMaxDelay) {
-        self.concurrency = concurrency
-        self.perHost = perHost
-        self.connectTimeout = connectTimeout
-        self.timeout = timeout
-        self.lowSpeedLimit = lowSpeedLimit
-        self.lowSpeedTime = lowSpeedTime
-        self.maxRedirects = maxRedirects
-        self.maxBodyBytes = maxBodyBytes
-        self.userAgent = userAgent
-        self.allowHTTP = allowHTTP
-        self.retries = retries
-        self.retryBaseDelay = retryBaseDelay
-        self.retryMaxDelay = retryMaxDelay
-    }
+extension DownloadSettings {
+    /// The documented defaults of `cache.conf`; set the fields to change them.
+    public init() { self = Configuration.defaults.download }
 }
 
 /// `[memory]`: the in-process tier of encoded images in front of the disk

@@ -42,31 +42,9 @@ public struct ThumbnailSettings: Sendable, Equatable {
         guard hex.count == 6, let value = UInt32(hex, radix: 16) else { return nil }
         return [Double(value >> 16 & 0xFF), Double(value >> 8 & 0xFF), Double(value & 0xFF)]
     }
+}
 
-    /// Every value defaults to the documented default of `cache.conf`.
-    public init(sizes: [VariantSpec] = Configuration.defaults.thumbnails.sizes,
-                format: VariantSpec.Format = Configuration.defaults.thumbnails.format,
-                quality: Int = Configuration.defaults.thumbnails.quality,
-                fit: VariantSpec.Fit = Configuration.defaults.thumbnails.fit,
-                background: [Double] = Configuration.defaults.thumbnails.background,
-                maxSourcePixels: Int = Configuration.defaults.thumbnails.maxSourcePixels,
-                maxFrames: Int = Configuration.defaults.thumbnails.maxFrames,
-                maxOutput: Int = Configuration.defaults.thumbnails.maxOutput,
-                allowSVG: Bool = Configuration.defaults.thumbnails.allowSVG,
-                allowMagick: Bool = Configuration.defaults.thumbnails.allowMagick,
-                concurrency: Int = Configuration.defaults.thumbnails.concurrency,
-                placeholder: String = Configuration.defaults.thumbnails.placeholder) {
-        self.sizes = sizes
-        self.format = format
-        self.quality = quality
-        self.fit = fit
-        self.background = background
-        self.maxSourcePixels = maxSourcePixels
-        self.maxFrames = maxFrames
-        self.maxOutput = maxOutput
-        self.allowSVG = allowSVG
-        self.allowMagick = allowMagick
-        self.concurrency = concurrency
-        self.placeholder = placeholder
-    }
+extension ThumbnailSettings {
+    /// The documented defaults of `cache.conf`; set the fields to change them.
+    public init() { self = Configuration.defaults.thumbnails }
 }

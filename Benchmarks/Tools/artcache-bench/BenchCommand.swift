@@ -1,0 +1,106 @@
+import ArgumentParser
+@_spi(Benchmarks) import ArtCache
+import Foundation
+
+/// Whole-process benchmark tools for `Benchmarks/compare/run`.
+@main
+struct BenchCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "artcache-bench", abstract: "Benchmark tools for Benchmarks/compare/run.",
+        subcommands: [RenderFiles.self, IndexBench.self])
+}
+
+/// Renders local files in-process (no cache, no network) with the product's
+/// renderer: the thumbnail throughput benchmark (P1).
+struct RenderFiles: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "render-files", abstract: "Render image files in-process.")
+
+    @Argument(help: "Image files.") var files: [String]
+    @Option(help: "Bounding box WIDTHxHEIGHT.") var size = "100x100"
+    @Option(help: "Output format.") var format = "jpeg"
+    @Option(help: "Render every file this many times.") var repeats = 1
+    @Option(help: "Renders at once (0 = cores).") var workers = 0
+    @Flag(help: "Print only the total and the rate.") var quiet = false
+
+    func run() async throws {
+        var settings = ThumbnailSettings()
+        settings.concurrency = workers
+        guard let spec = settings.spec(size: size, format: VariantSpec.Format(rawValue: format)) else {
+            throw ValidationError("--size must be WIDTHxHEIGHT and --format one of auto, jpeg, webp, png, avif")
+        }
+        let renderer = Renderer(settings: settings)
+        let inputs = try files.map { try Data(contentsOf: URL(fileURLWithPath: $0)) }
+        let started = Date()
+        let results = await withTaskGroup(of: (Int, String).self) { group in
+            for round in 0..<max(1, repeats) {
+                for (index, data) in inputs.enumerated() {
+                    group.addTask {
+                        do {
+                            let image = try await renderer.render(data, spec: spec)
+                            return (round == 0 ? index : -1, "ok \(image.width)x\(image.height) \(image.format.rawValue) \(image.data.count) bytes")
+                        } catch {
+                            return (round == 0 ? index : -1, "error \(error)")
+                        }
+                    }
+                }
+            }
+            var lines = [String](repeating: "", count: inputs.count)
+            for await (index, line) in group where index >= 0 { lines[index] = line }
+            return lines
+        }
+        let seconds = Date().timeIntervalSince(started)
+        if !quiet { for (file, line) in zip(files, results) { print("\(file): \(line)") } }
+        let count = inputs.count * max(1, repeats)
+        print(String(format: "%d renders in %.3f s: %.1f img/s", count, seconds, Double(count) / seconds))
+    }
+}
+
+/// Index at scale (P5): fills a new cache with synthetic rows, then times
+/// opening it and point lookups. It only ever writes into a directory it
+/// creates itself, and removes only that directory.
+struct IndexBench: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "index-bench", abstract: "Time opening and lookups of a large index.")
+
+    @Option(help: "A directory to create for the cache (must not exist).") var dir: String
+    @Option var rows = 1_000_000
+    @Option var lookups = 20_000
+    @Flag(help: "Keep the directory afterwards.") var keep = false
+
+    func run() async throws {
+        guard !FileManager.default.fileExists(atPath: dir) else {
+            throw ValidationError("\(dir) exists: index-bench only writes into a directory it creates")
+        }
+        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+        defer { if !keep { try? FileManager.default.removeItem(atPath: dir) } }
+        var settings = CacheSettings()
+        settings.directory = dir
+        settings.maxBytes = Int64.max / 4
+        settings.maxEntries = Int(Int32.max)
+        settings.maxAge = 0
+        settings.accessFlushInterval = 0
+        let store = try await CacheStore.open(settings: settings)
+        var inserted = 0
+        while inserted < rows {
+            let chunk = min(100_000, rows - inserted)
+            try await store.insertSyntheticRows(count: chunk, startingAt: inserted)
+            inserted += chunk
+        }
+        try await store.close()
+        let opening = Date()
+        let reopened = try await CacheStore.open(settings: settings)
+        let openMs = Date().timeIntervalSince(opening) * 1000
+        var samples: [Double] = []
+        samples.reserveCapacity(lookups)
+        var hits = 0
+        for i in 0..<lookups {
+            let key = try NormalizedURL("https://bench.test/item/\((i &* 7919) % rows).jpg").key
+            let started = DispatchTime.now().uptimeNanoseconds
+            if try await reopened.lookupIndexOnly(key: key) { hits += 1 }
+            samples.append(Double(DispatchTime.now().uptimeNanoseconds - started) / 1000)
+        }
+        try await reopened.close()
+        samples.sort()
+        let p50 = samples[samples.count / 2], p99 = samples[samples.count * 99 / 100]
+        print(String(format: "rows=%d open_ms=%.1f lookup_p50_us=%.1f lookup_p99_us=%.1f hits=%d", rows, openMs, p50, p99, hits))
+    }
+}
