@@ -7,32 +7,17 @@ import Testing
 /// the prefetcher), against real libcurl, libvips and SQLite and a loopback origin.
 @Suite("Embedding API", .timeLimit(.minutes(2)))
 struct EmbeddingTests {
-    struct Harness {
-        let base: LoopbackHarness
-        let jpeg: Data
-        var origin: OriginServer { base.origin }
-        var pipeline: ImagePipeline { base.pipeline }
-        var dir: TempDir { base.dir }
-
-        init(_ configure: (inout Configuration) -> Void = { _ in }) async throws {
-            base = try await LoopbackHarness(configure)
-            jpeg = try Fixtures.image(width: 400, height: 300, suffix: ".jpg")
-            for name in ["a.jpg", "b.jpg", "c.jpg"] + (0..<24).map { "p\($0).jpg" } {
-                base.origin.register(name, .init(body: jpeg, contentType: "image/jpeg", cacheControl: "max-age=3600"))
-            }
+    /// A loopback origin serving a 400x300 JPEG under several names.
+    static func harness(_ configure: (inout Configuration) -> Void = { _ in }) async throws -> LoopbackHarness {
+        let h = try await LoopbackHarness(configure)
+        let jpeg = try Self.jpeg()
+        for name in ["a.jpg", "b.jpg", "c.jpg"] + (0..<24).map({ "p\($0).jpg" }) {
+            h.origin.register(name, .init(body: jpeg, contentType: "image/jpeg", cacheControl: "max-age=3600"))
         }
-
-        func url(_ path: String) -> String { base.url(path) }
-
-        func error(_ request: ImageRequest) async -> ArtCacheError? {
-            do {
-                _ = try await pipeline.image(request)
-                return nil
-            } catch {
-                return error
-            }
-        }
+        return h
     }
+
+    static func jpeg() throws -> Data { try Fixtures.image(width: 400, height: 300, suffix: ".jpg") }
 
     @Test func opensAndClosesInCodeWithoutAFile() async throws {
         let dir = TempDir()
@@ -57,7 +42,7 @@ struct EmbeddingTests {
     }
 
     @Test func everyErrorCodeIsReachableAndTyped() async throws {
-        let h = try await Harness {
+        let h = try await Self.harness {
             $0.download.retries = 0
             $0.download.timeout = 1
             $0.download.maxBodyBytes = 200_000
@@ -66,7 +51,7 @@ struct EmbeddingTests {
         h.origin.register("big.jpg", .init(body: Fixtures.pngLike(size: 300_000), contentType: "image/png"))
         h.origin.register("pdf", .init(body: Data("%PDF-1.4\n%%EOF\n".utf8), contentType: "image/jpeg"))
         h.origin.register("bomb.png", .init(body: Fixtures.pngBomb(width: 30_000, height: 30_000), contentType: "image/png"))
-        h.origin.register("cut.jpg", .init(body: h.jpeg.prefix(h.jpeg.count / 2), contentType: "image/jpeg"))
+        h.origin.register("cut.jpg", .init(body: try Self.jpeg().prefix(try Self.jpeg().count / 2), contentType: "image/jpeg"))
         h.origin.register("bmp", .init(body: try Fixtures.image(suffix: "magick:bmp"), contentType: "image/bmp"))
         let thumb = { (path: String) in ImageRequest(url: h.url(path), width: 50, height: 50) }
         let cases: [(ImageRequest, ArtCacheError.Code)] = [
@@ -111,7 +96,7 @@ struct EmbeddingTests {
     }
 
     @Test func oneDownloadAndOneRenderForConcurrentRequestsAcrossTiers() async throws {
-        let h = try await Harness()
+        let h = try await Self.harness()
         let url = h.url("/gate/a.jpg")
         let tasks = (0..<6).map { _ in h.pipeline.task(ImageRequest(url: url, width: 100, height: 100)) }
         await h.origin.waitForRequest("/gate/a.jpg")
@@ -134,7 +119,7 @@ struct EmbeddingTests {
     }
 
     @Test func theLastWaiterLeavingDropsTheConnection() async throws {
-        let h = try await Harness()
+        let h = try await Self.harness()
         let url = h.url("/slow/20/a.jpg")
         let tasks = (0..<3).map { _ in h.pipeline.task(ImageRequest(url: url, width: 64, height: 64)) }
         await h.origin.waitForRequest("/slow/20/a.jpg")
@@ -146,7 +131,7 @@ struct EmbeddingTests {
     }
 
     @Test func aHighPriorityRequestOvertakesQueuedPrefetches() async throws {
-        let h = try await Harness { $0.download.concurrency = 1 }
+        let h = try await Self.harness { $0.download.concurrency = 1 }
         let prefetcher = ImagePrefetcher(pipeline: h.pipeline, concurrency: 24, variants: [])
         let gate = prefetcher.start(urls: [h.url("/gate/a.jpg")])
         await h.origin.waitForRequest("/gate/a.jpg")
@@ -163,7 +148,7 @@ struct EmbeddingTests {
     }
 
     @Test func raisingAQueuedTaskMovesItUp() async throws {
-        let h = try await Harness { $0.download.concurrency = 1 }
+        let h = try await Self.harness { $0.download.concurrency = 1 }
         let blocker = h.pipeline.task(ImageRequest(url: h.url("/gate/a.jpg"), priority: .low))
         await h.origin.waitForRequest("/gate/a.jpg")
         let queued = (0..<5).map { h.pipeline.task(ImageRequest(url: h.url("/img/p\($0).jpg"), priority: .low)) }
@@ -179,8 +164,8 @@ struct EmbeddingTests {
     }
 
     @Test func rendersStartByPriority() async throws {
-        let h = try await Harness { $0.thumbnails.concurrency = 1 }
-        let data = h.jpeg
+        let h = try await Self.harness { $0.thumbnails.concurrency = 1 }
+        let data = try Self.jpeg()
         let renderer = h.pipeline.renderer
         let order = Locked<[Int]>([])
         // Hold the only render permit while the others queue.
@@ -202,7 +187,7 @@ struct EmbeddingTests {
     }
 
     @Test func memoryTierLimitsHoldAndCachedImageHits() async throws {
-        let h = try await Harness { $0.memory = MemorySettings(maxBytes: 12_000, maxEntries: 3) }
+        let h = try await Self.harness { $0.memory = MemorySettings(maxBytes: 12_000, maxEntries: 3) }
         h.origin.register("large.png", .init(body: Fixtures.pngLike(size: 20_000), contentType: "image/png"))
         let request = ImageRequest(url: h.url("/img/a.jpg"), width: 60, height: 60)
         #expect(h.pipeline.cachedImage(for: request) == nil)
@@ -225,7 +210,7 @@ struct EmbeddingTests {
     }
 
     @Test func cacheOnlyNeverReachesTheOrigin() async throws {
-        let h = try await Harness()
+        let h = try await Self.harness()
         let url = h.url("/img/a.jpg")
         let missing = await h.error(ImageRequest(url: url, width: 50, height: 50, options: .cacheOnly))
         #expect(missing?.code == .notCached)
@@ -245,7 +230,7 @@ struct EmbeddingTests {
 
     @Test(arguments: ["/status/404", "/html200", "/hold/3000/a.jpg"])
     func placeholdersOfTheRequestedSizeAreNeverStored(_ path: String) async throws {
-        let h = try await Harness {
+        let h = try await Self.harness {
             $0.download.retries = 0
             $0.download.timeout = 1
         }
@@ -272,7 +257,7 @@ struct EmbeddingTests {
         let dir = TempDir()
         let file = dir.file("placeholder.png")
         try Fixtures.image(width: 300, height: 300, suffix: ".png").write(to: URL(fileURLWithPath: file))
-        let h = try await Harness { $0.thumbnails.placeholder = file }
+        let h = try await Self.harness { $0.thumbnails.placeholder = file }
         let response = try await h.pipeline.image(ImageRequest(url: h.url("/status/404"), width: 40, height: 40, format: .png,
                                                                options: .placeholderOnFailure))
         #expect(response.source == .placeholder && response.contentType == "image/png")
@@ -280,7 +265,7 @@ struct EmbeddingTests {
     }
 
     @Test func prefetcherReportsEventsAndStops() async throws {
-        let h = try await Harness()
+        let h = try await Self.harness()
         let prefetcher = ImagePrefetcher(pipeline: h.pipeline, concurrency: 2, variants: [VariantSpec(width: 50, height: 50)])
         let urls = (0..<6).map { h.url("/img/p\($0).jpg") }
         let batch = prefetcher.start(urls: urls)
@@ -303,7 +288,7 @@ struct EmbeddingTests {
     }
 
     @Test func cancellationBeforeSubmissionIsNotLost() async throws {
-        let h = try await Harness()
+        let h = try await Self.harness()
         let transport = h.pipeline.downloader.transport
         let request = TransferRequest(url: h.url("/gate/a.jpg"), host: "127.0.0.1", ifNoneMatch: nil, ifModifiedSince: nil,
                                       settings: h.pipeline.configuration.download)
@@ -317,6 +302,18 @@ struct EmbeddingTests {
         }
         #expect(h.origin.totalRequests == 0)
         #expect(h.pipeline.downloader.activity.queued == 0)
+    }
+}
+
+extension LoopbackHarness {
+    /// The error `request` ends with, nil when it succeeds.
+    func error(_ request: ImageRequest) async -> ArtCacheError? {
+        do {
+            _ = try await pipeline.image(request)
+            return nil
+        } catch {
+            return error
+        }
     }
 }
 
