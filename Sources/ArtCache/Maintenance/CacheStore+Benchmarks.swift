@@ -1,5 +1,5 @@
 import Foundation
-import GRDB
+internal import GRDB
 
 /// Hooks for `Benchmarks/` only: building large indexes quickly and timing
 /// the index without blob I/O. Not part of the supported API.

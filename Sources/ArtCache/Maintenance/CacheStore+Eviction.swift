@@ -1,5 +1,5 @@
 import Foundation
-import GRDB
+internal import GRDB
 
 extension CacheStore {
     /// Checks the limits after a write (O(1): the totals row) and evicts when

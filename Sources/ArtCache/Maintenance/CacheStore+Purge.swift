@@ -1,5 +1,5 @@
 import Foundation
-import GRDB
+internal import GRDB
 
 /// What to purge. Selectors combine: an item goes when it matches every
 /// filter given (`olderThan`, `host`, `url`, `variantsOnly`); `all` selects

@@ -1,5 +1,5 @@
 import Foundation
-import GRDB
+internal import GRDB
 
 /// A snapshot of the cache, as `artcache stats` prints it. Encoded with
 /// snake_case keys; this JSON shape is documented in the README and stable.

@@ -1,5 +1,5 @@
 import Foundation
-import GRDB
+internal import GRDB
 
 /// The result of checking the index against the blobs. Counts are of
 /// problems found; `repaired` counts those fixed. JSON keys are snake_case.

@@ -1,5 +1,5 @@
 import Foundation
-import GRDB
+internal import GRDB
 
 /// Whether a stored item is a downloaded original or a rendered variant of one.
 public enum EntryKind: String, Sendable, Codable {

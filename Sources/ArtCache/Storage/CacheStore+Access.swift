@@ -1,5 +1,5 @@
 import Foundation
-import GRDB
+internal import GRDB
 
 /// Access times and hit/miss counts gathered in memory and written in batches,
 /// so a read does not cost a SQLite write.
@@ -34,7 +34,15 @@ extension CacheStore {
             if let parent = entry.parentKey { state.touches[parent] = max(state.touches[parent] ?? now, now) }
             return state.touches.count >= settings.accessFlushBatch
         }
-        if due { Task { try? await self.flush() } }
+        if due {
+            housekeeping.withLock { state in
+                guard !state.closed, state.batchFlush == nil else { return }
+                state.batchFlush = Task {
+                    await self.flushLogging()
+                    self.housekeeping.withLock { $0.batchFlush = nil }
+                }
+            }
+        }
     }
 
     func recordMiss() {
@@ -58,6 +66,16 @@ extension CacheStore {
         }
     }
 
+    /// A background flush: a failure keeps the batch for the next flush
+    /// (see `flush()`) and is logged, never dropped silently.
+    func flushLogging() async {
+        do {
+            try await flush()
+        } catch {
+            logger.warning("cannot record access times yet; will retry", metadata: ["error": "\(error)"])
+        }
+    }
+
     static func apply(_ batch: PendingAccess, db: Database) throws {
         let statement = try db.cachedStatement(sql: """
             UPDATE entry SET accessed_at = max(accessed_at, ?), hit_count = hit_count + ? WHERE key = ?
@@ -74,9 +92,13 @@ extension CacheStore {
         guard interval > 0 else { return }
         let task = Task.detached(priority: .utility) { [weak self] in
             while !Task.isCancelled {
-                try? await Task.sleep(nanoseconds: UInt64(interval * 1_000_000_000))
+                do {
+                    try await Task.sleep(nanoseconds: UInt64(interval * 1_000_000_000))
+                } catch {
+                    return  // cancelled by close(), which flushes itself
+                }
                 guard let self else { return }
-                try? await self.flush()
+                await self.flushLogging()
             }
         }
         housekeeping.withLock { $0.flusher = task }

@@ -1,5 +1,5 @@
 import Foundation
-import GRDB
+internal import GRDB
 
 /// A URL whose download failed because of the network, kept until it succeeds.
 public struct RetryItem: Sendable, Codable, Equatable {

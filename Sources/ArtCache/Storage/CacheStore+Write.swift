@@ -1,6 +1,6 @@
 import Crypto
 import Foundation
-import GRDB
+internal import GRDB
 
 /// What storing an original did.
 public struct StoredOriginal: Sendable {

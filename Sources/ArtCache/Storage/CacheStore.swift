@@ -1,5 +1,5 @@
 import Foundation
-import GRDB
+internal import GRDB
 import Logging
 
 
@@ -20,6 +20,8 @@ public final class CacheStore: Sendable {
     struct Housekeeping {
         var lastAgeSweep: Date = .distantPast
         var flusher: Task<Void, Never>?
+        /// A flush started because the batch grew large, if one runs.
+        var batchFlush: Task<Void, Never>?
         var closed = false
     }
 
@@ -69,17 +71,26 @@ public final class CacheStore: Sendable {
         housekeeping.withLock { $0.flusher?.cancel() }
         // Last chance for batched access times (a normal exit calls close()).
         let batch = pending.withLock { $0.take() }
-        if !batch.isEmpty { try? db.write { try Self.apply(batch, db: $0) } }
+        guard !batch.isEmpty else { return }
+        do {
+            try db.write { try Self.apply(batch, db: $0) }
+        } catch {
+            logger.error("access times lost at deinit", metadata: ["entries": "\(batch.touches.count)", "error": "\(error)"])
+        }
     }
 
     /// Writes batched access times and counters, and stops background work.
     public func close() async throws {
-        let task = housekeeping.withLock { state -> Task<Void, Never>? in
+        let (flusher, batchFlush) = housekeeping.withLock { state in
             state.closed = true
-            defer { state.flusher = nil }
-            return state.flusher
+            defer { state.flusher = nil; state.batchFlush = nil }
+            return (state.flusher, state.batchFlush)
         }
-        task?.cancel()
+        flusher?.cancel()
+        // A background flush cut short puts its batch back: wait for both to
+        // end, then write whatever is pending.
+        await flusher?.value
+        await batchFlush?.value
         try await flush()
     }
 

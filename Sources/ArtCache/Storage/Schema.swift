@@ -1,4 +1,4 @@
-import GRDB
+internal import GRDB
 
 /// The index schema, versioned by GRDB's DatabaseMigrator.
 ///

@@ -1,5 +1,5 @@
 import Foundation
-import GRDB
+internal import GRDB
 
 /// Errors from the store and index: a stable code plus a human message.
 public struct StoreError: Error, Sendable, Equatable, CustomStringConvertible {
