@@ -29,7 +29,7 @@ struct StatsCommand: AsyncParsableCommand {
         let ratio = lookups > 0 ? String(format: " (%.0f%% hit rate)", Double(s.hits) / Double(lookups) * 100) : ""
         lines.append("lookups      \(s.hits) hits, \(s.misses) misses\(ratio)")
         lines.append("evictions    \(s.evictions) (\(Units.formatSize(s.evictedBytes)))")
-        lines.append("retry queue  \(s.retryQueue)")
+        lines.append("retry queue  \(s.retryQueue)" + (s.retryDropped > 0 ? " (\(s.retryDropped) dropped when full)" : ""))
         let now = Date()
         if let oldest = s.oldestAccess, let newest = s.newestAccess {
             lines.append("access       oldest \(Units.formatDuration(now.timeIntervalSince(oldest))) ago, newest \(Units.formatDuration(now.timeIntervalSince(newest))) ago")

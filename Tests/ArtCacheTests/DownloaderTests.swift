@@ -250,4 +250,34 @@ struct DownloaderTests {
         try await reopened.close()
         again.stop()
     }
+
+    @Test func retryQueueIsBoundedOldestFirst() async throws {
+        let dir = TempDir()
+        let store = try await CacheStore.open(settings: Fixtures.settings(dir.path))
+        let start = Date()
+        for i in 0..<10 {
+            try await store.enqueueRetry(url: "http://x.test/\(i).jpg", reason: "connect", message: "refused", limit: 4,
+                                         now: start.addingTimeInterval(Double(i)))
+        }
+        #expect(try await store.retryQueue().map(\.url) == (6..<10).map { "http://x.test/\($0).jpg" })
+        let stats = try await store.stats()
+        #expect(stats.retryQueue == 4 && stats.retryDropped == 6)
+        try await store.close()
+
+        // Through the pipeline, with the configured bound.
+        let origin = try await OriginServer.start()
+        let port = origin.port
+        origin.stop()
+        await origin.waitUntilStopped()
+        let other = TempDir()
+        let pipeline = try await Fixtures.pipeline(other.path) {
+            $0.download.retries = 0
+            $0.download.retryQueueMax = 3
+        }
+        let (summary, _) = await pipeline.prefetch((0..<6).map { "http://127.0.0.1:\(port)/img/\($0).jpg" }, concurrency: 1)
+        #expect(summary.failures == ["connect": 6])
+        #expect(try await pipeline.retryQueue().count == 3)
+        #expect(try await pipeline.stats().retryDropped == 3)
+        try await pipeline.close()
+    }
 }

@@ -59,6 +59,8 @@ public struct DownloadSettings: Sendable, Equatable {
     public var retries: Int
     public var retryBaseDelay: TimeInterval
     public var retryMaxDelay: TimeInterval
+    /// URLs kept in the persistent retry queue; the oldest failures go first.
+    public var retryQueueMax: Int
 }
 
 extension DownloadSettings {
@@ -282,7 +284,8 @@ public struct Configuration: Sendable, Equatable {
             allowHTTP: bool("download.allow_http"),
             retries: integer("download.retries"),
             retryBaseDelay: duration("download.retry_base_delay"),
-            retryMaxDelay: duration("download.retry_max_delay"))
+            retryMaxDelay: duration("download.retry_max_delay"),
+            retryQueueMax: integer("download.retry_queue_max"))
         let source = file ?? "environment"
         var sizes: [VariantSpec] = []
         let fit = VariantSpec.Fit(rawValue: string("thumbnails.fit")) ?? .contain
@@ -327,6 +330,7 @@ public struct Configuration: Sendable, Equatable {
         if !(cache.lowWater > 0 && cache.lowWater <= 1) { throw fail("cache.low_water", "must be greater than 0 and at most 1") }
         if download.concurrency < 1 { throw fail("download.concurrency", "must be at least 1") }
         if download.perHost < 1 { throw fail("download.per_host", "must be at least 1") }
+        if download.retryQueueMax < 1 { throw fail("download.retry_queue_max", "must be at least 1") }
         if download.maxBodyBytes < 1 { throw fail("download.max_body_size", "must be greater than 0") }
         if !(1...100).contains(thumbnails.quality) { throw fail("thumbnails.quality", "must be from 1 to 100") }
         if thumbnails.concurrency < 0 { throw fail("thumbnails.concurrency", "must not be negative") }

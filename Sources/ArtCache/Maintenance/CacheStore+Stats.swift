@@ -28,12 +28,14 @@ public struct CacheStats: Sendable, Codable, Equatable {
     public var newestAccess: Date?
     /// URLs waiting in the persistent retry queue.
     public var retryQueue: Int
+    /// URLs dropped from the full retry queue (oldest first), ever.
+    public var retryDropped: Int64 = 0
     /// This process's memory tier (zero when read from the store alone).
     public var memory = MemoryTierStats()
 
     enum CodingKeys: String, CodingKey {
         case directory, entries, originals, variants, bytes, maxBytes, maxEntries, hits, misses
-        case evictions, evictedBytes, repairs, hosts, oldestAccess, newestAccess, retryQueue, memory
+        case evictions, evictedBytes, repairs, hosts, oldestAccess, newestAccess, retryQueue, retryDropped, memory
     }
 
     /// Every key is always present (absent dates are null), so the JSON is stable.
@@ -55,6 +57,7 @@ public struct CacheStats: Sendable, Codable, Equatable {
         try c.encode(oldestAccess, forKey: .oldestAccess)
         try c.encode(newestAccess, forKey: .newestAccess)
         try c.encode(retryQueue, forKey: .retryQueue)
+        try c.encode(retryDropped, forKey: .retryDropped)
         try c.encode(memory, forKey: .memory)
     }
 }
@@ -103,7 +106,7 @@ extension CacheStore {
                 repairs: repairs, hosts: hosts,
                 oldestAccess: oldest.map(Date.init(timeIntervalSince1970:)),
                 newestAccess: newest.map(Date.init(timeIntervalSince1970:)),
-                retryQueue: retry)
+                retryQueue: retry, retryDropped: counters["retry_dropped"] ?? 0)
         }
     }
 }

@@ -51,7 +51,8 @@ extension ImagePipeline {
     private func recordOutcome(of url: NormalizedURL, error: DownloadError) async {
         do {
             if error.isNetworkFailure {
-                try await store.enqueueRetry(url: url.string, reason: error.reason, message: error.message)
+                try await store.enqueueRetry(url: url.string, reason: error.reason, message: error.message,
+                                             limit: configuration.download.retryQueueMax)
             } else if error.code != .cancelled {
                 try await store.dequeueRetry(url: url.string)  // the origin answered: final
             }

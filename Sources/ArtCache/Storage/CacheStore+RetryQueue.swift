@@ -12,8 +12,11 @@ public struct RetryItem: Sendable, Codable, Equatable {
 }
 
 extension CacheStore {
-    /// Remembers a URL that failed for network reasons (the offline queue).
-    public func enqueueRetry(url: String, reason: String, message: String, now: Date = Date()) async throws {
+    /// Remembers a URL that failed for network reasons (the offline queue),
+    /// keeping at most `limit` URLs: past it, the oldest failures are dropped
+    /// and counted (`retry_dropped` in stats).
+    public func enqueueRetry(url: String, reason: String, message: String, limit: Int = Int(Int32.max),
+                             now: Date = Date()) async throws {
         try await db.write { db in
             try db.execute(sql: """
                 INSERT INTO retry_queue (url, reason, message, attempts, first_failed_at, last_failed_at)
@@ -21,6 +24,11 @@ extension CacheStore {
                 ON CONFLICT(url) DO UPDATE SET reason = excluded.reason, message = excluded.message,
                     attempts = attempts + 1, last_failed_at = excluded.last_failed_at
                 """, arguments: [url, reason, message, now.timeIntervalSince1970, now.timeIntervalSince1970])
+            try db.execute(sql: """
+                DELETE FROM retry_queue WHERE url IN (
+                    SELECT url FROM retry_queue ORDER BY first_failed_at DESC, url DESC LIMIT -1 OFFSET ?)
+                """, arguments: [max(1, limit)])
+            try Schema.bump(db, "retry_dropped", by: Int64(db.changesCount))
         }
     }
 
