@@ -72,7 +72,7 @@ extension OriginServer {
             if let cacheControl = resource.cacheControl { headers.append(("Cache-Control", cacheControl)) }
             if let etag = resource.etag, request.headers["if-none-match"] == etag {
                 mutate { $0.notModified += 1 }
-                return send(fd, status: 304, headers: headers)
+                return send(fd, status: 304, headers: resource.bare304 ? [("ETag", etag)] : headers)
             }
             if let type = resource.contentType { headers.append(("Content-Type", type)) }
             return send(fd, status: 200, headers: headers, body: resource.body)

@@ -29,12 +29,15 @@ public final class OriginServer: Sendable {
         public var contentType: String?
         public var cacheControl: String?
         public var etag: String?
+        /// 304 answers carry the ETag only (no Cache-Control).
+        public var bare304: Bool
 
-        public init(body: Data, contentType: String?, cacheControl: String? = nil, etag: String? = nil) {
+        public init(body: Data, contentType: String?, cacheControl: String? = nil, etag: String? = nil, bare304: Bool = false) {
             self.body = body
             self.contentType = contentType
             self.cacheControl = cacheControl
             self.etag = etag
+            self.bare304 = bare304
         }
     }
 

@@ -168,6 +168,31 @@ struct DownloaderTests {
         #expect(try await h.store.entry(forURL: h.origin.url("/img/private.jpg")) == nil)
     }
 
+    /// A 304 that says nothing about freshness keeps the stored policy: a
+    /// `no-cache` entry is revalidated every time, never fresh forever.
+    @Test func notModifiedWithoutCachingHeadersKeepsTheStoredPolicy() async throws {
+        let h = try await Harness()
+        h.origin.register("nc.jpg", .init(body: h.jpeg, contentType: "image/jpeg", cacheControl: "no-cache", etag: "\"n\"",
+                                          bare304: true))
+        let url = h.origin.url("/img/nc.jpg")
+        #expect(try await h.pipeline.original(url).source == .downloaded)
+        for round in 1...3 {
+            #expect(try await h.pipeline.original(url).source == .revalidated)
+            #expect(h.origin.notModifiedCount == round)
+        }
+        let entry = try #require(try await h.store.entry(forURL: url))
+        #expect(entry.freshFor == 0)
+        #expect(entry.expiresAt.map { $0.timeIntervalSinceNow <= 0 } == true)
+        // A 304 that does carry caching headers replaces the policy.
+        let stale = h.origin.url("/img/stale.jpg")
+        h.origin.register("stale.jpg", .init(body: h.jpeg, contentType: "image/jpeg", cacheControl: "max-age=0", etag: "\"s\""))
+        _ = try await h.pipeline.original(stale)
+        h.origin.register("stale.jpg", .init(body: h.jpeg, contentType: "image/jpeg", cacheControl: "max-age=600", etag: "\"s\""))
+        #expect(try await h.pipeline.original(stale).source == .revalidated)
+        #expect(try await h.pipeline.original(stale).source == .cached)
+        #expect(try await h.store.entry(forURL: stale)?.freshFor == 600)
+    }
+
     @Test func concurrentCallersShareOneDownload() async throws {
         let h = try await Harness()
         let url = h.origin.url("/hold/300/a.jpg")

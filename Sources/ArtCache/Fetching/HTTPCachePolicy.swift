@@ -5,6 +5,11 @@ import Foundation
 struct HTTPCachePolicy: Sendable, Equatable {
     var noStore: Bool
     var expiresAt: Date?
+    /// How long a response stays fresh from when it is received (nil: no expiry).
+    var lifetime: TimeInterval?
+    /// The headers said something about freshness (Cache-Control max-age,
+    /// no-cache or no-store, or Expires). A 304 without any keeps the stored policy.
+    var isExplicit: Bool
 
     /// Cache-Control `no-store` → not stored; `max-age=N` → fresh for N
     /// seconds; `no-cache` → stored but revalidated before each use; else
@@ -24,6 +29,19 @@ struct HTTPCachePolicy: Sendable, Equatable {
         } else {
             expiresAt = nil
         }
+        lifetime = expiresAt.map { max(0, $0.timeIntervalSince(now)) }
+        isExplicit = noStore || directives.contains("no-cache") || directives.contains { $0.hasPrefix("max-age=") }
+            || headers["expires"] != nil
+    }
+
+    /// The validators to keep after a 304: the new headers' freshness when
+    /// they give one, else the stored entry's lifetime starting now (a
+    /// `no-cache` entry keeps being revalidated; it never becomes fresh forever).
+    static func afterNotModified(_ headers: [String: String], stored: CacheEntry, now: Date) -> HTTPValidators {
+        let policy = HTTPCachePolicy(headers: headers, now: now)
+        let lifetime = policy.isExplicit ? policy.lifetime : stored.freshFor
+        return HTTPValidators(etag: headers["etag"], lastModified: headers["last-modified"],
+                              expiresAt: lifetime.map { now.addingTimeInterval($0) }, freshFor: lifetime)
     }
 
     /// Seconds from a Retry-After header (delta seconds or an HTTP date).

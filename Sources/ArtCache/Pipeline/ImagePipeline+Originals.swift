@@ -103,9 +103,7 @@ extension ImagePipeline {
             }
             let response = try revalidation.get()
             if response.status == 304 {
-                let policy = HTTPCachePolicy(headers: response.headers, now: now)
-                let validators = HTTPValidators(etag: response.headers["etag"], lastModified: response.headers["last-modified"],
-                                                expiresAt: policy.expiresAt)
+                let validators = HTTPCachePolicy.afterNotModified(response.headers, stored: hit.entry, now: now)
                 try await store.refresh(key: url.key, validators: validators, now: now)
                 let entry = try await store.entry(forKey: url.key) ?? hit.entry
                 return FetchOutcome(source: .revalidated, entry: entry, data: hit.data, repaired: false, downloadedBytes: 0)
@@ -137,7 +135,7 @@ extension ImagePipeline {
             let stored = try await store.put(
                 url: url.string, data: response.body, declaredType: declared,
                 validators: HTTPValidators(etag: response.headers["etag"], lastModified: response.headers["last-modified"],
-                                           expiresAt: policy.expiresAt),
+                                           expiresAt: policy.expiresAt, freshFor: policy.lifetime),
                 now: now)
             return FetchOutcome(source: .downloaded, entry: stored.entry, data: response.body, repaired: stored.repaired,
                                 downloadedBytes: response.body.count)

@@ -30,6 +30,8 @@ public struct CacheEntry: Sendable, Equatable, Codable {
     public var etag: String?
     public var lastModified: String?
     public var expiresAt: Date?
+    /// The freshness lifetime the origin gave, renewed by a 304 without caching headers.
+    public var freshFor: TimeInterval?
     public var createdAt: Date
     public var accessedAt: Date
     public var hitCount: Int
@@ -51,6 +53,7 @@ public struct CacheEntry: Sendable, Equatable, Codable {
         static let etag = GRDB.Column("etag")
         static let lastModified = GRDB.Column("last_modified")
         static let expiresAt = GRDB.Column("expires_at")
+        static let freshFor = GRDB.Column("fresh_for")
         static let createdAt = GRDB.Column("created_at")
         static let accessedAt = GRDB.Column("accessed_at")
         static let hitCount = GRDB.Column("hit_count")
@@ -58,7 +61,7 @@ public struct CacheEntry: Sendable, Equatable, Codable {
 
     public var cacheKey: CacheKey { CacheKey(hex: key) }
     public var validators: HTTPValidators {
-        HTTPValidators(etag: etag, lastModified: lastModified, expiresAt: expiresAt)
+        HTTPValidators(etag: etag, lastModified: lastModified, expiresAt: expiresAt, freshFor: freshFor)
     }
 
     /// True while the origin's freshness lasts (no expiry recorded: always fresh).
@@ -89,6 +92,7 @@ extension CacheEntry {
         etag = row[Column.etag]
         lastModified = row[Column.lastModified]
         expiresAt = (row[Column.expiresAt] as Double?).map(Date.init(timeIntervalSince1970:))
+        freshFor = row[Column.freshFor]
         createdAt = Date(timeIntervalSince1970: row[Column.createdAt])
         accessedAt = Date(timeIntervalSince1970: row[Column.accessedAt])
         hitCount = row[Column.hitCount]
@@ -102,7 +106,7 @@ extension CacheEntry {
         [(Column.key, key), (Column.url, url), (Column.host, host), (Column.kind, kind.rawValue), (Column.parentKey, parentKey),
          (Column.spec, spec), (Column.blob, blob), (Column.contentType, contentType), (Column.declaredType, declaredType),
          (Column.size, size), (Column.sha256, sha256), (Column.width, width), (Column.height, height), (Column.etag, etag),
-         (Column.lastModified, lastModified), (Column.expiresAt, expiresAt?.timeIntervalSince1970),
+         (Column.lastModified, lastModified), (Column.expiresAt, expiresAt?.timeIntervalSince1970), (Column.freshFor, freshFor),
          (Column.createdAt, createdAt.timeIntervalSince1970), (Column.accessedAt, accessedAt.timeIntervalSince1970),
          (Column.hitCount, hitCount)]
     }

@@ -32,7 +32,7 @@ extension CacheStore {
             contentType: sniffed.mimeType, declaredType: declared, size: Int64(data.count),
             sha256: CacheKey.sha256Hex(data), width: nil, height: nil,
             etag: validators.etag, lastModified: validators.lastModified, expiresAt: validators.expiresAt,
-            createdAt: now, accessedAt: now, hitCount: 0)
+            freshFor: validators.freshFor, createdAt: now, accessedAt: now, hitCount: 0)
         let stored = try await write(entry, data: data) { db, old in
             // Stored at last: it leaves the offline retry queue, in the same transaction.
             try db.execute(sql: "DELETE FROM retry_queue WHERE url = ?", arguments: [normalized.string])
@@ -67,7 +67,7 @@ extension CacheStore {
             key: key.hex, url: parentRow.url, host: parentRow.host, kind: .variant, parentKey: parent.hex, spec: spec,
             blob: blobs.newBlobPath(for: key), contentType: sniffed.mimeType, declaredType: nil,
             size: Int64(data.count), sha256: CacheKey.sha256Hex(data), width: width, height: height,
-            etag: nil, lastModified: nil, expiresAt: nil, createdAt: now, accessedAt: now, hitCount: 0)
+            etag: nil, lastModified: nil, expiresAt: nil, freshFor: nil, createdAt: now, accessedAt: now, hitCount: 0)
         do {
             return try await write(entry, data: data) { _, _ in [] }
         } catch let error as StoreError where error.isForeignKeyViolation {
@@ -81,9 +81,9 @@ extension CacheStore {
         try await db.write { db in
             try db.execute(sql: """
                 UPDATE entry SET etag = coalesce(?, etag), last_modified = coalesce(?, last_modified),
-                    expires_at = ?, accessed_at = max(accessed_at, ?) WHERE key = ?
-                """, arguments: [validators.etag, validators.lastModified,
-                                 validators.expiresAt?.timeIntervalSince1970, now.timeIntervalSince1970, key.hex])
+                    expires_at = ?, fresh_for = ?, accessed_at = max(accessed_at, ?) WHERE key = ?
+                """, arguments: [validators.etag, validators.lastModified, validators.expiresAt?.timeIntervalSince1970,
+                                 validators.freshFor, now.timeIntervalSince1970, key.hex])
         }
     }
 

@@ -77,6 +77,14 @@ enum Schema {
                 );
                 """)
         }
+        migrator.registerMigration("v3-fresh-for") { db in
+            // The origin's freshness lifetime, renewed by a 304 that carries no
+            // caching headers. Rows from before: estimated from what they kept.
+            try db.execute(sql: """
+                ALTER TABLE entry ADD COLUMN fresh_for DOUBLE;
+                UPDATE entry SET fresh_for = max(0, expires_at - created_at) WHERE expires_at IS NOT NULL;
+                """)
+        }
         return migrator
     }
 
