@@ -214,4 +214,30 @@ struct StoreTests {
         #expect(clean.rows == 1)
         #expect(try await store.lookup(url: "https://h/d.png") != nil)
     }
+
+    /// The repair's scan and hashing run on a read snapshot: a writer is not
+    /// held up by them, and a blob it commits meanwhile is not taken for an orphan.
+    @Test func verifyRepairDoesNotHoldWritersUpOrTakeNewBlobs() async throws {
+        let dir = TempDir()
+        let store = try await CacheStore.open(settings: Fixtures.settings(dir.path))
+        for i in 0..<100 {
+            try await store.put(url: "http://v.test/\(i).png", data: Fixtures.pngLike(size: 400_000, seed: UInt8(i)))
+        }
+        let events = Locked<[String]>([])
+        let verifying = Task {
+            let report = try await store.verify(repair: true, hash: true)
+            events.withLock { $0.append("verify") }
+            return report
+        }
+        for i in 0..<5 {
+            try await store.put(url: "http://v.test/new\(i).png", data: Fixtures.pngLike(size: 1000, seed: UInt8(i)))
+        }
+        events.withLock { $0.append("writes") }
+        let report = try await verifying.value
+        #expect(events.withLock { $0 } == ["writes", "verify"])
+        #expect(report.repaired == 0)
+        let after = try await store.verify(hash: true)
+        #expect(after.remaining == 0 && after.rows == 105)
+        try await store.close()
+    }
 }

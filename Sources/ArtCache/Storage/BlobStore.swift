@@ -35,6 +35,13 @@ struct BlobStore: Sendable {
 
     func absolutePath(_ relative: String) -> String { root.path + "/" + relative }
 
+    /// The key a blob path was made for (`objects/ab/cd/<key>-<token>`).
+    static func key(ofBlob relative: String) -> String? {
+        guard let name = relative.split(separator: "/").last, let dash = name.firstIndex(of: "-") else { return nil }
+        let key = name[..<dash]
+        return key.count == 64 ? String(key) : nil
+    }
+
     /// Writes `data` to a new temp file and flushes it to disk. Returns its path.
     /// Temp names start with the writer's pid so `verify` can tell live writers' files.
     func writeTemporary(_ data: Data) throws(StoreError) -> String {
