@@ -2,7 +2,6 @@ import ArgumentParser
 import ArtCache
 import Foundation
 
-
 extension ResultSetFormat: ExpressibleByArgument {}
 
 struct PrefetchCommand: AsyncParsableCommand {

@@ -1,7 +1,6 @@
 import CCurlShim
 import Foundation
 
-
 /// One HTTP GET as the transport sees it.
 struct TransferRequest: Sendable {
     var url: String

@@ -53,10 +53,3 @@ extension ImagePipeline {
         }
     }
 }
-
-extension ImageResponse {
-    func with(error: ArtCacheError) -> ImageResponse {
-        ImageResponse(data: data, contentType: contentType, width: width, height: height, source: source,
-                      cacheKey: cacheKey, error: error, entry: entry, repaired: repaired, rendered: rendered)
-    }
-}

@@ -98,12 +98,12 @@ public struct ImageResponse: Sendable {
     /// Pixels; 0 when the header cannot be read (a format not rendered here).
     public let width: Int
     public let height: Int
-    public let source: Source
+    public internal(set) var source: Source
     /// The key the image is stored under (nil for a placeholder and for
     /// originals the origin marked `no-store`).
     public let cacheKey: CacheKey?
     /// For a placeholder: why the real image is not there.
-    public let error: ArtCacheError?
+    public internal(set) var error: ArtCacheError?
     /// The index row of the stored image, when there is one.
     public let entry: CacheEntry?
     /// The origin declared a wrong Content-Type that was corrected (originals).
@@ -126,7 +126,14 @@ public struct ImageResponse: Sendable {
     }
 
     func with(source: Source) -> ImageResponse {
-        ImageResponse(data: data, contentType: contentType, width: width, height: height, source: source,
-                      cacheKey: cacheKey, error: error, entry: entry, repaired: repaired, rendered: rendered)
+        var copy = self
+        copy.source = source
+        return copy
+    }
+
+    func with(error: ArtCacheError) -> ImageResponse {
+        var copy = self
+        copy.error = error
+        return copy
     }
 }

@@ -2,7 +2,6 @@ import CVipsShim
 import Dispatch
 import Foundation
 
-
 private struct RenderCounters: Sendable {
     var started = 0
     var inProgress = 0
@@ -80,7 +79,10 @@ public final class Renderer: Sendable {
     }
 
     func render(_ data: Data, spec: VariantSpec, priority: PriorityHandle) async throws -> RenderedImage {
-        try await onRenderThread(priority: priority) { try self.renderBlocking(data, spec: spec) }
+        // Refused from the sniffed format before taking a place in the render queue.
+        let format = Sniffer.sniff(data).format
+        _ = try allowedLoaders(for: format)
+        return try await onRenderThread(priority: priority) { try self.renderBlocking(data, format: format, spec: spec) }
     }
 
     /// Renders started and in progress since this renderer was made, and
@@ -105,12 +107,12 @@ public final class Renderer: Sendable {
 
     /// The synchronous render (call from a thread you own): open the header,
     /// check the limits, then decode and encode.
-    func renderBlocking(_ data: Data, spec: VariantSpec) throws(RenderError) -> RenderedImage {
+    func renderBlocking(_ data: Data, format sniffedFormat: SniffedFormat? = nil, spec: VariantSpec) throws(RenderError) -> RenderedImage {
         let limits = settings.renderLimits
         guard spec.width <= limits.maxOutput, spec.height <= limits.maxOutput else {
             throw RenderError(.tooLarge, "output \(spec.width)x\(spec.height) is larger than max_output \(limits.maxOutput)")
         }
-        let sniffed = Sniffer.sniff(data).format
+        let sniffed = sniffedFormat ?? Sniffer.sniff(data).format
         if [.heic, .heif, .avif].contains(sniffed), let (width, height) = Sniffer.heifExtent(data),
            width * height > limits.maxSourcePixels {
             throw RenderError(.tooLarge, "\(sniffed.displayName): too large: \(width)x\(height) = \(width * height) pixels"
@@ -147,12 +149,17 @@ public final class Renderer: Sendable {
     func open(_ data: Data, format: SniffedFormat? = nil) throws(RenderError) -> VipsImage {
         try Self.start()
         let sniffed = format ?? Sniffer.sniff(data).format
-        let allowed = loaders(for: sniffed)
+        return try VipsImage(data, format: sniffed, loaders: try allowedLoaders(for: sniffed))
+    }
+
+    /// The loader mask for `format`, or the typed refusal when none may decode it.
+    private func allowedLoaders(for format: SniffedFormat) throws(RenderError) -> Int32 {
+        let allowed = loaders(for: format)
         guard allowed != 0 else {
-            let why = sniffed.isImage ? "rendering \(sniffed.displayName) is not enabled" : "not an image we render"
-            throw RenderError(.unsupported, "\(sniffed.displayName): \(why)")
+            let why = format.isImage ? "rendering \(format.displayName) is not enabled" : "not an image we render"
+            throw RenderError(.unsupported, "\(format.displayName): \(why)")
         }
-        return try VipsImage(data, format: sniffed, loaders: allowed)
+        return allowed
     }
 
     /// The header of encoded bytes, read without decoding pixels (blocking).

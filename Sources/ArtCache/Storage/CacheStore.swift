@@ -2,7 +2,6 @@ import Foundation
 internal import GRDB
 import Logging
 
-
 /// The content store: blobs on disk plus the SQLite index (GRDB, WAL), shared
 /// safely by several tasks and several processes on one cache directory.
 ///
