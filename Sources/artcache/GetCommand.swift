@@ -14,15 +14,15 @@ struct GetCommand: AsyncParsableCommand {
     struct Info: Encodable {
         let url: String
         let key: String
-        let path: String?
+        @Nullable var path: String?
         let source: String
         let contentType: String
-        let declaredType: String?
+        @Nullable var declaredType: String?
         let bytes: Int
         let repaired: Bool
-        let etag: String?
-        let lastModified: String?
-        let expiresAt: Date?
+        @Nullable var etag: String?
+        @Nullable var lastModified: String?
+        @Nullable var expiresAt: Date?
     }
 
     /// The documented `source` values: cached, revalidated, downloaded, uncacheable.
@@ -39,7 +39,7 @@ struct GetCommand: AsyncParsableCommand {
             let configuration = try global.configuration()
             let (image, path) = try await global.withPipeline(configuration) { pipeline in
                 let image = try await pipeline.image(ImageRequest(url: url, priority: .high))
-                return (image, image.entry.map(pipeline.blobPath(of:)))
+                return (image, image.entry.flatMap(pipeline.blobLocation(of:)))
             }
             if json {
                 let entry = image.entry

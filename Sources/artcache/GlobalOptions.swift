@@ -89,3 +89,17 @@ enum Output {
         return String(decoding: try encoder.encode(value), as: UTF8.self)
     }
 }
+
+/// An optional field of `--json` output that is always present: `null` when
+/// absent (synthesized `Encodable` would drop the key).
+@propertyWrapper
+struct Nullable<Value: Encodable>: Encodable {
+    var wrappedValue: Value?
+
+    init(wrappedValue: Value?) { self.wrappedValue = wrappedValue }
+
+    func encode(to encoder: Encoder) throws {
+        var container = encoder.singleValueContainer()
+        if let wrappedValue { try container.encode(wrappedValue) } else { try container.encodeNil() }
+    }
+}

@@ -28,7 +28,7 @@ struct ThumbCommand: AsyncParsableCommand {
         let height: Int
         let format: String
         let bytes: Int
-        let path: String?
+        @Nullable var path: String?
     }
 
     func run() async throws {
@@ -44,7 +44,7 @@ struct ThumbCommand: AsyncParsableCommand {
                                        quality: spec.quality, priority: .high)
             let (image, path) = try await global.withPipeline(configuration) { pipeline in
                 let image = try await pipeline.image(request)
-                return (image, image.entry.map(pipeline.blobPath(of:)))
+                return (image, image.entry.flatMap(pipeline.blobLocation(of:)))
             }
             if json {
                 print(try Output.json(Info(

@@ -77,9 +77,18 @@ struct PrefetchCLITests {
         #expect(info["source"] as? String == "cached")
         #expect(info["content_type"] as? String == "image/png")
         #expect(info["etag"] as? String == "\"p\"")
-        let path = try #require(info["path"] as? String)
-        #expect(FileManager.default.contents(atPath: path) == png)
+        #expect(info["path"] is NSNull, "a small blob lives inside the database: no path")
         #expect(origin.requestCount("/img/a.png") == 1)
+        // With inline_max 0 every blob is a file: `path` names it, `-o` still writes the bytes.
+        let fileCache = dir.file("file-cache")
+        let asFile = try CLI.json(["get", origin.url("/img/a.png"), "--json", "--cache-dir", fileCache],
+                                  environment: ["ARTCACHE_CACHE_INLINE_MAX": "0"])
+        let path = try #require(asFile["path"] as? String)
+        #expect(FileManager.default.contents(atPath: path) == png)
+        let out2 = dir.file("out2.png")
+        #expect(try CLI.run(["get", origin.url("/img/a.png"), "-o", out2, "--cache-dir", fileCache],
+                            environment: ["ARTCACHE_CACHE_INLINE_MAX": "0"]).status == 0)
+        #expect(FileManager.default.contents(atPath: out2) == png)
         let missing = try CLI.run(["get", origin.url("/status/404"), "--cache-dir", cache])
         #expect(missing.status == 1)
         #expect(missing.stderr.contains("HTTP status 404"))

@@ -22,8 +22,7 @@ struct StoreTests {
         #expect(stored.entry.expiresAt == expiry)
         let hit = try #require(try await store.lookup(url: "https://art.example.com/a.jpg"))
         #expect(hit.data == jpeg)
-        #expect(FileManager.default.contents(atPath: hit.path) == jpeg)
-        #expect(hit.path.contains("/objects/\(hit.entry.key.prefix(2))/"))
+        #expect(hit.entry.isInline)  // small: inside the database
         #expect(try await store.lookup(url: "https://art.example.com/missing.jpg") == nil)
         let stats = try await store.stats()
         #expect(stats.hits == 1)
@@ -65,12 +64,12 @@ struct StoreTests {
 
     @Test func replacingAnOriginalDropsStaleVariantsAndOldBlob() async throws {
         let dir = TempDir()
-        let store = try await CacheStore.open(settings: Fixtures.settings(dir.path))
+        let store = try await CacheStore.open(settings: Fixtures.settings(dir.path, inlineMax: 0))
         let first = try await store.put(url: "https://h/a.png", data: Fixtures.pngLike(size: 100, seed: 1))
         try await store.putVariant(parent: first.entry.cacheKey, spec: "10x10", data: Fixtures.pngLike(size: 20), width: 10, height: 10)
         let second = try await store.put(url: "https://h/a.png", data: Fixtures.pngLike(size: 200, seed: 2))
         #expect(second.entry.blob != first.entry.blob)
-        #expect(!FileManager.default.fileExists(atPath: store.path(of: first.entry)))
+        #expect(!FileManager.default.fileExists(atPath: store.filePath(of: first.entry)))
         #expect(try await store.variants(of: first.entry.cacheKey).isEmpty)
         let stats = try await store.stats()
         #expect(stats.entries == 1)
@@ -185,16 +184,16 @@ struct StoreTests {
 
     @Test func verifyFindsAndRepairsProblems() async throws {
         let dir = TempDir()
-        let store = try await CacheStore.open(settings: Fixtures.settings(dir.path))
+        let store = try await CacheStore.open(settings: Fixtures.settings(dir.path, inlineMax: 0))
         let a = try await store.put(url: "https://h/a.png", data: Fixtures.pngLike(size: 100))
         let b = try await store.put(url: "https://h/b.png", data: Fixtures.pngLike(size: 100))
         let c = try await store.put(url: "https://h/c.png", data: Fixtures.pngLike(size: 100))
         try await store.put(url: "https://h/d.png", data: Fixtures.pngLike(size: 100))
-        try FileManager.default.removeItem(atPath: store.path(of: a.entry))                 // missing blob
-        try Data(repeating: 1, count: 5).write(to: URL(fileURLWithPath: store.path(of: b.entry)))  // size mismatch
+        try FileManager.default.removeItem(atPath: store.filePath(of: a.entry))                 // missing blob
+        try Data(repeating: 1, count: 5).write(to: URL(fileURLWithPath: store.filePath(of: b.entry)))  // size mismatch
         var corrupted = Fixtures.pngLike(size: 100)
         corrupted[50] ^= 0xFF
-        try corrupted.write(to: URL(fileURLWithPath: store.path(of: c.entry)))               // hash mismatch
+        try corrupted.write(to: URL(fileURLWithPath: store.filePath(of: c.entry)))               // hash mismatch
         try FileManager.default.createDirectory(atPath: dir.path + "/objects/ab/cd", withIntermediateDirectories: true)
         FileManager.default.createFile(atPath: dir.path + "/objects/ab/cd/orphan-blob", contents: Data("orphan".utf8))
         FileManager.default.createFile(atPath: dir.path + "/tmp/999999-dead.part", contents: Data("x".utf8))

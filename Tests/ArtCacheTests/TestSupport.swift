@@ -26,11 +26,19 @@ final class TempDir: Sendable {
     }
 }
 
+extension CacheStore {
+    /// Absolute path of a file blob (tests that damage files on purpose).
+    func filePath(of entry: CacheEntry) -> String {
+        blobs.absolutePath(entry.blob ?? "inline-blob-has-no-file")
+    }
+}
+
 enum Fixtures {
     /// Cache settings for tests: small limits, no background flusher.
     static func settings(_ dir: String, maxBytes: Int64 = 1_000_000_000, maxEntries: Int = 1_000_000,
-                         maxAge: TimeInterval = 0, lowWater: Double = 0.9) -> CacheSettings {
+                         maxAge: TimeInterval = 0, lowWater: Double = 0.9, inlineMax: Int64 = 65_536) -> CacheSettings {
         var settings = Configuration.defaults.cache
+        settings.inlineMax = inlineMax
         settings.directory = dir
         settings.maxBytes = maxBytes
         settings.maxEntries = maxEntries

@@ -39,6 +39,8 @@ struct ConfigKey: Sendable {
         ConfigKey(section: "cache", name: "low_water", kind: .ratio, defaultValue: .ratio(0.9)),
         ConfigKey(section: "cache", name: "access_flush_interval", kind: .duration, defaultValue: .duration(2)),
         ConfigKey(section: "cache", name: "access_flush_batch", kind: .integer(min: 1, max: 1_000_000), defaultValue: .integer(512)),
+        ConfigKey(section: "cache", name: "inline_max", kind: .size, defaultValue: .size(65_536)),
+        ConfigKey(section: "cache", name: "write_batch_max", kind: .integer(min: 1, max: 100_000), defaultValue: .integer(256)),
         // [download]
         ConfigKey(section: "download", name: "concurrency", kind: .integer(min: 1, max: 1024), defaultValue: .integer(32)),
         ConfigKey(section: "download", name: "per_host", kind: .integer(min: 1, max: 1024), defaultValue: .integer(8)),

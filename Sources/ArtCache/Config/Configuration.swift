@@ -37,6 +37,11 @@ public struct CacheSettings: Sendable, Equatable {
     public var lowWater: Double
     public var accessFlushInterval: TimeInterval
     public var accessFlushBatch: Int
+    /// Blobs of at most this many bytes live inside the SQLite database;
+    /// larger ones are files under `objects/`. 0: every blob is a file.
+    public var inlineMax: Int64 = 65_536
+    /// Most puts committed in one transaction (group commit).
+    public var writeBatchMax: Int = 256
 }
 
 extension CacheSettings {
@@ -270,7 +275,9 @@ public struct Configuration: Sendable, Equatable {
             maxAge: duration("cache.max_age"),
             lowWater: ratio("cache.low_water"),
             accessFlushInterval: duration("cache.access_flush_interval"),
-            accessFlushBatch: integer("cache.access_flush_batch"))
+            accessFlushBatch: integer("cache.access_flush_batch"),
+            inlineMax: size("cache.inline_max"),
+            writeBatchMax: integer("cache.write_batch_max"))
         download = DownloadSettings(
             concurrency: integer("download.concurrency"),
             perHost: integer("download.per_host"),
@@ -327,6 +334,8 @@ public struct Configuration: Sendable, Equatable {
         if cache.directory.isEmpty { throw fail("cache.directory", "must not be empty") }
         if cache.maxBytes <= 0 { throw fail("cache.max_size", "must be greater than 0") }
         if cache.maxEntries < 1 { throw fail("cache.max_entries", "must be at least 1") }
+        if cache.inlineMax < 0 || cache.inlineMax > 16 << 20 { throw fail("cache.inline_max", "must be from 0 to 16MB") }
+        if cache.writeBatchMax < 1 { throw fail("cache.write_batch_max", "must be at least 1") }
         if !(cache.lowWater > 0 && cache.lowWater <= 1) { throw fail("cache.low_water", "must be greater than 0 and at most 1") }
         if download.concurrency < 1 { throw fail("download.concurrency", "must be at least 1") }
         if download.perHost < 1 { throw fail("download.per_host", "must be at least 1") }

@@ -2,12 +2,26 @@ import Foundation
 internal import GRDB
 
 extension CacheStore {
-    /// Checks the limits after a write (O(1): the totals row) and evicts when
-    /// they are exceeded: least recently accessed first, down to the low-water
-    /// mark; items not accessed within `maxAge` go too (checked at most once a
+    /// Checks the limits (O(1): the totals row) and evicts when they are
+    /// exceeded: least recently accessed first, down to the low-water mark;
+    /// items not accessed within `maxAge` go too (checked at most once a
     /// minute per process). Evicting an original takes its variants with it.
+    /// Runs after every group commit; callable directly.
     public func enforceLimits(now: Date = Date()) async throws {
-        let totals = try await db.read { try Schema.totals($0) }
+        try await Blocking.run { try self.enforceLimitsBlocking(now: now) }
+    }
+
+    /// After a batch: an eviction that fails is logged (the next batch tries again).
+    func enforceLimitsLogging() {
+        do {
+            try enforceLimitsBlocking()
+        } catch {
+            logger.warning("eviction failed; will retry after the next write", metadata: ["error": "\(error)"])
+        }
+    }
+
+    func enforceLimitsBlocking(now: Date = Date()) throws {
+        let totals = try db.read { try Schema.totals($0) }
         let overSize = totals.bytes > settings.maxBytes || totals.entries > settings.maxEntries
         let ageDue = settings.maxAge > 0 && housekeeping.withLock { state in
             guard now.timeIntervalSince(state.lastAgeSweep) >= 60 else { return false }
@@ -15,106 +29,118 @@ extension CacheStore {
             return true
         }
         guard overSize || ageDue else { return }
-        try await flush()  // recent reads must count before choosing victims
+        try flushBlocking()  // recent reads must count before choosing victims
         let settings = self.settings
-        let garbage = try await db.write { db -> [String] in
-            var victims: [String] = []
+        let (garbage, removed) = try db.write { db -> ([String], Totals) in
+            try Self.clearVictims(db)
             if ageDue {
-                let cutoff = now.timeIntervalSince1970 - settings.maxAge
-                victims += try String.fetchAll(db, sql: "SELECT key FROM entry WHERE accessed_at < ?", arguments: [cutoff])
+                try db.execute(sql: "INSERT OR IGNORE INTO temp.victim (key) SELECT key FROM entry WHERE accessed_at < ?",
+                               arguments: [now.timeIntervalSince1970 - settings.maxAge])
             }
-            victims += try Self.lruVictims(db, settings: settings, excluding: Set(victims))
-            guard !victims.isEmpty else { return [] }
-            let before = try Schema.totals(db)
-            let blobs = try Self.deleteEntries(db, keys: victims)
-            let after = try Schema.totals(db)
-            try Schema.bump(db, "evictions", by: Int64(before.entries - after.entries))
-            try Schema.bump(db, "evicted_bytes", by: before.bytes - after.bytes)
-            return blobs
+            let remaining = try Schema.totals(db) - Self.victimTotals(db)
+            if remaining.bytes > settings.maxBytes || remaining.entries > settings.maxEntries {
+                try Self.chooseLeastRecentlyUsed(
+                    db, bytes: remaining.bytes - Int64(Double(settings.maxBytes) * settings.lowWater),
+                    entries: remaining.entries - Int(Double(settings.maxEntries) * settings.lowWater))
+            }
+            let (garbage, removed) = try Self.deleteVictims(db)
+            try Schema.bump(db, "evictions", by: Int64(removed.entries))
+            try Schema.bump(db, "evicted_bytes", by: removed.bytes)
+            return (garbage, removed)
         }
-        if !garbage.isEmpty {
-            logger.debug("evicted", metadata: ["blobs": "\(garbage.count)"])
-        }
+        guard removed.entries > 0 else { return }
+        logger.debug("evicted", metadata: ["entries": "\(removed.entries)", "bytes": "\(removed.bytes)", "files": "\(garbage.count)"])
         blobs.remove(garbage)
+        try reclaimSpace()
     }
 
-    /// Least recently accessed keys to delete so that bytes and entries fall
-    /// to the low-water mark (an original's variants are counted with it).
-    static func lruVictims(_ db: Database, settings: CacheSettings, excluding alreadyGoing: Set<String>) throws -> [String] {
-        let totals = try remainingTotals(db, excluding: alreadyGoing)
-        guard totals.bytes > settings.maxBytes || totals.entries > settings.maxEntries else { return [] }
-        return try leastRecentlyUsed(db, from: totals, excluding: alreadyGoing,
-                                     targetBytes: Int64(Double(settings.maxBytes) * settings.lowWater),
-                                     targetEntries: Int(Double(settings.maxEntries) * settings.lowWater))
-    }
-
-    /// Totals as they will be once `keys` (and their variants) are gone.
-    static func remainingTotals(_ db: Database, excluding keys: Set<String>) throws -> (entries: Int, bytes: Int64) {
-        let totals = try Schema.totals(db)
-        guard !keys.isEmpty else { return (totals.entries, totals.bytes) }
-        let gone = try family(db, of: Array(keys))
-        return (totals.entries - gone.count, totals.bytes - gone.bytes)
-    }
-
-    /// Walks the index from the least recently accessed item, choosing keys
-    /// until bytes <= `targetBytes` and entries <= `targetEntries`. Choosing an
-    /// original counts its variants too (they go with it).
-    static func leastRecentlyUsed(_ db: Database, from totals: (entries: Int, bytes: Int64), excluding: Set<String>,
-                                  targetBytes: Int64, targetEntries: Int, variantsOnly: Bool = false) throws -> [String] {
-        var (entries, bytes) = totals
-        var chosen: [String] = []
-        var going = excluding
-        let children = try db.cachedStatement(sql: "SELECT key, size FROM entry WHERE parent_key = ?")
-        let filter = variantsOnly ? "WHERE kind = 'variant'" : ""
-        let rows = try Row.fetchCursor(db, sql: "SELECT key, kind, size FROM entry \(filter) ORDER BY accessed_at, key")
-        while bytes > targetBytes || entries > targetEntries, let row = try rows.next() {
-            let key: String = row["key"]
-            guard going.insert(key).inserted else { continue }
-            chosen.append(key)
-            entries -= 1
-            bytes -= row["size"] as Int64
-            guard row["kind"] as String == EntryKind.original.rawValue else { continue }
-            for child in try Row.fetchAll(children, arguments: [key]) where going.insert(child["key"]).inserted {
-                entries -= 1
-                bytes -= child["size"] as Int64
-            }
+    /// Gives free pages of the database back to the file system when they
+    /// add up (evicted inline blobs): `incremental_vacuum`, then a checkpoint
+    /// so the file itself shrinks.
+    func reclaimSpace(minimumFreePages: Int = 256) throws {
+        let (free, total) = try db.read { db in
+            (try Int.fetchOne(db, sql: "PRAGMA freelist_count") ?? 0, try Int.fetchOne(db, sql: "PRAGMA page_count") ?? 0)
         }
-        return chosen
-    }
-
-    /// Count and bytes of `keys` plus their variants.
-    static func family(_ db: Database, of keys: [String]) throws -> (count: Int, bytes: Int64) {
-        var count = 0
-        var bytes: Int64 = 0
-        for chunk in keys.chunked(500) {
-            let marks = databaseQuestionMarks(count: chunk.count)
-            let row = try Row.fetchOne(db, sql: """
-                SELECT count(*) AS n, coalesce(sum(size), 0) AS b FROM entry
-                WHERE key IN (\(marks)) OR parent_key IN (\(marks))
-                """, arguments: StatementArguments(chunk + chunk))
-            count += row?["n"] ?? 0
-            bytes += row?["b"] ?? 0
+        guard free >= minimumFreePages, free * 10 >= total else { return }
+        try db.writeWithoutTransaction { db in
+            try db.execute(sql: "PRAGMA incremental_vacuum")
+            _ = try Row.fetchOne(db, sql: "PRAGMA wal_checkpoint(PASSIVE)")
         }
-        return (count, bytes)
     }
 
-    /// Deletes rows (and their variants' rows) and returns their blobs, to be
-    /// unlinked after the transaction commits.
+    // MARK: Set-based deletion (the `temp.victim` table of the writer connection)
+
+    static func clearVictims(_ db: Database) throws {
+        try db.execute(sql: """
+            CREATE TEMP TABLE IF NOT EXISTS victim (key TEXT PRIMARY KEY NOT NULL) WITHOUT ROWID;
+            DELETE FROM temp.victim;
+            """)
+    }
+
+    /// Adds `keys` to the victims.
+    static func addVictims(_ db: Database, keys: some Sequence<String>) throws {
+        let insert = try db.cachedStatement(sql: "INSERT OR IGNORE INTO temp.victim (key) VALUES (?)")
+        for key in keys { try insert.execute(arguments: [key]) }
+    }
+
+    /// Adds the variants of the chosen originals: they go with them.
+    static func addFamilies(_ db: Database) throws {
+        try db.execute(sql: """
+            INSERT OR IGNORE INTO temp.victim (key)
+            SELECT entry.key FROM temp.victim JOIN entry ON entry.parent_key = victim.key
+            """)
+    }
+
+    /// What the victims (and their variants) add up to.
+    static func victimTotals(_ db: Database) throws -> Totals {
+        try addFamilies(db)
+        let row = try Row.fetchOne(db, sql: """
+            SELECT count(*) AS n, coalesce(sum(kind = 'original'), 0) AS o, coalesce(sum(size), 0) AS b,
+                coalesce(sum(CASE WHEN blob IS NULL THEN size ELSE 0 END), 0) AS i
+            FROM entry WHERE key IN (SELECT key FROM temp.victim)
+            """)
+        return Totals(entries: row?["n"] ?? 0, originals: row?["o"] ?? 0, bytes: row?["b"] ?? 0, inlineBytes: row?["i"] ?? 0)
+    }
+
+    /// One statement picks the least recently accessed items (not already
+    /// chosen) whose removal frees at least `bytes` and `entries`: a running
+    /// sum over the `accessed_at` order.
+    static func chooseLeastRecentlyUsed(_ db: Database, bytes: Int64, entries: Int, variantsOnly: Bool = false) throws {
+        guard bytes > 0 || entries > 0 else { return }
+        try db.execute(sql: """
+            INSERT OR IGNORE INTO temp.victim (key)
+            SELECT key FROM (
+                SELECT key, size, sum(size) OVER lru AS running_bytes, row_number() OVER lru AS running_entries
+                FROM entry
+                WHERE key NOT IN (SELECT key FROM temp.victim) \(variantsOnly ? "AND kind = 'variant'" : "")
+                WINDOW lru AS (ORDER BY accessed_at, key ROWS UNBOUNDED PRECEDING))
+            WHERE running_bytes - size < ? OR running_entries - 1 < ?
+            """, arguments: [bytes, entries])
+    }
+
+    /// Deletes the victims and their variants: inline bytes in the same
+    /// transaction, totals adjusted once. Returns the blob files to unlink
+    /// after commit, and what was removed.
+    static func deleteVictims(_ db: Database) throws -> (files: [String], removed: Totals) {
+        let removed = try victimTotals(db)
+        guard removed.entries > 0 else { return ([], removed) }
+        let files = try String.fetchAll(db, sql: """
+            SELECT blob FROM entry WHERE blob IS NOT NULL AND key IN (SELECT key FROM temp.victim)
+            """)
+        try db.execute(sql: """
+            DELETE FROM inline_blob WHERE key IN (SELECT key FROM temp.victim);
+            DELETE FROM entry WHERE key IN (SELECT key FROM temp.victim);
+            DELETE FROM temp.victim;
+            """)
+        try (Totals() - removed).apply(db)
+        return (files, removed)
+    }
+
+    /// Deletes `keys` and their variants; returns the blob files to unlink after commit.
     static func deleteEntries(_ db: Database, keys: [String]) throws -> [String] {
-        var blobs: [String] = []
-        for chunk in keys.chunked(500) {
-            let marks = databaseQuestionMarks(count: chunk.count)
-            let arguments = StatementArguments(chunk + chunk)
-            blobs += try String.fetchAll(db, sql: "SELECT blob FROM entry WHERE key IN (\(marks)) OR parent_key IN (\(marks))",
-                                         arguments: arguments)
-            try db.execute(sql: "DELETE FROM entry WHERE parent_key IN (\(marks)) OR key IN (\(marks))", arguments: arguments)
-        }
-        return blobs
-    }
-}
-
-extension Array {
-    func chunked(_ size: Int) -> [ArraySlice<Element>] {
-        stride(from: 0, to: count, by: size).map { self[$0..<Swift.min($0 + size, count)] }
+        guard !keys.isEmpty else { return [] }
+        try clearVictims(db)
+        try addVictims(db, keys: keys)
+        return try deleteVictims(db).files
     }
 }

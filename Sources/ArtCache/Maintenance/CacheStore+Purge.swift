@@ -48,6 +48,7 @@ extension CacheStore {
         let host = request.host?.lowercased()
         try await flush()
         let (report, garbage) = try await db.write { db -> (PurgeReport, [String]) in
+            try Self.clearVictims(db)
             var conditions: [String] = []
             var arguments: [DatabaseValueConvertible?] = []
             if let olderThan = request.olderThan {
@@ -63,42 +64,27 @@ extension CacheStore {
                 arguments += [urlKey, urlKey]
             }
             if request.variantsOnly { conditions.append("kind = 'variant'") }
-            var keys: [String] = []
             if request.all || request.hasFilter || (request.variantsOnly && request.toSize == nil) {
                 let whereClause = conditions.isEmpty ? "" : "WHERE " + conditions.joined(separator: " AND ")
-                keys = try String.fetchAll(db, sql: "SELECT key FROM entry \(whereClause)",
-                                           arguments: StatementArguments(arguments))
+                try db.execute(sql: "INSERT OR IGNORE INTO temp.victim (key) SELECT key FROM entry \(whereClause)",
+                               arguments: StatementArguments(arguments))
             }
             if let toSize = request.toSize {
-                let going = Set(keys)
-                keys += try Self.leastRecentlyUsed(db, from: Self.remainingTotals(db, excluding: going), excluding: going,
-                                                   targetBytes: toSize, targetEntries: Int.max,
-                                                   variantsOnly: request.variantsOnly)
+                let remaining = try Schema.totals(db) - Self.victimTotals(db)
+                try Self.chooseLeastRecentlyUsed(db, bytes: remaining.bytes - toSize, entries: 0,
+                                                 variantsOnly: request.variantsOnly)
             }
-            let family = try Self.familyBreakdown(db, of: keys, variantsOnly: request.variantsOnly)
-            let report = PurgeReport(removed: family.originals + family.variants, originals: family.originals,
-                                     variants: family.variants, bytes: family.bytes, dryRun: request.dryRun)
-            guard !request.dryRun, !keys.isEmpty else { return (report, []) }
-            return (report, try Self.deleteEntries(db, keys: keys))
+            let going = try Self.victimTotals(db)
+            let report = PurgeReport(removed: going.entries, originals: going.originals,
+                                     variants: going.entries - going.originals, bytes: going.bytes, dryRun: request.dryRun)
+            guard !request.dryRun else {
+                try Self.clearVictims(db)
+                return (report, [])
+            }
+            return (report, try Self.deleteVictims(db).files)
         }
         blobs.remove(garbage)
+        try await Blocking.run { try self.reclaimSpace() }
         return report
-    }
-
-    static func familyBreakdown(_ db: Database, of keys: [String], variantsOnly: Bool) throws -> (originals: Int, variants: Int, bytes: Int64) {
-        var originals = 0, variants = 0
-        var bytes: Int64 = 0
-        for chunk in keys.chunked(500) {
-            let marks = databaseQuestionMarks(count: chunk.count)
-            let rows = try Row.fetchAll(db, sql: """
-                SELECT kind, count(*) AS n, coalesce(sum(size), 0) AS b FROM entry
-                WHERE key IN (\(marks)) OR parent_key IN (\(marks)) GROUP BY kind
-                """, arguments: StatementArguments(chunk + chunk))
-            for row in rows {
-                if row["kind"] as String == EntryKind.original.rawValue { originals += row["n"] as Int } else { variants += row["n"] as Int }
-                bytes += row["b"] as Int64
-            }
-        }
-        return (originals, variants, bytes)
     }
 }

@@ -14,6 +14,9 @@ public struct CacheStats: Sendable, Codable, Equatable {
     public var originals: Int
     public var variants: Int
     public var bytes: Int64
+    /// Of `bytes`: blobs kept inside the database (up to `inline_max`) and in files.
+    public var inlineBytes: Int64 = 0
+    public var fileBytes: Int64 = 0
     public var maxBytes: Int64
     public var maxEntries: Int
     public var hits: Int64
@@ -34,7 +37,7 @@ public struct CacheStats: Sendable, Codable, Equatable {
     public var memory = MemoryTierStats()
 
     enum CodingKeys: String, CodingKey {
-        case directory, entries, originals, variants, bytes, maxBytes, maxEntries, hits, misses
+        case directory, entries, originals, variants, bytes, inlineBytes, fileBytes, maxBytes, maxEntries, hits, misses
         case evictions, evictedBytes, repairs, hosts, oldestAccess, newestAccess, retryQueue, retryDropped, memory
     }
 
@@ -46,6 +49,8 @@ public struct CacheStats: Sendable, Codable, Equatable {
         try c.encode(originals, forKey: .originals)
         try c.encode(variants, forKey: .variants)
         try c.encode(bytes, forKey: .bytes)
+        try c.encode(inlineBytes, forKey: .inlineBytes)
+        try c.encode(fileBytes, forKey: .fileBytes)
         try c.encode(maxBytes, forKey: .maxBytes)
         try c.encode(maxEntries, forKey: .maxEntries)
         try c.encode(hits, forKey: .hits)
@@ -100,6 +105,7 @@ extension CacheStore {
             return CacheStats(
                 directory: directory, entries: totals.entries, originals: totals.originals,
                 variants: totals.entries - totals.originals, bytes: totals.bytes,
+                inlineBytes: totals.inlineBytes, fileBytes: totals.fileBytes,
                 maxBytes: settings.maxBytes, maxEntries: settings.maxEntries,
                 hits: counters["hits"] ?? 0, misses: counters["misses"] ?? 0,
                 evictions: counters["evictions"] ?? 0, evictedBytes: counters["evicted_bytes"] ?? 0,

@@ -18,20 +18,23 @@ public struct VerifyReport: Sendable, Codable, Equatable {
     public var hashed: Bool
     public var orphanBlobs: Int
     public var tempFiles: Int
+    /// 1 when the totals row disagreed with the rows (repair recounts it).
+    public var totalsMismatch: Int = 0
     public var repaired: Int
     /// The first problems found (at most 100), for people.
     public var problems: [Problem]
 
-    public var problemCount: Int { missingBlobs + sizeMismatches + hashMismatches + orphanBlobs + tempFiles }
+    public var problemCount: Int { missingBlobs + sizeMismatches + hashMismatches + orphanBlobs + tempFiles + totalsMismatch }
     /// Problems left after repair.
     public var remaining: Int { max(0, problemCount - repaired) }
 }
 
 extension CacheStore {
-    /// Checks every row against its blob (exists, size, and with `hash` its
-    /// SHA-256) and finds orphan blobs and leftover temp files. With `repair`,
-    /// bad rows are deleted (with their variants), orphans and dead writers'
-    /// temp files removed.
+    /// Checks every row against its blob, inline or file (exists, size, and
+    /// with `hash` its SHA-256), the totals against the rows, and finds orphan
+    /// blobs and leftover temp files. With `repair`, bad rows are deleted
+    /// (with their variants), orphans and dead writers' temp files removed,
+    /// the totals recounted.
     ///
     /// The scan (and all hashing) runs on a read snapshot, so writers in this
     /// and other processes keep working meanwhile. Only the repair takes the
@@ -50,15 +53,16 @@ extension CacheStore {
         let candidates = scan.bad
         let orphans = scan.orphans
         let (garbage, cleared) = try await db.write { db -> ([String], Set<String>) in
-            // Still bad: the row still names the same blob (blob names are never
-            // reused and blobs never rewritten, so that blob is still missing or wrong).
+            // Still bad: the row still names the same blob (file names are never
+            // reused and files never rewritten, so that file is still missing or
+            // wrong); an inline blob is checked again here.
             var badKeys: [String] = []
-            var cleared = Set<String>()  // blob paths whose problem is gone since the scan
-            for (key, blob, _) in candidates {
-                if try String.fetchOne(db, sql: "SELECT blob FROM entry WHERE key = ?", arguments: [key]) == blob {
-                    badKeys.append(key)
+            var cleared = Set<String>()  // problem paths gone since the scan
+            for candidate in candidates {
+                if try Self.stillBad(db, candidate, blobs: blobs, hash: hash) {
+                    badKeys.append(candidate.key)
                 } else {
-                    cleared.insert(blob)
+                    cleared.insert(candidate.path)
                 }
             }
             // Still orphans: no row names them now (a writer renames its blob and
@@ -70,54 +74,103 @@ extension CacheStore {
                 if named != orphan { garbage.append(orphan) } else { cleared.insert(orphan) }
             }
             if !badKeys.isEmpty { garbage += try Self.deleteEntries(db, keys: badKeys) }
+            try db.execute(sql: "DELETE FROM inline_blob WHERE key NOT IN (SELECT key FROM entry WHERE blob IS NULL)")
+            try Schema.recount(db).store(db)
             return (garbage, cleared)
         }
         for temp in stale { blobs.discardTemporary(temp.path) }
         blobs.remove(garbage)
         // What changed since the scan (a row rewritten, a blob committed) was no problem.
-        for (_, blob, kind) in candidates where cleared.contains(blob) { report.uncount(kind) }
+        for candidate in candidates where cleared.contains(candidate.path) { report.uncount(candidate.kind) }
         for orphan in orphans where cleared.contains(orphan) { report.uncount("orphan_blob") }
         report.problems.removeAll { cleared.contains($0.path) }
         report.repaired = report.problemCount
         return report
     }
 
-    /// One pass over a read snapshot: the report, rows whose blob is bad
-    /// (key, blob), and blobs on disk that no row of the snapshot names.
+    /// A row whose blob was bad when scanned.
+    struct BadRow: Sendable {
+        let key: String
+        let blob: String?
+        let kind: String
+        /// The file, or `inline:<key>`.
+        var path: String { blob ?? "inline:\(key)" }
+    }
+
+    /// One pass over a read snapshot: the report, rows whose blob is bad, and
+    /// blob files that no row of the snapshot names.
     private static func scan(_ db: Database, blobs: BlobStore, hash: Bool) throws
-        -> (report: VerifyReport, bad: [(key: String, blob: String, kind: String)], orphans: [String]) {
+        -> (report: VerifyReport, bad: [BadRow], orphans: [String]) {
         var report = VerifyReport(rows: 0, blobs: 0, missingBlobs: 0, sizeMismatches: 0, hashMismatches: 0,
                                   hashed: hash, orphanBlobs: 0, tempFiles: 0, repaired: 0, problems: [])
         var referenced = Set<String>()
-        var bad: [(key: String, blob: String, kind: String)] = []
-        let rows = try Row.fetchCursor(db, sql: "SELECT key, blob, size, sha256 FROM entry")
+        var bad: [BadRow] = []
+        let rows = try Row.fetchCursor(db, sql: """
+            SELECT entry.key, entry.blob, entry.size, entry.sha256, length(inline_blob.data) AS inline_size
+            FROM entry LEFT JOIN inline_blob USING (key)
+            """)
         while let row = try rows.next() {
             report.rows += 1
             let key: String = row["key"]
-            let blob: String = row["blob"]
-            referenced.insert(blob)
-            guard let size = blobs.size(of: blob) else {
-                report.missingBlobs += 1
-                report.note("missing_blob", key, blob)
-                bad.append((key, blob, "missing_blob"))
-                continue
+            let blob: String? = row["blob"]
+            if let blob { referenced.insert(blob) }
+            let problem = try check(db, key: key, blob: blob, size: row["size"], sha256: row["sha256"],
+                                    inlineSize: row["inline_size"], blobs: blobs, hash: hash)
+            guard let problem else { continue }
+            let item = BadRow(key: key, blob: blob, kind: problem)
+            switch problem {
+            case "missing_blob": report.missingBlobs += 1
+            case "size_mismatch": report.sizeMismatches += 1
+            default: report.hashMismatches += 1
             }
-            if size != row["size"] as Int64 {
-                report.sizeMismatches += 1
-                report.note("size_mismatch", key, blob)
-                bad.append((key, blob, "size_mismatch"))
-            } else if hash, let data = try blobs.read(blob), CacheKey.sha256Hex(data) != row["sha256"] as String {
-                report.hashMismatches += 1
-                report.note("hash_mismatch", key, blob)
-                bad.append((key, blob, "hash_mismatch"))
-            }
+            report.note(problem, key, item.path)
+            bad.append(item)
         }
         let onDisk = blobs.allBlobs()
-        report.blobs = onDisk.count
-        let orphans = onDisk.filter { !referenced.contains($0) }
+        let inline = try Int.fetchOne(db, sql: "SELECT count(*) FROM inline_blob") ?? 0
+        report.blobs = onDisk.count + inline
+        var orphans = onDisk.filter { !referenced.contains($0) }
         report.orphanBlobs = orphans.count
         for orphan in orphans { report.note("orphan_blob", nil, orphan) }
+        for key in try String.fetchAll(db, sql: "SELECT key FROM inline_blob WHERE key NOT IN (SELECT key FROM entry WHERE blob IS NULL)") {
+            report.orphanBlobs += 1
+            report.note("orphan_blob", key, "inline:\(key)")
+        }
+        orphans.sort()
+        if try Schema.totals(db) != Schema.recount(db) {
+            report.totalsMismatch = 1
+            report.note("totals_mismatch", nil, "index.sqlite")
+        }
         return (report, bad, orphans)
+    }
+
+    /// The problem with one row's blob, or nil.
+    private static func check(_ db: Database, key: String, blob: String?, size: Int64, sha256: String, inlineSize: Int64?,
+                              blobs: BlobStore, hash: Bool) throws -> String? {
+        if let blob {
+            guard let actual = blobs.size(of: blob) else { return "missing_blob" }
+            if actual != size { return "size_mismatch" }
+            if hash, let data = try blobs.read(blob), CacheKey.sha256Hex(data) != sha256 { return "hash_mismatch" }
+            return nil
+        }
+        guard let inlineSize else { return "missing_blob" }
+        if inlineSize != size { return "size_mismatch" }
+        if hash, let data = try Data.fetchOne(db, sql: "SELECT data FROM inline_blob WHERE key = ?", arguments: [key]),
+           CacheKey.sha256Hex(data) != sha256 { return "hash_mismatch" }
+        return nil
+    }
+
+    /// Under the write lock: is a row found bad by the scan still bad?
+    private static func stillBad(_ db: Database, _ candidate: BadRow, blobs: BlobStore, hash: Bool) throws -> Bool {
+        guard let row = try Row.fetchOne(db, sql: """
+            SELECT entry.blob, entry.size, entry.sha256, length(inline_blob.data) AS inline_size
+            FROM entry LEFT JOIN inline_blob USING (key) WHERE entry.key = ?
+            """, arguments: [candidate.key]) else { return false }  // deleted meanwhile
+        let blob: String? = row["blob"]
+        guard blob == candidate.blob else { return false }  // rewritten meanwhile
+        if blob != nil { return true }  // the same file: never rewritten in place
+        return try check(db, key: candidate.key, blob: nil, size: row["size"], sha256: row["sha256"],
+                         inlineSize: row["inline_size"], blobs: blobs, hash: hash) != nil
     }
 }
 
@@ -128,6 +181,7 @@ extension VerifyReport {
         case "missing_blob": missingBlobs -= 1
         case "size_mismatch": sizeMismatches -= 1
         case "hash_mismatch": hashMismatches -= 1
+        case "totals_mismatch": totalsMismatch -= 1
         default: orphanBlobs -= 1
         }
     }

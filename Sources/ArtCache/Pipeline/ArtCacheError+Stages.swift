@@ -36,7 +36,7 @@ extension ArtCacheError {
         case .invalidURL: .invalidURL
         case .notAnImage: .notAnImage
         case .invalidRequest: .invalidRequest
-        case .missingParent, .io, .database, .incompatibleSchema: .storage
+        case .missingParent, .staleSource, .io, .database, .incompatibleSchema: .storage
         }
         self.init(code, error.message, underlying: error)
     }

@@ -38,9 +38,13 @@ extension ImagePipeline {
         }
     }
 
-    /// Where a stored entry's bytes live (for `--json` output; the file may
-    /// be evicted by another process at any time).
-    public func blobPath(of entry: CacheEntry) -> String { store.path(of: entry) }
+    /// Where a file blob was when `entry` was read, for display (`--json`'s
+    /// `path`); nil for a blob kept inside the database. Not a way to read
+    /// the bytes: another process's eviction may remove the file at any time;
+    /// ``ImageResponse/data`` holds them.
+    public func blobLocation(of entry: CacheEntry) -> String? {
+        entry.blob.map { store.directory.path + "/" + $0 }
+    }
 
     /// The libvips version the renderer uses.
     public var libvipsVersion: String { renderer.libvipsVersion }

@@ -31,10 +31,12 @@ extension ImagePipeline {
             if let parent = original.entry {
                 do {
                     entry = try await store.putVariant(parent: parent.cacheKey, spec: canonical, data: rendered.data,
-                                                       width: rendered.width, height: rendered.height)
-                } catch let error as StoreError where error.code == .missingParent {
-                    // The original was evicted meanwhile: hand out the render anyway.
-                    logger.debug("variant not stored: original evicted", metadata: ["url": "\(url)"])
+                                                       width: rendered.width, height: rendered.height,
+                                                       sourceSHA256: parent.sha256)
+                } catch let error as StoreError where error.code == .missingParent || error.code == .staleSource {
+                    // The original was evicted or replaced meanwhile: hand out
+                    // the render (of the bytes this caller got), store nothing.
+                    logger.debug("variant not stored", metadata: ["url": "\(url)", "reason": "\(error.code.rawValue)"])
                 }
             }
             return VariantOutcome(renderedFrom: original.source, entry: entry, data: rendered.data,

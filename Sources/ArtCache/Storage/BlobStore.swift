@@ -3,8 +3,11 @@ import Foundation
 import Glibc
 #endif
 
-/// The blob side of the store: files under `objects/ab/cd/`, written to
-/// `tmp/` first and renamed into place, so no reader ever sees a partial blob.
+/// The file side of the store, for blobs larger than `[cache] inline_max`:
+/// files in `objects/ab/` (256 shard folders, created once at open), written
+/// to `tmp/` first, synced, and renamed into place, so no reader ever sees a
+/// partial blob. Store v1 used two levels (`objects/ab/cd/`); those are
+/// moved by the migration and still recognised by `verify`.
 ///
 /// Blob names carry a random token after the key (`<key>-<token>`): a new
 /// version of an item never overwrites the file an older row points to, so
@@ -16,6 +19,10 @@ struct BlobStore: Sendable {
 
     init(root: URL) { self.root = root }
 
+    static let shards = (0..<256).map { String(format: "%02x", $0) }
+
+    /// The cache folder, `tmp/`, `objects/` and its 256 shard folders (once
+    /// created, a blob write never makes a directory).
     func createDirectories() throws(StoreError) {
         for dir in [root, objects, temporary] {
             do {
@@ -24,13 +31,22 @@ struct BlobStore: Sendable {
                 throw StoreError(.io, "cannot create \(dir.path): \(error.localizedDescription)")
             }
         }
+        let base = objects.path
+        for shard in Self.shards where mkdir(base + "/" + shard, 0o755) != 0 && errno != EEXIST {
+            throw StoreError(.io, "cannot create \(base)/\(shard): \(String(cString: strerror(errno)))")
+        }
     }
 
     /// A new relative blob path for `key`.
     func newBlobPath(for key: CacheKey) -> String {
         let hex = key.hex
         let token = String(UInt64.random(in: 0...UInt64.max), radix: 16)
-        return "objects/\(hex.prefix(2))/\(hex.dropFirst(2).prefix(2))/\(hex)-\(token)"
+        return "objects/\(hex.prefix(2))/\(hex)-\(token)"
+    }
+
+    /// Store v1's two-level paths (`objects/ab/cd/<key>-<token>`).
+    static func isLegacy(_ relative: String) -> Bool {
+        relative.utf8.count > 14 && relative.split(separator: "/").count == 4
     }
 
     func absolutePath(_ relative: String) -> String { root.path + "/" + relative }
@@ -69,16 +85,37 @@ struct BlobStore: Sendable {
         return path
     }
 
-    /// Moves a finished temp file to its blob path (creating shard folders).
+    /// Moves a finished temp file to its blob path. The caller syncs the
+    /// shard folder (``syncDirectories(of:)``) before committing a row naming it.
     func commitTemporary(_ tempPath: String, to relative: String) throws(StoreError) {
         let destination = absolutePath(relative)
         if rename(tempPath, destination) != 0 {
-            if errno == ENOENT {
+            if errno == ENOENT, FileManager.default.fileExists(atPath: tempPath) {
+                // A shard folder removed by hand: make it again.
                 let dir = (destination as NSString).deletingLastPathComponent
-                try? FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
-                if rename(tempPath, destination) == 0 { return }
+                if mkdir(dir, 0o755) == 0 || errno == EEXIST, rename(tempPath, destination) == 0 { return }
             }
             throw StoreError(.io, "cannot move blob into place at \(destination): \(String(cString: strerror(errno)))")
+        }
+    }
+
+    /// Hard-links an existing blob under a new name (the migration re-shards
+    /// this way: the old name stays valid until the row naming the new one commits).
+    func link(_ relative: String, to newRelative: String) throws(StoreError) {
+        guard Glibc.link(absolutePath(relative), absolutePath(newRelative)) == 0 else {
+            throw StoreError(.io, "cannot link \(relative) to \(newRelative): \(String(cString: strerror(errno)))")
+        }
+    }
+
+    /// fsyncs the folders holding `relatives` (each once): after this, the
+    /// renames into them survive a power loss.
+    func syncDirectories(of relatives: [String]) throws(StoreError) {
+        let folders = Set(relatives.map { absolutePath(($0 as NSString).deletingLastPathComponent) })
+        for folder in folders {
+            let fd = open(folder, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+            guard fd >= 0 else { throw StoreError(.io, "cannot open \(folder): \(String(cString: strerror(errno)))") }
+            defer { close(fd) }
+            guard fsync(fd) == 0 else { throw StoreError(.io, "cannot sync \(folder): \(String(cString: strerror(errno)))") }
         }
     }
 
@@ -113,15 +150,22 @@ struct BlobStore: Sendable {
         return Int64(info.st_size)
     }
 
-    /// Every blob file under `objects/`, as relative paths.
+    /// Every blob file under `objects/`, as relative paths (shard folders of
+    /// store v1's second level included: their names are two characters).
     func allBlobs() -> [String] {
         var result: [String] = []
         let fm = FileManager.default
         guard let level1 = try? fm.contentsOfDirectory(atPath: objects.path) else { return [] }
         for a in level1 {
-            guard let level2 = try? fm.contentsOfDirectory(atPath: objects.path + "/" + a) else { continue }
+            guard let level2 = try? fm.contentsOfDirectory(atPath: objects.path + "/" + a) else {
+                result.append("objects/\(a)")  // a stray file at the top
+                continue
+            }
             for b in level2 {
-                guard let files = try? fm.contentsOfDirectory(atPath: objects.path + "/\(a)/\(b)") else { continue }
+                guard b.utf8.count == 2, let files = try? fm.contentsOfDirectory(atPath: objects.path + "/\(a)/\(b)") else {
+                    result.append("objects/\(a)/\(b)")
+                    continue
+                }
                 for file in files { result.append("objects/\(a)/\(b)/\(file)") }
             }
         }

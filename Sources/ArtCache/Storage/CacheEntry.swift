@@ -16,8 +16,11 @@ public struct CacheEntry: Sendable, Equatable, Codable {
     public var parentKey: String?
     /// Canonical spec of a variant (e.g. `100x100,contain,jpeg,q80`).
     public var spec: String?
-    /// Path of the blob, relative to the cache directory.
-    public var blob: String
+    /// Where the blob file was when this row was read, relative to the cache
+    /// directory; nil when the bytes live inside the database (blobs up to
+    /// `[cache] inline_max`). Informational only: another process's eviction
+    /// may remove the file at any time. Read the bytes through the API.
+    public var blob: String?
     /// MIME type decided from the bytes.
     public var contentType: String
     /// Media type the origin declared, if any.
@@ -25,6 +28,8 @@ public struct CacheEntry: Sendable, Equatable, Codable {
     public var size: Int64
     /// SHA-256 of the blob's bytes.
     public var sha256: String
+    /// For a variant: the SHA-256 of the original bytes it was rendered from.
+    public var sourceSHA256: String?
     public var width: Int?
     public var height: Int?
     public var etag: String?
@@ -48,6 +53,7 @@ public struct CacheEntry: Sendable, Equatable, Codable {
         static let declaredType = GRDB.Column("declared_type")
         static let size = GRDB.Column("size")
         static let sha256 = GRDB.Column("sha256")
+        static let sourceSHA256 = GRDB.Column("source_sha256")
         static let width = GRDB.Column("width")
         static let height = GRDB.Column("height")
         static let etag = GRDB.Column("etag")
@@ -60,6 +66,8 @@ public struct CacheEntry: Sendable, Equatable, Codable {
     }
 
     public var cacheKey: CacheKey { CacheKey(hex: key) }
+    /// The bytes live inside the SQLite database, not in a file.
+    public var isInline: Bool { blob == nil }
     public var validators: HTTPValidators {
         HTTPValidators(etag: etag, lastModified: lastModified, expiresAt: expiresAt, freshFor: freshFor)
     }
@@ -87,6 +95,7 @@ extension CacheEntry {
         declaredType = row[Column.declaredType]
         size = row[Column.size]
         sha256 = row[Column.sha256]
+        sourceSHA256 = row[Column.sourceSHA256]
         width = row[Column.width]
         height = row[Column.height]
         etag = row[Column.etag]
@@ -105,7 +114,7 @@ extension CacheEntry {
     private var databaseValues: [(GRDB.Column, (any DatabaseValueConvertible)?)] {
         [(Column.key, key), (Column.url, url), (Column.host, host), (Column.kind, kind.rawValue), (Column.parentKey, parentKey),
          (Column.spec, spec), (Column.blob, blob), (Column.contentType, contentType), (Column.declaredType, declaredType),
-         (Column.size, size), (Column.sha256, sha256), (Column.width, width), (Column.height, height), (Column.etag, etag),
+         (Column.size, size), (Column.sha256, sha256), (Column.sourceSHA256, sourceSHA256), (Column.width, width), (Column.height, height), (Column.etag, etag),
          (Column.lastModified, lastModified), (Column.expiresAt, expiresAt?.timeIntervalSince1970), (Column.freshFor, freshFor),
          (Column.createdAt, createdAt.timeIntervalSince1970), (Column.accessedAt, accessedAt.timeIntervalSince1970),
          (Column.hitCount, hitCount)]
@@ -126,10 +135,10 @@ extension CacheEntry {
     }
 }
 
-/// A stored item with its bytes, as returned by a lookup.
+/// A stored item with its bytes, as returned by a lookup. The bytes were
+/// read whole (from the database or from a file opened before any eviction
+/// could remove it), so they stay valid whatever other processes do.
 public struct CachedImage: Sendable {
     public let entry: CacheEntry
     public let data: Data
-    /// Absolute path of the blob (valid until the item is evicted).
-    public let path: String
 }

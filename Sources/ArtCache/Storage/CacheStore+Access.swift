@@ -66,6 +66,18 @@ extension CacheStore {
         }
     }
 
+    /// ``flush()`` for a thread of the store's own (the commit thread).
+    func flushBlocking() throws {
+        let batch = pending.withLock { $0.take() }
+        guard !batch.isEmpty else { return }
+        do {
+            try db.write { db in try Self.apply(batch, db: db) }
+        } catch {
+            pending.withLock { $0.merge(batch) }
+            throw StoreError(.database, "cannot record access times: \(error)")
+        }
+    }
+
     /// A background flush: a failure keeps the batch for the next flush
     /// (see `flush()`) and is logged, never dropped silently.
     func flushLogging() async {

@@ -2,8 +2,9 @@ import Foundation
 internal import GRDB
 import Logging
 
-/// The content store: blobs on disk plus the SQLite index (GRDB, WAL), shared
-/// safely by several tasks and several processes on one cache directory.
+/// The content store: the SQLite index (GRDB, WAL) holding small blobs
+/// inline, plus files for large ones, shared safely by several tasks and
+/// several processes on one cache directory.
 ///
 /// Open it once per process with ``open(settings:logger:)`` and call
 /// ``close()`` before exiting so batched access times are written.
@@ -14,6 +15,7 @@ public final class CacheStore: Sendable {
     let blobs: BlobStore
     let logger: Logger
     let pending = Locked(PendingAccess())
+    let writes: WriteQueue
     let housekeeping = Locked(Housekeeping())
 
     struct Housekeeping {
@@ -27,14 +29,17 @@ public final class CacheStore: Sendable {
     /// Opens (creating if needed) the cache in `settings.directory`. The cost
     /// does not depend on how many items the cache holds: nothing is listed.
     public static func open(settings: CacheSettings, logger: Logger = Logger(label: "artcache.store")) async throws -> CacheStore {
-        let store = try await Blocking.run { try CacheStore(settings: settings, logger: logger) }
-        store.startFlusher()
-        return store
+        try await Blocking.run { try openBlocking(settings: settings, logger: logger) }
     }
 
     /// Synchronous open, for callers outside Swift concurrency.
     public static func openBlocking(settings: CacheSettings, logger: Logger = Logger(label: "artcache.store")) throws -> CacheStore {
         let store = try CacheStore(settings: settings, logger: logger)
+        store.writes.attach(commit: { [weak store] puts in
+            store?.commit(puts) ?? puts.map { _ in .failure(StoreError(.database, "the store is closed")) }
+        }, afterBatch: { [weak store] in
+            store?.enforceLimitsLogging()
+        })
         store.startFlusher()
         return store
     }
@@ -44,12 +49,21 @@ public final class CacheStore: Sendable {
         self.logger = logger
         directory = URL(fileURLWithPath: settings.directory, isDirectory: true).standardizedFileURL
         blobs = BlobStore(root: directory)
+        writes = WriteQueue(maxBatch: settings.writeBatchMax)
         try blobs.createDirectories()
 
         var config = GRDB.Configuration()
         config.busyMode = .timeout(60)  // other processes' writes wait, never surface as SQLITE_BUSY
         config.maximumReaderCount = 4
         config.label = "artcache.index"
+        config.prepareDatabase { db in
+            // NORMAL in WAL mode: a commit survives a crash of the process
+            // (kill -9); after a power loss the newest commits may be missing,
+            // never half there. File blobs are synced before their rows commit.
+            try db.execute(sql: "PRAGMA synchronous = NORMAL; PRAGMA temp_store = MEMORY")
+            // Takes effect only while the database has no table yet (a new cache).
+            if !db.configuration.readonly { try db.execute(sql: "PRAGMA auto_vacuum = INCREMENTAL") }
+        }
         let lock = try DirectoryLock(path: directory.path + "/lock")
         do {
             db = try DatabasePool(path: directory.path + "/index.sqlite", configuration: config)
@@ -58,12 +72,27 @@ public final class CacheStore: Sendable {
                 throw StoreError(.incompatibleSchema, "\(directory.path) was written by a newer artcache (unknown schema version)")
             }
             try migrator.migrate(db)
+            try Self.enableIncrementalVacuum(db)
         } catch let error as StoreError {
             throw error
         } catch {
             throw StoreError(.database, "cannot open index in \(directory.path): \(error)")
         }
+        // Store v1's blob files move inline or to the one-level layout; in
+        // chunks that each commit, so an interrupted migration resumes here.
+        try migrateLegacyBlobs()
         withExtendedLifetime(lock) {}
+    }
+
+    /// A cache made before v2 has `auto_vacuum = NONE`: switch it (VACUUM
+    /// rewrites the file once), so evicted inline blobs give space back.
+    private static func enableIncrementalVacuum(_ db: DatabasePool) throws {
+        let mode = try db.read { try Int.fetchOne($0, sql: "PRAGMA auto_vacuum") } ?? 0
+        guard mode != 2 else { return }
+        try db.writeWithoutTransaction { db in
+            try db.execute(sql: "PRAGMA auto_vacuum = INCREMENTAL")
+            try db.execute(sql: "VACUUM")
+        }
     }
 
     deinit {
@@ -113,23 +142,42 @@ public final class CacheStore: Sendable {
     }
 
     public func lookup(key: CacheKey) async throws -> CachedImage? {
-        guard let entry = try await entry(forKey: key) else {
+        // An inline blob comes with its row, from one read snapshot.
+        let found = try await db.read { db -> (CacheEntry, Data?)? in
+            try Row.fetchOne(db.cachedStatement(sql: """
+                SELECT entry.*, inline_blob.data AS inline_data FROM entry LEFT JOIN inline_blob USING (key)
+                WHERE entry.key = ?
+                """), arguments: [key.hex]).map { (CacheEntry(row: $0), $0["inline_data"]) }
+        }
+        guard let (entry, inline) = found else {
             recordMiss()
             return nil
         }
-        let blobs = self.blobs
-        guard let data = try await Blocking.run({ try blobs.read(entry.blob) }), Int64(data.count) == entry.size else {
+        var data = inline
+        if let blob = entry.blob {
+            let blobs = self.blobs
+            data = try await Blocking.run { try blobs.read(blob) }
+        }
+        guard let data, Int64(data.count) == entry.size else {
             // Evicted by another process between the index read and the open
             // (or a blob cut by a power loss: `verify --repair` drops its row).
             recordMiss()
             return nil
         }
         recordHit(entry)
-        return CachedImage(entry: entry, data: data, path: blobs.absolutePath(entry.blob))
+        return CachedImage(entry: entry, data: data)
     }
 
-    /// Absolute path of an entry's blob.
-    public func path(of entry: CacheEntry) -> String { blobs.absolutePath(entry.blob) }
+    /// The bytes of `entry` as stored now (no hit counted); nil when gone.
+    func bytes(of entry: CacheEntry) async throws -> Data? {
+        if let blob = entry.blob {
+            let blobs = self.blobs
+            return try await Blocking.run { try blobs.read(blob) }
+        }
+        return try await db.read { db in
+            try Data.fetchOne(db, sql: "SELECT data FROM inline_blob WHERE key = ?", arguments: [entry.key])
+        }
+    }
 
     /// Every variant row of an original.
     public func variants(of key: CacheKey) async throws -> [CacheEntry] {

@@ -2,8 +2,10 @@ internal import GRDB
 
 /// The index schema, versioned by GRDB's DatabaseMigrator.
 ///
-/// Totals (entries, bytes, originals) are kept by triggers in a one-row table,
+/// Totals (entries, originals, bytes, inline bytes) live in a one-row table,
 /// so checking the size limits after a write is O(1) whatever the row count.
+/// Since v4 they are adjusted in bulk by the code that inserts and deletes
+/// (``Totals``), once per transaction, not by a trigger per row.
 enum Schema {
     static var migrator: DatabaseMigrator {
         var migrator = DatabaseMigrator()
@@ -85,6 +87,61 @@ enum Schema {
                 UPDATE entry SET fresh_for = max(0, expires_at - created_at) WHERE expires_at IS NOT NULL;
                 """)
         }
+        migrator.registerMigration("v4-store-v2") { db in
+            // Store v2: `blob` NULL = the bytes are in inline_blob; variants
+            // record the original bytes they were made from; totals kept by
+            // the code that writes (in bulk), not by a trigger per row.
+            // Blob files of v1 are moved afterwards, in resumable chunks
+            // (CacheStore+Migration): this step only changes the schema.
+            try db.execute(sql: """
+                CREATE TABLE new_entry (
+                    key TEXT PRIMARY KEY NOT NULL,
+                    url TEXT NOT NULL,
+                    host TEXT NOT NULL,
+                    kind TEXT NOT NULL CHECK (kind IN ('original', 'variant')),
+                    parent_key TEXT REFERENCES entry(key) ON DELETE CASCADE,
+                    spec TEXT,
+                    blob TEXT,
+                    content_type TEXT NOT NULL,
+                    declared_type TEXT,
+                    size INTEGER NOT NULL CHECK (size >= 0),
+                    sha256 TEXT NOT NULL,
+                    source_sha256 TEXT,
+                    width INTEGER,
+                    height INTEGER,
+                    etag TEXT,
+                    last_modified TEXT,
+                    expires_at DOUBLE,
+                    fresh_for DOUBLE,
+                    created_at DOUBLE NOT NULL,
+                    accessed_at DOUBLE NOT NULL,
+                    hit_count INTEGER NOT NULL DEFAULT 0,
+                    CHECK ((kind = 'original') = (parent_key IS NULL))
+                );
+                INSERT INTO new_entry (key, url, host, kind, parent_key, spec, blob, content_type, declared_type, size,
+                    sha256, width, height, etag, last_modified, expires_at, fresh_for, created_at, accessed_at, hit_count)
+                SELECT key, url, host, kind, parent_key, spec, blob, content_type, declared_type, size,
+                    sha256, width, height, etag, last_modified, expires_at, fresh_for, created_at, accessed_at, hit_count
+                FROM entry;
+                DROP TABLE entry;
+                ALTER TABLE new_entry RENAME TO entry;
+                CREATE INDEX entry_accessed_at ON entry(accessed_at);
+                CREATE INDEX entry_parent_key ON entry(parent_key) WHERE parent_key IS NOT NULL;
+                CREATE INDEX entry_host ON entry(host);
+                CREATE INDEX entry_legacy_blob ON entry(blob) WHERE blob LIKE 'objects/__/__/%';
+
+                CREATE TABLE inline_blob (
+                    key TEXT PRIMARY KEY NOT NULL REFERENCES entry(key) ON DELETE CASCADE,
+                    data BLOB NOT NULL
+                );
+                ALTER TABLE totals ADD COLUMN inline_bytes INTEGER NOT NULL DEFAULT 0;
+                UPDATE totals SET entries = (SELECT count(*) FROM entry),
+                    originals = (SELECT count(*) FROM entry WHERE kind = 'original'),
+                    bytes = (SELECT coalesce(sum(size), 0) FROM entry), inline_bytes = 0 WHERE id = 1;
+                -- A cache with v1 blob files: CacheStore+Migration moves them, then drops this marker.
+                INSERT INTO counter (name, value) SELECT 'legacy_layout', 1 WHERE EXISTS (SELECT 1 FROM entry);
+                """)
+        }
         return migrator
     }
 
@@ -97,8 +154,56 @@ enum Schema {
             """, arguments: [name, delta])
     }
 
-    static func totals(_ db: Database) throws -> (entries: Int, originals: Int, bytes: Int64) {
-        let row = try Row.fetchOne(db, sql: "SELECT entries, originals, bytes FROM totals WHERE id = 1")
-        return (row?["entries"] ?? 0, row?["originals"] ?? 0, row?["bytes"] ?? 0)
+    static func totals(_ db: Database) throws -> Totals {
+        let row = try Row.fetchOne(db, sql: "SELECT entries, originals, bytes, inline_bytes FROM totals WHERE id = 1")
+        return Totals(entries: row?["entries"] ?? 0, originals: row?["originals"] ?? 0,
+                      bytes: row?["bytes"] ?? 0, inlineBytes: row?["inline_bytes"] ?? 0)
+    }
+
+    /// Totals recomputed from the rows (verify, migration).
+    static func recount(_ db: Database) throws -> Totals {
+        let row = try Row.fetchOne(db, sql: """
+            SELECT count(*) AS n, coalesce(sum(kind = 'original'), 0) AS o, coalesce(sum(size), 0) AS b,
+                coalesce(sum(CASE WHEN blob IS NULL THEN size ELSE 0 END), 0) AS i FROM entry
+            """)
+        return Totals(entries: row?["n"] ?? 0, originals: row?["o"] ?? 0, bytes: row?["b"] ?? 0, inlineBytes: row?["i"] ?? 0)
+    }
+}
+
+/// The counted size of the store, or a change to it.
+struct Totals: Sendable, Equatable {
+    var entries = 0
+    var originals = 0
+    var bytes: Int64 = 0
+    var inlineBytes: Int64 = 0
+
+    var fileBytes: Int64 { bytes - inlineBytes }
+
+    /// Counts `entry` in (+1) or out (-1).
+    mutating func add(_ entry: CacheEntry, _ sign: Int = 1) {
+        entries += sign
+        originals += entry.kind == .original ? sign : 0
+        bytes += Int64(sign) * entry.size
+        inlineBytes += entry.blob == nil ? Int64(sign) * entry.size : 0
+    }
+
+    static func - (a: Totals, b: Totals) -> Totals {
+        Totals(entries: a.entries - b.entries, originals: a.originals - b.originals,
+               bytes: a.bytes - b.bytes, inlineBytes: a.inlineBytes - b.inlineBytes)
+    }
+
+    /// Adds this change to the totals row (one statement, whatever it counts).
+    func apply(_ db: Database) throws {
+        guard self != Totals() else { return }
+        try db.execute(sql: """
+            UPDATE totals SET entries = entries + ?, originals = originals + ?, bytes = bytes + ?,
+                inline_bytes = inline_bytes + ? WHERE id = 1
+            """, arguments: [entries, originals, bytes, inlineBytes])
+    }
+
+    /// Replaces the totals row.
+    func store(_ db: Database) throws {
+        try db.execute(sql: "UPDATE totals SET entries = ?, originals = ?, bytes = ?, inline_bytes = ? WHERE id = 1",
+                       arguments: [entries, originals, bytes, inlineBytes])
     }
 }

@@ -10,6 +10,9 @@ public struct StoreError: Error, Sendable, Equatable, CustomStringConvertible {
         case notAnImage = "not_an_image"
         /// The parent of a variant is not in the cache.
         case missingParent = "missing_parent"
+        /// The original changed after the variant was rendered from it: the
+        /// variant is not stored (it would outlive the bytes it shows).
+        case staleSource = "stale_source"
         /// A request selected nothing (e.g. purge without a selector).
         case invalidRequest = "invalid_request"
         /// File system trouble in the cache directory.
