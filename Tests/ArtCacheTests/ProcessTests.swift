@@ -8,8 +8,11 @@ struct ProcessTests {
     @Test func twoProcessesWriteOneCache() async throws {
         let dir = TempDir()
         let cache = dir.file("cache")
-        let a = try CLI.start(["--cache-dir", cache, "--count", "150", "--prefix", "http://a.test/", "--variants"], executable: CLI.stress)
-        let b = try CLI.start(["--cache-dir", cache, "--count", "150", "--prefix", "http://b.test/"], executable: CLI.stress)
+        // Inline and file blobs, several puts in flight per process (group commits).
+        let a = try CLI.start(["--cache-dir", cache, "--count", "150", "--prefix", "http://a.test/", "--variants",
+                               "--size", "4096", "--size", "100000", "--concurrency", "8"], executable: CLI.stress)
+        let b = try CLI.start(["--cache-dir", cache, "--count", "150", "--prefix", "http://b.test/",
+                               "--size", "70000", "--size", "2000", "--concurrency", "8"], executable: CLI.stress)
         // And a purge of another host running at the same time.
         let c = try CLI.start(["purge", "--cache-dir", cache, "--host", "nothing.test"])
         for (process, _, err) in [a, b, c] {
@@ -29,34 +32,50 @@ struct ProcessTests {
         #expect(report.blobs == 450)
     }
 
-    /// SIGKILL a writer again and again: afterwards every row points at a
-    /// complete blob of its recorded size; leftovers are cleaned by repair.
+    /// SIGKILL writers again and again, three processes at a time, each with
+    /// puts in flight (inline and file blobs, variants), at a different point
+    /// each round: afterwards every row points at complete bytes of its
+    /// recorded hash, the totals add up, and repair leaves nothing to fix.
     @Test func sigkilledWritersLeaveAConsistentIndex() async throws {
         let dir = TempDir()
         let cache = dir.file("cache")
-        for round in 0..<8 {
-            let (process, out, _) = try CLI.start(["--cache-dir", cache, "--count", "100000", "--progress",
-                                                   "--size", "20000", "--prefix", "http://crash.test/\(round)/", "--variants"], executable: CLI.stress)
-            // Kill it mid-flight once it has reported a few stored items (a different number each round).
-            let reached = await CLI.waitForLines(out, count: 3 + round * 4)
-            kill(process.processIdentifier, SIGKILL)
-            process.waitUntilExit()
-            #expect(reached)
-            #expect(process.terminationReason == .uncaughtSignal)
+        var generator = SystemRandomNumberGenerator()
+        for round in 0..<6 {
+            var writers: [(Process, Pipe, Int)] = []
+            for lane in 0..<3 {
+                let (process, out, _) = try CLI.start(["--cache-dir", cache, "--count", "100000", "--progress",
+                                                       "--size", "20000", "--size", "90000", "--size", "3000",
+                                                       "--concurrency", "4", "--prefix", "http://crash.test/\(round)/\(lane)/",
+                                                       "--variants"], executable: CLI.stress)
+                writers.append((process, out, Int.random(in: 2...30, using: &generator)))
+            }
+            for (process, out, after) in writers {
+                // Kill it mid-flight once it has stored a random number of items.
+                let reached = await CLI.waitForLines(out, count: after)
+                kill(process.processIdentifier, SIGKILL)
+                process.waitUntilExit()
+                #expect(reached)
+                #expect(process.terminationReason == .uncaughtSignal)
+            }
         }
         let result = try CLI.run(["verify", "--cache-dir", cache, "--hash", "--json"])
         let report = try JSONDecoder.snake.decode(VerifyReport.self, from: Data(result.stdout.utf8))
         #expect(report.rows > 40)
-        // The index itself never lies: no row without its complete blob.
+        // The index itself never lies: no row without its complete bytes, totals exact.
         #expect(report.missingBlobs == 0)
         #expect(report.sizeMismatches == 0)
         #expect(report.hashMismatches == 0)
+        #expect(report.totalsMismatch == 0)
+        // Leftovers of killed writers (temp files, blobs renamed by an
+        // uncommitted batch) are cleaned by repair.
         let repaired = try CLI.run(["verify", "--cache-dir", cache, "--repair", "--json"])
         #expect(repaired.status == 0, "\(repaired.stderr)")
         let clean = try CLI.run(["verify", "--cache-dir", cache, "--hash", "--json"])
         #expect(clean.status == 0)
         let after = try JSONDecoder.snake.decode(VerifyReport.self, from: Data(clean.stdout.utf8))
-        #expect(after.orphanBlobs == 0 && after.tempFiles == 0 && after.rows == report.rows)
+        #expect(after.problemCount == 0 && after.rows == report.rows)
+        let stats = try CLI.json(["stats", "--cache-dir", cache, "--json"])
+        #expect((stats["inline_bytes"] as? Int ?? 0) > 0 && (stats["file_bytes"] as? Int ?? 0) > 0)
     }
 }
 

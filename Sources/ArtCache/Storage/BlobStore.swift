@@ -101,7 +101,8 @@ struct BlobStore: Sendable {
 
     /// Hard-links an existing blob under a new name (the migration re-shards
     /// this way: the old name stays valid until the row naming the new one commits).
-    func link(_ relative: String, to newRelative: String) throws(StoreError) {
+    func link(_ relative: String, to newRelative: String, replacing: Bool = false) throws(StoreError) {
+        if replacing { unlink(absolutePath(newRelative)) }
         guard Glibc.link(absolutePath(relative), absolutePath(newRelative)) == 0 else {
             throw StoreError(.io, "cannot link \(relative) to \(newRelative): \(String(cString: strerror(errno)))")
         }

@@ -8,7 +8,8 @@ internal import GRDB
 /// included) resumes at the next open and never loses an entry:
 /// - an inline move inserts the bytes and clears the row's path in one
 ///   transaction, and only then unlinks the old file;
-/// - a re-shard hard-links the file under its new name, syncs the folder,
+/// - a re-shard hard-links the file under its new name (the same name one
+///   level up, so a retried link is idempotent), syncs the folder,
 ///   commits the row naming it, then unlinks the old name.
 /// Rows whose v1 file is missing or cut are dropped (as `verify --repair`
 /// would). When no row names a v1 path any more, the v1 folders go.
@@ -59,8 +60,11 @@ extension CacheStore {
                             broken.append(current.key)
                             continue
                         }
-                        let new = blobs.newBlobPath(for: current.cacheKey)
-                        try blobs.link(old, to: new)
+                        // The same name one level up: a link left by an interrupted
+                        // run is the same file, replaced here.
+                        let name = old.split(separator: "/").last.map(String.init) ?? current.key
+                        let new = "objects/\(current.key.prefix(2))/\(name)"
+                        try blobs.link(old, to: new, replacing: true)
                         linked.append(new)
                         try db.execute(sql: "UPDATE entry SET blob = ? WHERE key = ?", arguments: [new, current.key])
                     }
