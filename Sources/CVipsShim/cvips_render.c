@@ -1,6 +1,7 @@
 #define _GNU_SOURCE
 #include "cvips.h"
 #include <vips/vips.h>
+#include <math.h>
 #include <string.h>
 
 /* The CVIPS_LOADER_* bit of a loader, by the class name
@@ -95,42 +96,27 @@ void cvips_image_header(const cvips_image *image, cvips_header_t *out) {
     g_strlcpy(out->loader, image->loader, sizeof(out->loader));
 }
 
-int cvips_image_render(cvips_image *source, const cvips_render_options_t *o,
-                       void **out, size_t *out_length, cvips_render_result_t *r) {
-    memset(r, 0, sizeof(*r));
-    *out = NULL;
-    *out_length = 0;
-    VipsImage *parent = vips_image_new();
-    VipsImage **t = (VipsImage **) vips_object_local_array(VIPS_OBJECT(parent), 8);
-    int status = CVIPS_DECODE;
-
-    /* Shrink-on-load thumbnail of the first frame, auto-rotated, into the box.
-     * fail_on=truncated: a cut or hollow image is an error, never a grey or
-     * black thumbnail stored as if it were the picture. */
-    VipsInteresting crop = o->fit == CVIPS_FIT_COVER ? VIPS_INTERESTING_CENTRE
-                         : o->fit == CVIPS_FIT_SMART ? VIPS_INTERESTING_ATTENTION : VIPS_INTERESTING_NONE;
-    if (vips_thumbnail_buffer(source->buffer, source->length, &t[1], o->width, "height", o->height,
-                              "size", VIPS_SIZE_DOWN, "crop", crop, "option_string", "fail_on=truncated", NULL)) {
-        status = CVIPS_DECODE;
-        goto done;
-    }
+/* Converts a thumbnail to sRGB, flattens alpha when the output has none,
+ * materialises it (decode errors surface here, not inside the encoder) and
+ * encodes it. `parent` owns the intermediates. */
+static int finish(VipsImage *parent, VipsImage *thumbnail, const cvips_render_options_t *o,
+                  void **out, size_t *out_length, cvips_render_result_t *r) {
+    VipsImage **t = (VipsImage **) vips_object_local_array(VIPS_OBJECT(parent), 3);
     VipsImage *image;
-    if (to_srgb(parent, t[1], &image)) { status = CVIPS_DECODE; goto done; }
-
+    if (to_srgb(parent, thumbnail, &image)) return CVIPS_DECODE;
     int format = o->format;
     int alpha = vips_image_hasalpha(image);
     if (format == CVIPS_FORMAT_AUTO) format = alpha ? CVIPS_FORMAT_PNG : CVIPS_FORMAT_JPEG;
     if (alpha && format == CVIPS_FORMAT_JPEG) {
         VipsArrayDouble *background = vips_array_double_new(o->background, 3);
-        int failed = vips_flatten(image, &t[5], "background", background, NULL);
+        int failed = vips_flatten(image, &t[0], "background", background, NULL);
         vips_area_unref(VIPS_AREA(background));
-        if (failed) { status = CVIPS_DECODE; goto done; }
-        image = t[5];
+        if (failed) return CVIPS_DECODE;
+        image = t[0];
         alpha = 0;
     }
-    /* Materialise now: decode errors surface here, not inside the encoder. */
-    if (!(t[6] = vips_image_copy_memory(image))) { status = CVIPS_DECODE; goto done; }
-    image = t[6];
+    if (!(t[1] = vips_image_copy_memory(image))) return CVIPS_DECODE;
+    image = t[1];
 
     int saved;
     switch (format) {
@@ -148,11 +134,83 @@ int cvips_image_render(cvips_image *source, const cvips_render_options_t *o,
         saved = vips_jpegsave_buffer(image, out, out_length, "Q", o->quality, "strip", TRUE, NULL);
         format = CVIPS_FORMAT_JPEG;
     }
-    if (saved) { status = CVIPS_ENCODE; goto done; }
+    if (saved) return CVIPS_ENCODE;
     r->width = vips_image_get_width(image);
     r->height = vips_image_get_height(image);
     r->format = format;
     r->has_alpha = alpha;
+    return CVIPS_OK;
+}
+
+static VipsInteresting crop_of(int fit) {
+    return fit == CVIPS_FIT_COVER ? VIPS_INTERESTING_CENTRE
+         : fit == CVIPS_FIT_SMART ? VIPS_INTERESTING_ATTENTION : VIPS_INTERESTING_NONE;
+}
+
+int cvips_image_render(cvips_image *source, const cvips_render_options_t *o,
+                       void **out, size_t *out_length, cvips_render_result_t *r) {
+    memset(r, 0, sizeof(*r));
+    *out = NULL;
+    *out_length = 0;
+    VipsImage *parent = vips_image_new();
+    VipsImage **t = (VipsImage **) vips_object_local_array(VIPS_OBJECT(parent), 1);
+    int status;
+    /* Shrink-on-load thumbnail of the first frame, auto-rotated, into the box.
+     * fail_on=truncated: a cut or hollow image is an error, never a grey or
+     * black thumbnail stored as if it were the picture. */
+    if (vips_thumbnail_buffer(source->buffer, source->length, &t[0], o->width, "height", o->height,
+                              "size", VIPS_SIZE_DOWN, "crop", crop_of(o->fit), "option_string", "fail_on=truncated", NULL)) {
+        status = CVIPS_DECODE;
+    } else {
+        status = finish(parent, t[0], o, out, out_length, r);
+    }
+    g_object_unref(parent);
+    return status;
+}
+
+int cvips_image_render_many(cvips_image *source, const cvips_render_options_t *options, int count,
+                            void **outs, size_t *out_lengths, cvips_render_result_t *results, int *statuses) {
+    if (count < 1) return CVIPS_OK;
+    for (int i = 0; i < count; i++) {
+        memset(&results[i], 0, sizeof(results[i]));
+        outs[i] = NULL;
+        out_lengths[i] = 0;
+        statuses[i] = CVIPS_DECODE;
+    }
+    /* The scale the most demanding output needs, from the (upright) header. */
+    VipsImage *header = source->image;
+    double width = vips_image_get_width(header), height = vips_image_get_page_height(header);
+    if (vips_image_get_orientation_swap(header)) { double w = width; width = height; height = w; }
+    double scale = 0;
+    for (int i = 0; i < count; i++) {
+        double sx = options[i].width / width, sy = options[i].height / height;
+        double s = options[i].fit == CVIPS_FIT_CONTAIN ? (sx < sy ? sx : sy) : (sx > sy ? sx : sy);
+        if (s > scale) scale = s;
+    }
+    if (scale > 1) scale = 1;
+    int box_w = (int) ceil(width * scale), box_h = (int) ceil(height * scale);
+    if (box_w < 1) box_w = 1;
+    if (box_h < 1) box_h = 1;
+
+    VipsImage *parent = vips_image_new();
+    VipsImage **t = (VipsImage **) vips_object_local_array(VIPS_OBJECT(parent), 2 + count);
+    int status = CVIPS_DECODE;
+    /* One decode (shrink-on-load) into that box, held in memory... */
+    if (vips_thumbnail_buffer(source->buffer, source->length, &t[0], box_w, "height", box_h, "size", VIPS_SIZE_DOWN,
+                              "option_string", "fail_on=truncated", NULL)) goto done;
+    if (!(t[1] = vips_image_copy_memory(t[0]))) goto done;
+    /* ...and every output resized from it. */
+    for (int i = 0; i < count; i++) {
+        VipsImage *child = vips_image_new();
+        VipsImage **c = (VipsImage **) vips_object_local_array(VIPS_OBJECT(child), 1);
+        if (vips_thumbnail_image(t[1], &c[0], options[i].width, "height", options[i].height, "size", VIPS_SIZE_DOWN,
+                                 "crop", crop_of(options[i].fit), "no_rotate", TRUE, NULL)) {
+            statuses[i] = CVIPS_DECODE;
+        } else {
+            statuses[i] = finish(child, c[0], &options[i], &outs[i], &out_lengths[i], &results[i]);
+        }
+        g_object_unref(child);
+    }
     status = CVIPS_OK;
 done:
     g_object_unref(parent);

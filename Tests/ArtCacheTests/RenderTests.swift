@@ -61,6 +61,33 @@ struct RenderTests {
         #expect(!header.hasEXIF)  // metadata stripped
     }
 
+    /// Several sizes from one decode match separate renders, fits and
+    /// orientation included, and take one place in the render pool.
+    @Test(arguments: [1, 6])
+    func severalSizesFromOneDecode(_ orientation: Int) async throws {
+        let input = try Fixtures.orientedJPEG(width: 600, height: 400, orientation: orientation)
+        let specs = try ["300x300", "100x100", "64x64"].enumerated().map { index, size in
+            try #require(VariantSpec(size: size, fit: index == 2 ? .cover : .contain, format: index == 1 ? .webp : .jpeg))
+        }
+        let renderer = Renderer(settings: ThumbnailSettings())
+        let together = try await renderer.render(input, specs: specs)
+        #expect(renderer.activity.started == 1)
+        for (spec, image) in zip(specs, together) {
+            let alone = try await renderer.render(input, spec: spec)
+            #expect((image.width, image.height) == (alone.width, alone.height), "\(spec.canonical)")
+            #expect(image.format == alone.format)
+            let header = try #require(Fixtures.header(image.data))
+            #expect((header.width, header.height) == (image.width, image.height))
+        }
+        let upright = orientation >= 5 ? (200, 300) : (300, 200)
+        #expect((together[0].width, together[0].height) == upright)
+        #expect((together[2].width, together[2].height) == (64, 64))
+        // A corrupt source fails every size with the decode's typed error.
+        let cut = input.prefix(input.count / 3)
+        let error = await #expect(throws: RenderError.self) { try await renderer.render(cut, specs: specs) }
+        #expect(error?.code == .decode)
+    }
+
     @Test func metadataIsStripped() async throws {
         let input = try Fixtures.cmykJPEG(withProfile: true)
         #expect(Fixtures.header(input)?.hasICCProfile == true)

@@ -57,11 +57,15 @@ extension CacheStore {
     /// Gives free pages of the database back to the file system when they
     /// add up (evicted inline blobs): `incremental_vacuum`, then a checkpoint
     /// so the file itself shrinks.
+    ///
+    /// Only when a quarter or more of the file is free (a purge, lower
+    /// limits): the ~10% an eviction frees is refilled by the next writes,
+    /// and moving pages for it would cost more than it gives back.
     func reclaimSpace(minimumFreePages: Int = 256) throws {
         let (free, total) = try db.read { db in
             (try Int.fetchOne(db, sql: "PRAGMA freelist_count") ?? 0, try Int.fetchOne(db, sql: "PRAGMA page_count") ?? 0)
         }
-        guard free >= minimumFreePages, free * 10 >= total else { return }
+        guard free >= minimumFreePages, free * 4 >= total else { return }
         try db.writeWithoutTransaction { db in
             try db.execute(sql: "PRAGMA incremental_vacuum")
             _ = try Row.fetchOne(db, sql: "PRAGMA wal_checkpoint(PASSIVE)")
@@ -104,18 +108,35 @@ extension CacheStore {
 
     /// One statement picks the least recently accessed items (not already
     /// chosen) whose removal frees at least `bytes` and `entries`: a running
-    /// sum over the `accessed_at` order.
+    /// sum over the `accessed_at` order, read from the covering `entry_lru`
+    /// index. The walk is bounded by an estimate from the average item size
+    /// and widened (doubled) only when that was not enough.
     static func chooseLeastRecentlyUsed(_ db: Database, bytes: Int64, entries: Int, variantsOnly: Bool = false) throws {
         guard bytes > 0 || entries > 0 else { return }
-        try db.execute(sql: """
-            INSERT OR IGNORE INTO temp.victim (key)
-            SELECT key FROM (
+        let totals = try Schema.totals(db)
+        let average = max(1, totals.bytes / Int64(max(1, totals.entries)))
+        var limit = max(entries, Int(bytes / average)) * 5 / 4 + 1000
+        while true {
+            let window = """
                 SELECT key, size, sum(size) OVER lru AS running_bytes, row_number() OVER lru AS running_entries
-                FROM entry
-                WHERE key NOT IN (SELECT key FROM temp.victim) \(variantsOnly ? "AND kind = 'variant'" : "")
-                WINDOW lru AS (ORDER BY accessed_at, key ROWS UNBOUNDED PRECEDING))
-            WHERE running_bytes - size < ? OR running_entries - 1 < ?
-            """, arguments: [bytes, entries])
+                FROM (SELECT key, size, accessed_at FROM entry
+                      WHERE key NOT IN (SELECT key FROM temp.victim) \(variantsOnly ? "AND kind = 'variant'" : "")
+                      ORDER BY accessed_at, key LIMIT ?)
+                WINDOW lru AS (ORDER BY accessed_at, key ROWS UNBOUNDED PRECEDING)
+                """
+            // Enough within the bound (or the bound took every row): take the prefix.
+            let reach = try Row.fetchOne(db, sql: "SELECT max(running_bytes) AS b, max(running_entries) AS n FROM (\(window))",
+                                         arguments: [limit])
+            let (reachBytes, reachEntries) = (reach?["b"] as Int64? ?? 0, reach?["n"] as Int? ?? 0)
+            if (reachBytes >= bytes && reachEntries >= entries) || reachEntries < limit {
+                try db.execute(sql: """
+                    INSERT OR IGNORE INTO temp.victim (key)
+                    SELECT key FROM (\(window)) WHERE running_bytes - size < ? OR running_entries - 1 < ?
+                    """, arguments: [limit, bytes, entries])
+                return
+            }
+            limit *= 2
+        }
     }
 
     /// Deletes the victims and their variants: inline bytes in the same

@@ -58,3 +58,44 @@ extension ImagePipeline {
                              cacheKey: outcome.entry?.cacheKey, entry: outcome.entry, rendered: outcome.renderedFrom != nil)
     }
 }
+
+extension ImagePipeline {
+    /// The variants `specs` of an original just fetched, as prefetch makes
+    /// them: those not cached yet are rendered from one decode (at the scale
+    /// the largest needs; the smaller ones are resized from it) and stored.
+    /// One result per spec: true when rendered now, false when already cached.
+    func makeVariants(_ url: NormalizedURL, specs: [VariantSpec], from original: FetchOutcome,
+                      priority: PriorityHandle) async -> [Result<Bool, ArtCacheError>] {
+        guard let parent = original.entry else { return [] }
+        var missing: [Int] = []
+        for (index, spec) in specs.enumerated() {
+            do {
+                if try await store.entry(forKey: CacheKey(parent: url.key, spec: spec.canonical)) == nil { missing.append(index) }
+            } catch {
+                missing.append(index)  // unreadable: render it
+            }
+        }
+        var results = [Result<Bool, ArtCacheError>](repeating: .success(false), count: specs.count)
+        guard !missing.isEmpty else { return results }
+        let rendered: [RenderedImage]
+        do {
+            rendered = try await renderer.render(original.data, specs: missing.map { specs[$0] }, priority: priority)
+        } catch {
+            let failure = ArtCacheError(any: error, context: url.string)
+            for index in missing { results[index] = .failure(failure) }
+            return results
+        }
+        for (index, image) in zip(missing, rendered) {
+            do {
+                try await store.putVariant(parent: parent.cacheKey, spec: specs[index].canonical, data: image.data,
+                                           width: image.width, height: image.height, sourceSHA256: parent.sha256)
+                results[index] = .success(true)
+            } catch let error as StoreError where error.code == .missingParent || error.code == .staleSource {
+                results[index] = .success(true)  // rendered, not kept: the original went or changed meanwhile
+            } catch {
+                results[index] = .failure(ArtCacheError(any: error, context: url.string))
+            }
+        }
+        return results
+    }
+}

@@ -190,12 +190,13 @@ public final class ImagePrefetcher: Sendable {
             let outcome = try await pipeline.original(url, priority: handle)
             var made = 0
             var renderFailures: [String: Int] = [:]
-            // Renders run beside other items' downloads, bounded by the render pool.
-            for spec in variants where outcome.entry != nil {
-                do {
-                    if try await pipeline.variant(url, spec: spec, priority: handle).renderedFrom != nil { made += 1 }
-                } catch {
-                    let failure = ArtCacheError(any: error, context: job.url)
+            // Renders run beside other items' downloads, bounded by the render
+            // pool; the missing sizes of one original share one decode.
+            for result in await pipeline.makeVariants(url, specs: variants, from: outcome, priority: handle) {
+                switch result {
+                case .success(let rendered):
+                    if rendered { made += 1 }
+                case .failure(let failure):
                     if failure.code == .cancelled { throw failure }
                     renderFailures[(failure.underlying as? RenderError)?.reason ?? "render_\(failure.reason)", default: 0] += 1
                 }

@@ -108,10 +108,56 @@ public final class Renderer: Sendable {
     /// The synchronous render (call from a thread you own): open the header,
     /// check the limits, then decode and encode.
     func renderBlocking(_ data: Data, format sniffedFormat: SniffedFormat? = nil, spec: VariantSpec) throws(RenderError) -> RenderedImage {
+        var options = try renderOptions(spec)
+        return try openChecked(data, format: sniffedFormat).render(&options)
+    }
+
+    /// Several variants of one image from one decode, at the scale the
+    /// largest needs (shrink on load); the smaller ones are resized from it.
+    /// One variant: the same as ``render(_:spec:priority:)``.
+    public func render(_ data: Data, specs: [VariantSpec], priority: ImagePriority = .normal) async throws -> [RenderedImage] {
+        try await render(data, specs: specs, priority: PriorityHandle(priority))
+    }
+
+    func render(_ data: Data, specs: [VariantSpec], priority: PriorityHandle) async throws -> [RenderedImage] {
+        guard specs.count > 1 else {
+            var one: [RenderedImage] = []
+            for spec in specs { one.append(try await render(data, spec: spec, priority: priority)) }
+            return one
+        }
+        let format = Sniffer.sniff(data).format
+        _ = try allowedLoaders(for: format)
+        return try await onRenderThread(priority: priority) { () throws(RenderError) -> [RenderedImage] in
+            let options = try specs.map { spec throws(RenderError) in try self.renderOptions(spec) }
+            return try self.openChecked(data, format: format).render(options)
+        }
+    }
+
+    /// The output's options, refused when larger than `max_output`.
+    private func renderOptions(_ spec: VariantSpec) throws(RenderError) -> cvips_render_options_t {
         let limits = settings.renderLimits
         guard spec.width <= limits.maxOutput, spec.height <= limits.maxOutput else {
             throw RenderError(.tooLarge, "output \(spec.width)x\(spec.height) is larger than max_output \(limits.maxOutput)")
         }
+        var options = cvips_render_options_t()
+        options.width = Int32(spec.width)
+        options.height = Int32(spec.height)
+        options.fit = switch spec.fit {
+        case .contain: Int32(CVIPS_FIT_CONTAIN)
+        case .cover: Int32(CVIPS_FIT_COVER)
+        case .smart: Int32(CVIPS_FIT_SMART)
+        }
+        options.format = Int32(Self.code(of: spec.format))
+        options.quality = Int32(spec.quality)
+        let bg = spec.background + [255, 255, 255]
+        options.background = (bg[0], bg[1], bg[2])
+        return options
+    }
+
+    /// Opens the bytes (header only) and checks the source limits before any
+    /// pixel is decoded.
+    private func openChecked(_ data: Data, format sniffedFormat: SniffedFormat?) throws(RenderError) -> VipsImage {
+        let limits = settings.renderLimits
         let sniffed = sniffedFormat ?? Sniffer.sniff(data).format
         if [.heic, .heif, .avif].contains(sniffed), let (width, height) = Sniffer.heifExtent(data),
            width * height > limits.maxSourcePixels {
@@ -129,19 +175,7 @@ public final class Renderer: Sendable {
                               + (header.frames > 1 ? " x \(header.frames) frames" : "")
                               + " = \(header.pixels) pixels (limit \(limits.maxSourcePixels))")
         }
-        var options = cvips_render_options_t()
-        options.width = Int32(spec.width)
-        options.height = Int32(spec.height)
-        options.fit = switch spec.fit {
-        case .contain: Int32(CVIPS_FIT_CONTAIN)
-        case .cover: Int32(CVIPS_FIT_COVER)
-        case .smart: Int32(CVIPS_FIT_SMART)
-        }
-        options.format = Int32(Self.code(of: spec.format))
-        options.quality = Int32(spec.quality)
-        let bg = spec.background + [255, 255, 255]
-        options.background = (bg[0], bg[1], bg[2])
-        return try image.render(&options)
+        return image
     }
 
     /// Opens encoded bytes with the loaders this renderer allows for their

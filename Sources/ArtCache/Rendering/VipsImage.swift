@@ -66,6 +66,33 @@ final class VipsImage {
             throw RenderError(VipsImage.code(status), VipsImage.describe(format, kind: status))
         }
         defer { cvips_free(output) }
+        return Self.rendered(output, length, result)
+    }
+
+    /// Several outputs from one decode (call only after checking limits).
+    /// The first output that failed throws; the others' buffers are freed.
+    func render(_ options: [cvips_render_options_t]) throws(RenderError) -> [RenderedImage] {
+        let count = options.count
+        var outputs = [UnsafeMutableRawPointer?](repeating: nil, count: count)
+        var lengths = [Int](repeating: 0, count: count)
+        var results = [cvips_render_result_t](repeating: cvips_render_result_t(), count: count)
+        var statuses = [Int32](repeating: 0, count: count)
+        let status = cvips_image_render_many(handle, options, Int32(count), &outputs, &lengths, &results, &statuses)
+        defer { outputs.forEach { $0.map(cvips_free) } }
+        guard status == Int32(CVIPS_OK) else {
+            throw RenderError(VipsImage.code(status), VipsImage.describe(format, kind: status))
+        }
+        var rendered: [RenderedImage] = []
+        for index in 0..<count {
+            guard statuses[index] == Int32(CVIPS_OK), let output = outputs[index] else {
+                throw RenderError(VipsImage.code(statuses[index]), VipsImage.describe(format, kind: statuses[index]))
+            }
+            rendered.append(Self.rendered(output, lengths[index], results[index]))
+        }
+        return rendered
+    }
+
+    private static func rendered(_ output: UnsafeMutableRawPointer, _ length: Int, _ result: cvips_render_result_t) -> RenderedImage {
         let format: VariantSpec.Format = switch Int(result.format) {
         case CVIPS_FORMAT_WEBP: .webp
         case CVIPS_FORMAT_PNG: .png

@@ -125,7 +125,8 @@ enum Schema {
                 FROM entry;
                 DROP TABLE entry;
                 ALTER TABLE new_entry RENAME TO entry;
-                CREATE INDEX entry_accessed_at ON entry(accessed_at);
+                -- Covering the LRU walk: eviction reads victims from the index alone.
+                CREATE INDEX entry_lru ON entry(accessed_at, key, size, kind);
                 CREATE INDEX entry_parent_key ON entry(parent_key) WHERE parent_key IS NOT NULL;
                 CREATE INDEX entry_host ON entry(host);
                 CREATE INDEX entry_legacy_blob ON entry(blob) WHERE blob LIKE 'objects/__/__/%';

@@ -99,6 +99,15 @@ void cvips_image_header(const cvips_image *image, cvips_header_t *out);
 int cvips_image_render(cvips_image *image, const cvips_render_options_t *options,
                        void **out, size_t *out_length, cvips_render_result_t *result);
 
+/* Several outputs from one decode: the image is decoded once (shrink-on-
+ * load) at the scale the most demanding output needs, held in memory, and
+ * each output is resized from it and finished as by cvips_image_render.
+ * Returns CVIPS_OK when the decode worked; each output then has its own
+ * status in statuses[i] (and outs[i], free with cvips_free, when CVIPS_OK).
+ * Else the decode's error kind, and no output. */
+int cvips_image_render_many(cvips_image *image, const cvips_render_options_t *options, int count,
+                            void **outs, size_t *out_lengths, cvips_render_result_t *results, int *statuses);
+
 /* Tiles encoded images (NULL entries become blank cells) into one PNG,
  * `columns` per row, each scaled into a `cell` x `cell` square. */
 int cvips_contact_sheet(const void *const *buffers, const size_t *lengths, int count, int cell, int columns,
