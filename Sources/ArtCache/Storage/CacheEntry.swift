@@ -81,34 +81,42 @@ public struct CacheEntry: Sendable, Equatable, Codable {
 
 /// The SQLite mapping, internal so that no GRDB type is part of the public API.
 extension CacheEntry {
-    // Hand-written row mapping: Codable with snake_case key strategies costs
-    // more than the SQLite lookup itself on the hot read path.
+    /// The columns every entry query selects, in this order: rows are
+    /// decoded by position (by-name lookups cost more than the SQLite read
+    /// on the hot path). Prefix with a table name via ``columns(of:)``.
+    static let columnNames = ["key", "url", "host", "kind", "parent_key", "spec", "blob", "content_type", "declared_type",
+                              "size", "sha256", "source_sha256", "width", "height", "etag", "last_modified", "expires_at",
+                              "fresh_for", "created_at", "accessed_at", "hit_count"]
+    static let columns = columnNames.joined(separator: ", ")
+    static func columns(of table: String) -> String { columnNames.map { "\(table).\($0)" }.joined(separator: ", ") }
+
+    /// Decodes a row selected with ``columns`` (first, in that order).
     init(row: Row) {
-        key = row[Column.key]
-        url = row[Column.url]
-        host = row[Column.host]
-        kind = EntryKind(rawValue: row[Column.kind]) ?? .original
-        parentKey = row[Column.parentKey]
-        spec = row[Column.spec]
-        blob = row[Column.blob]
-        contentType = row[Column.contentType]
-        declaredType = row[Column.declaredType]
-        size = row[Column.size]
-        sha256 = row[Column.sha256]
-        sourceSHA256 = row[Column.sourceSHA256]
-        width = row[Column.width]
-        height = row[Column.height]
-        etag = row[Column.etag]
-        lastModified = row[Column.lastModified]
-        expiresAt = (row[Column.expiresAt] as Double?).map(Date.init(timeIntervalSince1970:))
-        freshFor = row[Column.freshFor]
-        createdAt = Date(timeIntervalSince1970: row[Column.createdAt])
-        accessedAt = Date(timeIntervalSince1970: row[Column.accessedAt])
-        hitCount = row[Column.hitCount]
+        key = row[0]
+        url = row[1]
+        host = row[2]
+        kind = EntryKind(rawValue: row[3]) ?? .original
+        parentKey = row[4]
+        spec = row[5]
+        blob = row[6]
+        contentType = row[7]
+        declaredType = row[8]
+        size = row[9]
+        sha256 = row[10]
+        sourceSHA256 = row[11]
+        width = row[12]
+        height = row[13]
+        etag = row[14]
+        lastModified = row[15]
+        expiresAt = (row[16] as Double?).map(Date.init(timeIntervalSince1970:))
+        freshFor = row[17]
+        createdAt = Date(timeIntervalSince1970: row[18])
+        accessedAt = Date(timeIntervalSince1970: row[19])
+        hitCount = row[20]
     }
 
     static func fetchOne(_ db: Database, key: String) throws -> CacheEntry? {
-        try Row.fetchOne(db.cachedStatement(sql: "SELECT * FROM entry WHERE key = ?"), arguments: [key]).map(CacheEntry.init(row:))
+        try Row.fetchOne(db.cachedStatement(sql: "SELECT \(columns) FROM entry WHERE key = ?"), arguments: [key]).map(CacheEntry.init(row:))
     }
 
     private var databaseValues: [(GRDB.Column, (any DatabaseValueConvertible)?)] {

@@ -33,7 +33,7 @@ extension CacheStore {
         while moved < limit {
             let rows = try db.read { db in
                 try Row.fetchAll(db, sql: """
-                    SELECT * FROM entry WHERE blob LIKE 'objects/__/__/%' LIMIT ?
+                    SELECT \(CacheEntry.columns) FROM entry WHERE blob LIKE 'objects/__/__/%' LIMIT ?
                     """, arguments: [min(chunk, limit - moved)]).map(CacheEntry.init(row:))
             }
             guard !rows.isEmpty else { break }

@@ -143,22 +143,35 @@ public final class CacheStore: Sendable {
 
     public func lookup(key: CacheKey) async throws -> CachedImage? {
         // An inline blob comes with its row, from one read snapshot.
-        let found = try await db.read { db -> (CacheEntry, Data?)? in
-            try Row.fetchOne(db.cachedStatement(sql: """
-                SELECT entry.*, inline_blob.data AS inline_data FROM entry LEFT JOIN inline_blob USING (key)
-                WHERE entry.key = ?
-                """), arguments: [key.hex]).map { (CacheEntry(row: $0), $0["inline_data"]) }
-        }
-        guard let (entry, inline) = found else {
-            recordMiss()
-            return nil
-        }
-        var data = inline
-        if let blob = entry.blob {
+        let found = try await db.read { db in try Self.readRow(db, key: key) }
+        var data = found?.inline
+        if let blob = found?.entry.blob {
             let blobs = self.blobs
             data = try await Blocking.run { try blobs.read(blob) }
         }
-        guard let data, Int64(data.count) == entry.size else {
+        return recordLookup(found?.entry, data)
+    }
+
+    /// ``lookup(key:)`` for a thread of the caller's own (a render thread, a
+    /// server's worker pool; never Swift's cooperative pool): no hop to
+    /// another thread, so the cost is SQLite's and the file read's alone.
+    public func lookupBlocking(key: CacheKey) throws -> CachedImage? {
+        let found = try db.read { db in try Self.readRow(db, key: key) }
+        var data = found?.inline
+        if let blob = found?.entry.blob { data = try blobs.read(blob) }
+        return recordLookup(found?.entry, data)
+    }
+
+    private static func readRow(_ db: Database, key: CacheKey) throws -> (entry: CacheEntry, inline: Data?)? {
+        try Row.fetchOne(db.cachedStatement(sql: """
+            SELECT \(CacheEntry.columns(of: "entry")), inline_blob.data FROM entry LEFT JOIN inline_blob USING (key)
+            WHERE entry.key = ?
+            """), arguments: [key.hex]).map { (CacheEntry(row: $0), $0[CacheEntry.columnNames.count]) }
+    }
+
+    /// Counts the hit (and batches the touch) or the miss.
+    private func recordLookup(_ entry: CacheEntry?, _ data: Data?) -> CachedImage? {
+        guard let entry, let data, Int64(data.count) == entry.size else {
             // Evicted by another process between the index read and the open
             // (or a blob cut by a power loss: `verify --repair` drops its row).
             recordMiss()
@@ -182,7 +195,7 @@ public final class CacheStore: Sendable {
     /// Every variant row of an original.
     public func variants(of key: CacheKey) async throws -> [CacheEntry] {
         try await db.read { db in
-            try Row.fetchAll(db, sql: "SELECT * FROM entry WHERE parent_key = ? ORDER BY spec", arguments: [key.hex])
+            try Row.fetchAll(db, sql: "SELECT \(CacheEntry.columns) FROM entry WHERE parent_key = ? ORDER BY spec", arguments: [key.hex])
                 .map(CacheEntry.init(row:))
         }
     }
