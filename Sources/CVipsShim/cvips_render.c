@@ -168,6 +168,29 @@ int cvips_image_render(cvips_image *source, const cvips_render_options_t *o,
     return status;
 }
 
+int cvips_render_buffer(const void *buffer, size_t length, int allowed_loaders, const cvips_render_options_t *o,
+                        void **out, size_t *out_length, cvips_render_result_t *r) {
+    memset(r, 0, sizeof(*r));
+    *out = NULL;
+    *out_length = 0;
+    const char *loader = vips_foreign_find_load_buffer(buffer, length);
+    if (!loader || !(loader_bit(loader) & allowed_loaders)) {
+        vips_error_clear();
+        return CVIPS_UNSUPPORTED;
+    }
+    VipsImage *parent = vips_image_new();
+    VipsImage **t = (VipsImage **) vips_object_local_array(VIPS_OBJECT(parent), 1);
+    int status;
+    if (vips_thumbnail_buffer((void *) buffer, length, &t[0], o->width, "height", o->height, "size", VIPS_SIZE_DOWN,
+                              "crop", crop_of(o->fit), "option_string", "fail_on=truncated", NULL)) {
+        status = CVIPS_DECODE;
+    } else {
+        status = finish(parent, t[0], o, out, out_length, r);
+    }
+    g_object_unref(parent);
+    return status;
+}
+
 int cvips_image_render_many(cvips_image *source, const cvips_render_options_t *options, int count,
                             void **outs, size_t *out_lengths, cvips_render_result_t *results, int *statuses) {
     if (count < 1) return CVIPS_OK;

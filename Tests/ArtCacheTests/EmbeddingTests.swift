@@ -168,9 +168,10 @@ struct EmbeddingTests {
         let data = try Self.jpeg()
         let renderer = h.pipeline.renderer
         let order = Locked<[Int]>([])
-        // Hold the only render permit while the others queue.
-        let holder = PriorityHandle(.normal)
-        try await renderer.permits.acquire(priority: holder)
+        // Hold the only render thread while the others queue.
+        let gate = DispatchSemaphore(value: 0)
+        let holder = Task { try await renderer.onRenderThread(priority: PriorityHandle(.normal)) { gate.wait() } }
+        while renderer.activity.inProgress < 1 { await Task.yield() }
         let renders = (0..<4).map { index in
             Task {
                 let priority: ImagePriority = index == 3 ? .veryHigh : .low
@@ -178,8 +179,9 @@ struct EmbeddingTests {
                 order.withLock { $0.append(index) }
             }
         }
-        while renderer.permits.waiting < 4 { await Task.yield() }
-        renderer.permits.release()
+        while renderer.activity.waiting < 4 { await Task.yield() }
+        gate.signal()
+        try await holder.value
         for render in renders { try await render.value }
         // The high one first; the low ones in the order they asked.
         #expect(order.withLock { $0.first } == 3)

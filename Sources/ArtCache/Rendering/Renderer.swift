@@ -25,16 +25,17 @@ public struct RenderedImage: Sendable {
 /// and this renderer's settings (SVG and ImageMagick only when enabled here).
 public final class Renderer: Sendable {
     public let settings: ThumbnailSettings
-    let permits: PriorityPermits
     private let counters = Locked(RenderCounters())
-    private let queue = DispatchQueue(label: "artcache.render", qos: .userInitiated, attributes: .concurrent)
+    let threads: WorkerThreads
 
     /// Cheap: libvips itself starts at the first render or header read.
     public init(settings: ThumbnailSettings) {
         self.settings = settings
         let count = settings.concurrency > 0 ? settings.concurrency : ProcessInfo.processInfo.activeProcessorCount
-        permits = PriorityPermits(count: max(1, count))
+        threads = WorkerThreads(count: max(1, count), name: "artcache.render")
     }
+
+    deinit { threads.stop() }
 
     /// Starts libvips (once per process, fixed settings).
     static func start() throws(RenderError) {
@@ -86,22 +87,18 @@ public final class Renderer: Sendable {
     }
 
     /// Renders started and in progress since this renderer was made, and
-    /// renders waiting for a permit.
+    /// renders waiting for a render thread.
     public var activity: (started: Int, inProgress: Int, waiting: Int) {
         let c = counters.withLock { $0 }
-        return (c.started, c.inProgress, permits.waiting)
+        return (c.started, c.inProgress, threads.load.waiting)
     }
 
-    /// Runs `body` on the render pool under a permit taken by priority.
+    /// Runs `body` on the render pool, started by priority.
     func onRenderThread<T: Sendable>(priority: PriorityHandle, _ body: @escaping @Sendable () throws -> T) async throws -> T {
-        try await permits.acquire(priority: priority)
-        defer { permits.release() }
-        // The last waiter left while this one queued: skip the work.
-        try Task.checkCancellation()
-        counters.withLock { $0.started += 1; $0.inProgress += 1 }
-        defer { counters.withLock { $0.inProgress -= 1 } }
-        return try await withCheckedThrowingContinuation { continuation in
-            queue.async { continuation.resume(with: Result { try body() }) }
+        try await threads.run(priority: priority) { [counters] in
+            counters.withLock { $0.started += 1; $0.inProgress += 1 }
+            defer { counters.withLock { $0.inProgress -= 1 } }
+            return try body()
         }
     }
 
@@ -109,7 +106,20 @@ public final class Renderer: Sendable {
     /// check the limits, then decode and encode.
     func renderBlocking(_ data: Data, format sniffedFormat: SniffedFormat? = nil, spec: VariantSpec) throws(RenderError) -> RenderedImage {
         var options = try renderOptions(spec)
-        return try openChecked(data, format: sniffedFormat).render(&options)
+        let sniffed = sniffedFormat ?? Sniffer.sniff(data).format
+        // JPEG and PNG: one frame, and a size readable from the header without
+        // libvips, so the limits are checked here and libvips opens the bytes
+        // once (no copy, no second header read).
+        if let (width, height) = Sniffer.extent(data, format: sniffed) {
+            let limits = settings.renderLimits
+            guard width >= 1, height >= 1, width * height <= limits.maxSourcePixels else {
+                throw RenderError(.tooLarge, "\(sniffed.displayName): too large: \(width)x\(height) = \(width * height) pixels"
+                                  + " (limit \(limits.maxSourcePixels))")
+            }
+            try Self.start()
+            return try VipsImage.render(data, format: sniffed, loaders: allowedLoaders(for: sniffed), options: &options)
+        }
+        return try openChecked(data, format: sniffed).render(&options)
     }
 
     /// Several variants of one image from one decode, at the scale the

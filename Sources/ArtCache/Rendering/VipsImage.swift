@@ -69,6 +69,23 @@ final class VipsImage {
         return Self.rendered(output, length, result)
     }
 
+    /// Renders encoded bytes without opening them first (the caller checked
+    /// the limits from its own header read): the bytes are borrowed for the call.
+    static func render(_ data: Data, format sniffed: SniffedFormat, loaders: Int32,
+                       options: inout cvips_render_options_t) throws(RenderError) -> RenderedImage {
+        var result = cvips_render_result_t()
+        var output: UnsafeMutableRawPointer?
+        var length = 0
+        let status = withUnsafePointer(to: &options) { options in
+            data.withUnsafeBytes { cvips_render_buffer($0.baseAddress, $0.count, loaders, options, &output, &length, &result) }
+        }
+        guard status == Int32(CVIPS_OK), let output else {
+            throw RenderError(code(status), describe(sniffed, kind: status))
+        }
+        defer { cvips_free(output) }
+        return rendered(output, length, result)
+    }
+
     /// Several outputs from one decode (call only after checking limits).
     /// The first output that failed throws; the others' buffers are freed.
     func render(_ options: [cvips_render_options_t]) throws(RenderError) -> [RenderedImage] {

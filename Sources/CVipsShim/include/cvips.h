@@ -99,6 +99,13 @@ void cvips_image_header(const cvips_image *image, cvips_header_t *out);
 int cvips_image_render(cvips_image *image, const cvips_render_options_t *options,
                        void **out, size_t *out_length, cvips_render_result_t *result);
 
+/* The fast path for single-frame formats whose size the caller already read
+ * from the header (and checked against its limits): the same as
+ * cvips_image_open + cvips_image_render, without the copy of the bytes and
+ * the extra header read. `buffer` is only borrowed for the call. */
+int cvips_render_buffer(const void *buffer, size_t length, int allowed_loaders, const cvips_render_options_t *options,
+                        void **out, size_t *out_length, cvips_render_result_t *result);
+
 /* Several outputs from one decode: the image is decoded once (shrink-on-
  * load) at the scale the most demanding output needs, held in memory, and
  * each output is resized from it and finished as by cvips_image_render.
