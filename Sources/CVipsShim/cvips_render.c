@@ -191,6 +191,34 @@ int cvips_render_buffer(const void *buffer, size_t length, int allowed_loaders, 
     return status;
 }
 
+/* One output from the decoded intermediate: a plain resize into the box
+ * (never enlarging), then for cover / smart a crop to the box. Cheaper than
+ * vips_thumbnail_image, which re-runs its whole pipeline on memory images. */
+static int derive(VipsImage *parent, VipsImage *in, const cvips_render_options_t *o, VipsImage **out) {
+    VipsImage **t = (VipsImage **) vips_object_local_array(VIPS_OBJECT(parent), 2);
+    double width = vips_image_get_width(in), height = vips_image_get_height(in);
+    double sx = o->width / width, sy = o->height / height;
+    double scale = o->fit == CVIPS_FIT_CONTAIN ? (sx < sy ? sx : sy) : (sx > sy ? sx : sy);
+    VipsImage *current = in;
+    if (scale < 1) {
+        if (vips_resize(current, &t[0], scale, NULL)) return -1;
+        current = t[0];
+    }
+    if (o->fit != CVIPS_FIT_CONTAIN) {
+        int w = vips_image_get_width(current) < o->width ? vips_image_get_width(current) : o->width;
+        int h = vips_image_get_height(current) < o->height ? vips_image_get_height(current) : o->height;
+        if (w != vips_image_get_width(current) || h != vips_image_get_height(current)) {
+            int failed = o->fit == CVIPS_FIT_SMART
+                ? vips_smartcrop(current, &t[1], w, h, "interesting", VIPS_INTERESTING_ATTENTION, NULL)
+                : vips_smartcrop(current, &t[1], w, h, "interesting", VIPS_INTERESTING_CENTRE, NULL);
+            if (failed) return -1;
+            current = t[1];
+        }
+    }
+    *out = current;
+    return 0;
+}
+
 int cvips_image_render_many(cvips_image *source, const cvips_render_options_t *options, int count,
                             void **outs, size_t *out_lengths, cvips_render_result_t *results, int *statuses) {
     if (count < 1) return CVIPS_OK;
@@ -225,12 +253,11 @@ int cvips_image_render_many(cvips_image *source, const cvips_render_options_t *o
     /* ...and every output resized from it. */
     for (int i = 0; i < count; i++) {
         VipsImage *child = vips_image_new();
-        VipsImage **c = (VipsImage **) vips_object_local_array(VIPS_OBJECT(child), 1);
-        if (vips_thumbnail_image(t[1], &c[0], options[i].width, "height", options[i].height, "size", VIPS_SIZE_DOWN,
-                                 "crop", crop_of(options[i].fit), "no_rotate", TRUE, NULL)) {
+        VipsImage *sized;
+        if (derive(child, t[1], &options[i], &sized)) {
             statuses[i] = CVIPS_DECODE;
         } else {
-            statuses[i] = finish(child, c[0], &options[i], &outs[i], &out_lengths[i], &results[i]);
+            statuses[i] = finish(child, sized, &options[i], &outs[i], &out_lengths[i], &results[i]);
         }
         g_object_unref(child);
     }

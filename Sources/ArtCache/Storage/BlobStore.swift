@@ -51,7 +51,7 @@ struct BlobStore: Sendable {
 
     func absolutePath(_ relative: String) -> String { root.path + "/" + relative }
 
-    /// The key a blob path was made for (`objects/ab/cd/<key>-<token>`).
+    /// The key a blob path was made for (`objects/ab/<key>-<token>`, or v1's `objects/ab/cd/<key>-<token>`).
     static func key(ofBlob relative: String) -> String? {
         guard let name = relative.split(separator: "/").last, let dash = name.firstIndex(of: "-") else { return nil }
         let key = name[..<dash]
