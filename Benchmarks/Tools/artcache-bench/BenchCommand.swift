@@ -10,6 +10,21 @@ struct BenchCommand: AsyncParsableCommand {
         subcommands: [RenderFiles.self, RenderMulti.self, IndexBench.self])
 }
 
+/// What the render benchmarks share.
+struct RenderOptions: ParsableArguments {
+    @Option(help: "Output format.") var format = "jpeg"
+    @Option(help: "Render every file this many times.") var repeats = 1
+    @Option(help: "Renders at once (0 = cores).") var workers = 0
+    @Flag(help: "Print only the total and the rate.") var quiet = false
+
+    /// Thumbnail settings with `workers` renders at once.
+    var settings: ThumbnailSettings {
+        var settings = ThumbnailSettings()
+        settings.concurrency = workers
+        return settings
+    }
+}
+
 /// Renders local files in-process (no cache, no network) with the product's
 /// renderer: the thumbnail throughput benchmark (P1).
 struct RenderFiles: AsyncParsableCommand {
@@ -17,14 +32,11 @@ struct RenderFiles: AsyncParsableCommand {
 
     @Argument(help: "Image files.") var files: [String]
     @Option(help: "Bounding box WIDTHxHEIGHT.") var size = "100x100"
-    @Option(help: "Output format.") var format = "jpeg"
-    @Option(help: "Render every file this many times.") var repeats = 1
-    @Option(help: "Renders at once (0 = cores).") var workers = 0
-    @Flag(help: "Print only the total and the rate.") var quiet = false
+    @OptionGroup var render: RenderOptions
 
     func run() async throws {
-        var settings = ThumbnailSettings()
-        settings.concurrency = workers
+        let settings = render.settings
+        let (format, repeats, quiet) = (render.format, render.repeats, render.quiet)
         guard let spec = settings.spec(size: size, format: VariantSpec.Format(rawValue: format)) else {
             throw ValidationError("--size must be WIDTHxHEIGHT and --format one of auto, jpeg, webp, png, avif")
         }
@@ -62,14 +74,11 @@ struct RenderMulti: AsyncParsableCommand {
 
     @Argument(help: "Image files.") var files: [String]
     @Option(help: "Bounding boxes, comma-separated, e.g. 100x100,300x300.") var sizes = "100x100,300x300"
-    @Option(help: "Output format.") var format = "jpeg"
-    @Option(help: "Render every file this many times.") var repeats = 1
-    @Option(help: "Renders at once (0 = cores).") var workers = 0
-    @Flag(help: "Print only the total and the rate.") var quiet = false
+    @OptionGroup var render: RenderOptions
 
     func run() async throws {
-        var settings = ThumbnailSettings()
-        settings.concurrency = workers
+        let settings = render.settings
+        let (format, repeats, quiet) = (render.format, render.repeats, render.quiet)
         let specs = try sizes.split(separator: ",").map { size in
             guard let spec = settings.spec(size: String(size), format: VariantSpec.Format(rawValue: format)) else {
                 throw ValidationError("--sizes must be WIDTHxHEIGHT,... and --format one of auto, jpeg, webp, png, avif")
