@@ -122,6 +122,10 @@ extension OriginServer {
             let remaining = Int(parts[1]) ?? 0
             let next = remaining <= 1 ? "/img/\(parts[2])" : "/redirect/\(remaining - 1)/\(parts[2])"
             return send(fd, status: 302, headers: [("Location", next)])
+        case ("elsewhere", 3):
+            // A redirect to another host (HOST:PORT as given), for the address-policy tests.
+            let target = parts[1].removingPercentEncoding ?? parts[1]
+            return send(fd, status: 302, headers: [("Location", "http://\(target)/img/\(parts[2])")])
         case ("loop", 1):
             return send(fd, status: 302, headers: [("Location", "/loop")])
         case ("endless", 1):

@@ -9,7 +9,22 @@ struct ccurl_transfer {
     CURL *easy;
     struct curl_slist *headers;
     char error[CURL_ERROR_SIZE];
+    ccurl_address_fn address_fn;
+    void *userdata;
+    int blocked;
 };
+
+/* CURLOPT_OPENSOCKETFUNCTION: the address check sees the resolved address
+ * of every new connection, never the URL's host text. */
+static curl_socket_t open_socket(void *clientp, curlsocktype purpose, struct curl_sockaddr *address) {
+    ccurl_transfer *t = clientp;
+    (void) purpose;
+    if (t->address_fn && !t->address_fn(t->userdata, &address->addr, (int) address->addrlen)) {
+        t->blocked = 1;
+        return CURL_SOCKET_BAD;
+    }
+    return socket(address->family, address->socktype, address->protocol);
+}
 
 struct ccurl_multi {
     CURLM *multi;
@@ -57,6 +72,12 @@ ccurl_transfer *ccurl_transfer_create(const ccurl_request_t *r) {
     ok &= curl_easy_setopt(e, CURLOPT_WRITEDATA, r->userdata) == CURLE_OK;
     ok &= curl_easy_setopt(e, CURLOPT_HEADERFUNCTION, r->header_fn) == CURLE_OK;
     ok &= curl_easy_setopt(e, CURLOPT_HEADERDATA, r->userdata) == CURLE_OK;
+    t->address_fn = r->address_fn;
+    t->userdata = r->userdata;
+    ok &= curl_easy_setopt(e, CURLOPT_OPENSOCKETFUNCTION, open_socket) == CURLE_OK;
+    ok &= curl_easy_setopt(e, CURLOPT_OPENSOCKETDATA, t) == CURLE_OK;
+    /* Proxy environment variables (http_proxy & co.) are ignored. */
+    ok &= curl_easy_setopt(e, CURLOPT_PROXY, "") == CURLE_OK;
     char line[1024];
     if (r->if_none_match) {
         snprintf(line, sizeof line, "If-None-Match: %s", r->if_none_match);
@@ -89,6 +110,7 @@ void ccurl_transfer_info(ccurl_transfer *t, ccurl_info_t *out) {
     curl_easy_getinfo(t->easy, CURLINFO_OS_ERRNO, &out->os_errno);
     curl_easy_getinfo(t->easy, CURLINFO_TOTAL_TIME, &out->total_seconds);
     curl_easy_getinfo(t->easy, CURLINFO_EFFECTIVE_URL, &url);
+    out->blocked_address = t->blocked;
     switch (version) {
         case CURL_HTTP_VERSION_1_0: case CURL_HTTP_VERSION_1_1: out->http_version = 1; break;
         case CURL_HTTP_VERSION_2_0: out->http_version = 2; break;

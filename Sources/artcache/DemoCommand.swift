@@ -35,6 +35,11 @@ struct DemoCommand: AsyncParsableCommand {
             }
             let origin = try await OriginServer.start()
             defer { origin.stop() }
+            // The demo's own origin is on loopback, which is refused by
+            // default: allow exactly that address, nothing else.
+            if let own = IPNetwork("127.0.0.1/32"), !configuration.download.allowedNetworks.contains(own) {
+                configuration.download.allowedNetworks.append(own)
+            }
             var results: [[String: Any]] = []
             for (index, sample) in Self.samples.enumerated() {
                 let body = try Data(contentsOf: folder.appendingPathComponent(sample.file))

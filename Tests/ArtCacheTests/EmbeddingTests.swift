@@ -26,6 +26,7 @@ struct EmbeddingTests {
         configuration.memory = MemorySettings(maxBytes: 1_000_000, maxEntries: 10)
         #expect(configuration.file == nil)
         #expect(configuration.download == Configuration.defaults.download)
+        #expect(configuration.download.allowedNetworks.isEmpty)  // secure by default: public addresses only
         let pipeline = try await ImagePipeline.open(configuration: configuration)
         #expect(FileManager.default.fileExists(atPath: dir.file("cache/index.sqlite")))
         let stats = try await pipeline.stats()

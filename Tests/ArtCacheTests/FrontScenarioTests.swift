@@ -127,6 +127,7 @@ struct FrontScenarioTests {
         var configuration = Configuration()
         configuration.cache.directory = dir.file("cache")
         configuration.download.retries = 0
+        configuration.download.allowedNetworks = Fixtures.loopback  // the test origin is on loopback
         let pipeline = try await ImagePipeline.open(configuration: configuration)
         try await body(origin, pipeline)
         try await pipeline.close()

@@ -34,6 +34,11 @@ extension CacheStore {
 }
 
 enum Fixtures {
+    /// The test origins listen on loopback, which the downloader refuses
+    /// unless allowed (`[download] allowed_networks`).
+    static let loopback = [IPNetwork("127.0.0.0/8")!, IPNetwork("::1/128")!]
+    static let loopbackEnvironment = ["ARTCACHE_DOWNLOAD_ALLOWED_NETWORKS": "127.0.0.0/8,::1/128"]
+
     /// Cache settings for tests: small limits, no background flusher.
     static func settings(_ dir: String, maxBytes: Int64 = 1_000_000_000, maxEntries: Int = 1_000_000,
                          maxAge: TimeInterval = 0, lowWater: Double = 0.9, inlineMax: Int64 = 65_536) -> CacheSettings {
@@ -85,6 +90,7 @@ enum Fixtures {
     /// quick retries.
     static func configuration(_ dir: String, _ configure: (inout Configuration) -> Void = { _ in }) -> Configuration {
         var configuration = Configuration(cache: settings(dir))
+        configuration.download.allowedNetworks = loopback
         configuration.download.retries = 2
         configuration.download.retryBaseDelay = 0.05
         configuration.download.retryMaxDelay = 2
@@ -184,6 +190,7 @@ enum CLI {
         process.executableURL = URL(fileURLWithPath: executable)
         process.arguments = arguments
         var env = ProcessInfo.processInfo.environment.filter { !$0.key.hasPrefix("ARTCACHE_") }
+        env.merge(Fixtures.loopbackEnvironment) { $1 }
         env.merge(environment) { $1 }
         process.environment = env
         if let directory { process.currentDirectoryURL = URL(fileURLWithPath: directory) }

@@ -56,6 +56,7 @@ struct ConfigKey: Sendable {
         ConfigKey(section: "download", name: "retry_base_delay", kind: .duration, defaultValue: .duration(0.5)),
         ConfigKey(section: "download", name: "retry_max_delay", kind: .duration, defaultValue: .duration(30)),
         ConfigKey(section: "download", name: "retry_queue_max", kind: .integer(min: 1, max: 10_000_000), defaultValue: .integer(10_000)),
+        ConfigKey(section: "download", name: "allowed_networks", kind: .list, defaultValue: .list([])),
         // [thumbnails]
         ConfigKey(section: "thumbnails", name: "sizes", kind: .list, defaultValue: .list(["100x100", "300x300"])),
         ConfigKey(section: "thumbnails", name: "format", kind: .choice(["auto", "jpeg", "webp", "png", "avif"]), defaultValue: .string("auto")),

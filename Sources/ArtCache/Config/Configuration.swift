@@ -66,6 +66,13 @@ public struct DownloadSettings: Sendable, Equatable {
     public var retryMaxDelay: TimeInterval
     /// URLs kept in the persistent retry queue; the oldest failures go first.
     public var retryQueueMax: Int
+    /// Non-public networks origins may be fetched from anyway (CIDR), e.g.
+    /// `127.0.0.1/32` for a local origin. Everything else that is not a public
+    /// address is refused at connect time (`blocked_address`).
+    public var allowedNetworks: [IPNetwork] = []
+
+    /// Where connections may go under these settings.
+    public var addressPolicy: AddressPolicy { AddressPolicy(allowedNetworks: allowedNetworks) }
 }
 
 extension DownloadSettings {
@@ -294,6 +301,13 @@ public struct Configuration: Sendable, Equatable {
             retryMaxDelay: duration("download.retry_max_delay"),
             retryQueueMax: integer("download.retry_queue_max"))
         let source = file ?? "environment"
+        for text in list("download.allowed_networks") {
+            guard let network = IPNetwork(text.trimmingCharacters(in: .whitespaces)) else {
+                throw ConfigError(code: .invalidValue, source: source, key: "download.allowed_networks",
+                                  message: "invalid network \"\(text)\": expected CIDR like 127.0.0.1/32 or fd00::/8")
+            }
+            download.allowedNetworks.append(network)
+        }
         var sizes: [VariantSpec] = []
         let fit = VariantSpec.Fit(rawValue: string("thumbnails.fit")) ?? .contain
         let format = VariantSpec.Format(rawValue: string("thumbnails.format")) ?? .auto

@@ -45,6 +45,8 @@ public struct ArtCacheError: Error, Sendable, CustomStringConvertible {
         case tooManyRedirects = "too_many_redirects"
         /// The scheme is not allowed (plain http refused by configuration).
         case refusedScheme = "refused_scheme"
+        /// The source resolves to a non-public address not allowed by configuration.
+        case blockedAddress = "blocked_address"
     }
 
     public let code: Code

@@ -12,7 +12,7 @@ public struct NormalizedURL: Hashable, Sendable, CustomStringConvertible {
     public var description: String { string }
 
     /// Normalizes `text`; throws `.invalidURL` for anything but an absolute
-    /// http or https URL with a host.
+    /// http or https URL with a host and without credentials.
     public init(_ text: String) throws(ArtCacheError) {
         let trimmed = text.trimmingCharacters(in: .whitespacesAndNewlines)
         guard !trimmed.isEmpty else { throw ArtCacheError(.invalidURL, "empty URL") }
@@ -26,12 +26,10 @@ public struct NormalizedURL: Hashable, Sendable, CustomStringConvertible {
             throw ArtCacheError(.invalidURL, "URL has no host: \(trimmed)")
         }
         if host.hasPrefix("["), host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }
-        var result = "\(scheme)://"
-        if let user = components.percentEncodedUser {
-            result += user
-            if let password = components.percentEncodedPassword { result += ":\(password)" }
-            result += "@"
+        guard components.percentEncodedUser == nil, components.percentEncodedPassword == nil else {
+            throw ArtCacheError(.invalidURL, "URLs with credentials (user:password@) are refused: \(scheme)://…@\(host)")
         }
+        var result = "\(scheme)://"
         result += host.contains(":") ? "[\(host)]" : host
         if let port = components.port, !(scheme == "http" && port == 80), !(scheme == "https" && port == 443) {
             result += ":\(port)"

@@ -23,6 +23,8 @@ struct TransferResult: Sendable {
     var redirects: Int
     /// The body passed `max_body_size` while streaming and was aborted.
     var tooLarge: Bool
+    /// A connection (first or a redirect hop) went to an address the policy refuses.
+    var blockedAddress: IPAddress? = nil
 }
 
 /// libcurl's multi interface driven from one dedicated thread, bridged to
@@ -236,7 +238,7 @@ final class CurlEngine: @unchecked Sendable {
 
     private func start(_ submission: Submission) {
         let request = submission.request
-        let state = TransferState(maxBody: request.settings.maxBodyBytes)
+        let state = TransferState(maxBody: request.settings.maxBodyBytes, policy: request.settings.addressPolicy)
         let userdata = Unmanaged.passUnretained(state).toOpaque()
         let s = request.settings
         let transfer: OpaquePointer? = request.url.withCString { url in
@@ -257,6 +259,7 @@ final class CurlEngine: @unchecked Sendable {
                         r.max_body_bytes = s.maxBodyBytes
                         r.write_fn = transferWrite
                         r.header_fn = transferHeader
+                        r.address_fn = transferAddress
                         r.userdata = userdata
                         return ccurl_transfer_create(&r)
                     }
@@ -287,7 +290,8 @@ final class CurlEngine: @unchecked Sendable {
                 curlMessage: detail.isEmpty ? String(cString: ccurl_strerror(code)) : detail,
                 status: info.status, headers: job.state.headers, body: job.state.body,
                 effectiveURL: info.effective_url.map { String(cString: $0) } ?? "",
-                httpVersion: info.http_version, redirects: info.redirect_count, tooLarge: job.state.tooLarge)
+                httpVersion: info.http_version, redirects: info.redirect_count, tooLarge: job.state.tooLarge,
+                blockedAddress: info.blocked_address != 0 ? job.state.blocked : nil)
             ccurl_transfer_destroy(transfer)
             job.continuation.resume(returning: result)
         }
@@ -322,11 +326,28 @@ final class CurlEngine: @unchecked Sendable {
 /// transport thread only.
 final class TransferState {
     let maxBody: Int64
+    let policy: AddressPolicy
     var body = Data()
     var headers: [String: String] = [:]
     var tooLarge = false
+    /// The address a refused connection would have gone to.
+    var blocked: IPAddress?
 
-    init(maxBody: Int64) { self.maxBody = maxBody }
+    init(maxBody: Int64, policy: AddressPolicy) {
+        self.maxBody = maxBody
+        self.policy = policy
+    }
+}
+
+/// CURLOPT_OPENSOCKETFUNCTION's check (on the transport thread): the address
+/// libcurl is about to connect to, for every new connection and redirect hop.
+private let transferAddress: ccurl_address_fn = { userdata, sockaddr, length in
+    guard let userdata, let sockaddr else { return 0 }
+    let state = Unmanaged<TransferState>.fromOpaque(userdata).takeUnretainedValue()
+    guard let address = IPAddress(sockaddr: sockaddr, length: Int(length)) else { return 0 }
+    if state.policy.allows(address) { return 1 }
+    state.blocked = address
+    return 0
 }
 
 private func withOptionalCString<R>(_ string: String?, _ body: (UnsafePointer<CChar>?) -> R) -> R {

@@ -17,6 +17,9 @@ public struct DownloadError: Error, Sendable, Equatable, CustomStringConvertible
         case notAnImage = "not_an_image"
         /// The scheme is not allowed (plain http refused by config, or not http/https).
         case refusedScheme = "refused_scheme"
+        /// The source (or a redirect hop) resolves to an address that is not
+        /// public and not in `[download] allowed_networks`: never connected to.
+        case blockedAddress = "blocked_address"
         case invalidURL = "invalid_url"
         case cancelled
     }
@@ -64,6 +67,10 @@ public struct DownloadError: Error, Sendable, Equatable, CustomStringConvertible
     /// Maps a finished libcurl transfer that failed at the transport level.
     static func fromCurl(_ result: TransferResult, url: String, settings: DownloadSettings) -> DownloadError {
         let detail = result.curlMessage
+        if let blocked = result.blockedAddress {
+            return DownloadError(.blockedAddress, "\(url): refused: the source resolves to a \(AddressClass.of(blocked).rawValue) "
+                                 + "address (\(blocked)), not allowed by download.allowed_networks")
+        }
         switch result.curlCode {
         case 1: return DownloadError(.refusedScheme, "\(url): scheme not allowed (\(settings.allowHTTP ? "http and https only" : "https only")): \(detail)")
         case 3: return DownloadError(.invalidURL, "\(url): malformed URL: \(detail)")

@@ -13,6 +13,7 @@ extension ArtCacheError {
         case .truncated: .network(.truncated)
         case .tooManyRedirects: .network(.tooManyRedirects)
         case .refusedScheme: .network(.refusedScheme)
+        case .blockedAddress: .network(.blockedAddress)
         case .tooLarge: .tooLarge
         case .httpStatus: .httpStatus(error.status ?? 0)
         case .notAnImage: .notAnImage

@@ -5,6 +5,11 @@
 #include <stddef.h>
 
 typedef size_t (*ccurl_data_fn)(char *data, size_t size, size_t count, void *userdata);
+/* Asked before every new connection (each redirect hop included) with the
+ * address libcurl is about to connect to (a sockaddr_in / sockaddr_in6):
+ * nonzero allows it; 0 refuses it and the transfer fails with
+ * CURLE_COULDNT_CONNECT and `blocked_address` set in its info. */
+typedef int (*ccurl_address_fn)(void *userdata, const void *sockaddr, int length);
 
 typedef struct {
     const char *url;
@@ -20,6 +25,7 @@ typedef struct {
     long long max_body_bytes;        /* also enforced while streaming by write_fn */
     ccurl_data_fn write_fn;
     ccurl_data_fn header_fn;
+    ccurl_address_fn address_fn;     /* NULL: every address allowed */
     void *userdata;
 } ccurl_request_t;
 
@@ -34,6 +40,7 @@ typedef struct {
     double total_seconds;
     const char *effective_url; /* valid until the transfer is destroyed */
     const char *error;         /* curl's detailed message for the last error */
+    int blocked_address;       /* a connection was refused by address_fn */
 } ccurl_info_t;
 
 /* curl_global_init, once per process (thread-safe). */
