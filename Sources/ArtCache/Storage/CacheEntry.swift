@@ -41,30 +41,6 @@ public struct CacheEntry: Sendable, Equatable, Codable {
     public var accessedAt: Date
     public var hitCount: Int
 
-    enum Column {
-        static let key = GRDB.Column("key")
-        static let url = GRDB.Column("url")
-        static let host = GRDB.Column("host")
-        static let kind = GRDB.Column("kind")
-        static let parentKey = GRDB.Column("parent_key")
-        static let spec = GRDB.Column("spec")
-        static let blob = GRDB.Column("blob")
-        static let contentType = GRDB.Column("content_type")
-        static let declaredType = GRDB.Column("declared_type")
-        static let size = GRDB.Column("size")
-        static let sha256 = GRDB.Column("sha256")
-        static let sourceSHA256 = GRDB.Column("source_sha256")
-        static let width = GRDB.Column("width")
-        static let height = GRDB.Column("height")
-        static let etag = GRDB.Column("etag")
-        static let lastModified = GRDB.Column("last_modified")
-        static let expiresAt = GRDB.Column("expires_at")
-        static let freshFor = GRDB.Column("fresh_for")
-        static let createdAt = GRDB.Column("created_at")
-        static let accessedAt = GRDB.Column("accessed_at")
-        static let hitCount = GRDB.Column("hit_count")
-    }
-
     public var cacheKey: CacheKey { CacheKey(hex: key) }
     /// The bytes live inside the SQLite database, not in a file.
     public var isInline: Bool { blob == nil }
@@ -119,26 +95,23 @@ extension CacheEntry {
         try Row.fetchOne(db.cachedStatement(sql: "SELECT \(columns) FROM entry WHERE key = ?"), arguments: [key]).map(CacheEntry.init(row:))
     }
 
-    private var databaseValues: [(GRDB.Column, (any DatabaseValueConvertible)?)] {
-        [(Column.key, key), (Column.url, url), (Column.host, host), (Column.kind, kind.rawValue), (Column.parentKey, parentKey),
-         (Column.spec, spec), (Column.blob, blob), (Column.contentType, contentType), (Column.declaredType, declaredType),
-         (Column.size, size), (Column.sha256, sha256), (Column.sourceSHA256, sourceSHA256), (Column.width, width), (Column.height, height), (Column.etag, etag),
-         (Column.lastModified, lastModified), (Column.expiresAt, expiresAt?.timeIntervalSince1970), (Column.freshFor, freshFor),
-         (Column.createdAt, createdAt.timeIntervalSince1970), (Column.accessedAt, accessedAt.timeIntervalSince1970),
-         (Column.hitCount, hitCount)]
+    /// The values in ``columnNames`` order.
+    private var databaseValues: [(any DatabaseValueConvertible)?] {
+        [key, url, host, kind.rawValue, parentKey, spec, blob, contentType, declaredType, size, sha256, sourceSHA256,
+         width, height, etag, lastModified, expiresAt?.timeIntervalSince1970, freshFor, createdAt.timeIntervalSince1970,
+         accessedAt.timeIntervalSince1970, hitCount]
     }
 
     /// INSERT, or UPDATE of the row with the same key when `replacing`.
     func save(_ db: Database, replacing: Bool) throws {
         let values = databaseValues
         if replacing {
-            let assignments = values.dropFirst().map { "\($0.0.name) = ?" }.joined(separator: ", ")
+            let assignments = Self.columnNames.dropFirst().map { "\($0) = ?" }.joined(separator: ", ")
             try db.execute(sql: "UPDATE entry SET \(assignments) WHERE key = ?",
-                           arguments: StatementArguments(values.dropFirst().map(\.1) + [key]))
+                           arguments: StatementArguments(values.dropFirst() + [key]))
         } else {
-            let names = values.map(\.0.name).joined(separator: ", ")
             let marks = Array(repeating: "?", count: values.count).joined(separator: ", ")
-            try db.execute(sql: "INSERT INTO entry (\(names)) VALUES (\(marks))", arguments: StatementArguments(values.map(\.1)))
+            try db.execute(sql: "INSERT INTO entry (\(Self.columns)) VALUES (\(marks))", arguments: StatementArguments(values))
         }
     }
 }
