@@ -29,15 +29,7 @@ extension ImagePipeline {
             let rendered = try await renderer.render(original.data, spec: spec, priority: priority)
             var entry: CacheEntry?
             if let parent = original.entry {
-                do {
-                    entry = try await store.putVariant(parent: parent.cacheKey, spec: canonical, data: rendered.data,
-                                                       width: rendered.width, height: rendered.height,
-                                                       sourceSHA256: parent.sha256)
-                } catch let error as StoreError where error.code == .missingParent || error.code == .staleSource {
-                    // The original was evicted or replaced meanwhile: hand out
-                    // the render (of the bytes this caller got), store nothing.
-                    logger.debug("variant not stored", metadata: ["url": "\(url)", "reason": "\(error.code.rawValue)"])
-                }
+                entry = try await storeVariant(rendered, spec: canonical, of: parent, url: url)
             }
             return VariantOutcome(renderedFrom: original.source, entry: entry, data: rendered.data,
                                   width: rendered.width, height: rendered.height)
@@ -87,15 +79,25 @@ extension ImagePipeline {
         }
         for (index, image) in zip(missing, rendered) {
             do {
-                try await store.putVariant(parent: parent.cacheKey, spec: specs[index].canonical, data: image.data,
-                                           width: image.width, height: image.height, sourceSHA256: parent.sha256)
+                _ = try await storeVariant(image, spec: specs[index].canonical, of: parent, url: url)
                 results[index] = .success(true)
-            } catch let error as StoreError where error.code == .missingParent || error.code == .staleSource {
-                results[index] = .success(true)  // rendered, not kept: the original went or changed meanwhile
             } catch {
                 results[index] = .failure(ArtCacheError(any: error, context: url.string))
             }
         }
         return results
+    }
+
+    /// Stores a render of `parent`'s bytes. When the original was evicted or
+    /// replaced meanwhile, nothing is stored (nil) and the render is still
+    /// the caller's to hand out; other store errors are thrown.
+    private func storeVariant(_ image: RenderedImage, spec: String, of parent: CacheEntry, url: NormalizedURL) async throws -> CacheEntry? {
+        do {
+            return try await store.putVariant(parent: parent.cacheKey, spec: spec, data: image.data,
+                                              width: image.width, height: image.height, sourceSHA256: parent.sha256)
+        } catch let error as StoreError where error.code == .missingParent || error.code == .staleSource {
+            logger.debug("variant not stored", metadata: ["url": "\(url)", "reason": "\(error.code.rawValue)"])
+            return nil
+        }
     }
 }

@@ -113,8 +113,7 @@ public final class Renderer: Sendable {
         if let (width, height) = Sniffer.extent(data, format: sniffed) {
             let limits = settings.renderLimits
             guard width >= 1, height >= 1, width * height <= limits.maxSourcePixels else {
-                throw RenderError(.tooLarge, "\(sniffed.displayName): too large: \(width)x\(height) = \(width * height) pixels"
-                                  + " (limit \(limits.maxSourcePixels))")
+                throw tooManyPixels(width, height, sniffed)
             }
             try Self.start()
             return try VipsImage.render(data, format: sniffed, loaders: allowedLoaders(for: sniffed), options: &options)
@@ -164,6 +163,12 @@ public final class Renderer: Sendable {
         return options
     }
 
+    /// The refusal of a source whose header declares too many pixels.
+    private func tooManyPixels(_ width: Int, _ height: Int, _ format: SniffedFormat) -> RenderError {
+        RenderError(.tooLarge, "\(format.displayName): too large: \(width)x\(height) = \(width * height) pixels"
+                    + " (limit \(settings.renderLimits.maxSourcePixels))")
+    }
+
     /// Opens the bytes (header only) and checks the source limits before any
     /// pixel is decoded.
     private func openChecked(_ data: Data, format sniffedFormat: SniffedFormat?) throws(RenderError) -> VipsImage {
@@ -171,8 +176,7 @@ public final class Renderer: Sendable {
         let sniffed = sniffedFormat ?? Sniffer.sniff(data).format
         if [.heic, .heif, .avif].contains(sniffed), let (width, height) = Sniffer.heifExtent(data),
            width * height > limits.maxSourcePixels {
-            throw RenderError(.tooLarge, "\(sniffed.displayName): too large: \(width)x\(height) = \(width * height) pixels"
-                              + " (limit \(limits.maxSourcePixels))")
+            throw tooManyPixels(width, height, sniffed)
         }
         let image = try open(data, format: sniffed)
         let header = image.header

@@ -181,17 +181,6 @@ public final class CacheStore: Sendable {
         return CachedImage(entry: entry, data: data)
     }
 
-    /// The bytes of `entry` as stored now (no hit counted); nil when gone.
-    func bytes(of entry: CacheEntry) async throws -> Data? {
-        if let blob = entry.blob {
-            let blobs = self.blobs
-            return try await Blocking.run { try blobs.read(blob) }
-        }
-        return try await db.read { db in
-            try Data.fetchOne(db, sql: "SELECT data FROM inline_blob WHERE key = ?", arguments: [entry.key])
-        }
-    }
-
     /// Every variant row of an original.
     public func variants(of key: CacheKey) async throws -> [CacheEntry] {
         try await db.read { db in
