@@ -6,6 +6,9 @@ let package = Package(
     platforms: [.macOS(.v14)],
     products: [
         .library(name: "ArtCache", targets: ["ArtCache"]),
+        // The thumbnail HTTP service (`artcache serve`) as a library: fronts
+        // and tests build the same application.
+        .library(name: "ArtCacheServer", targets: ["ArtCacheServer"]),
         .executable(name: "artcache", targets: ["artcache"]),
         // Generated images for tests, benchmarks and examples; never linked
         // into the `artcache` binary.
@@ -18,6 +21,11 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
         .package(url: "https://github.com/LebJe/TOMLKit", from: "0.6.0"),
         .package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.5.0"),
+        .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1"),
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
+        .package(url: "https://github.com/apple/swift-metrics", from: "2.13.0"),
+        .package(url: "https://github.com/apple/swift-http-types", from: "1.8.0"),
+        .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.1"),
     ],
     targets: [
         // libvips through pkg-config, plus a tiny non-variadic, glib-free shim.
@@ -45,6 +53,22 @@ let package = Package(
                 .product(name: "TOMLKit", package: "TOMLKit"),
             ]
         ),
+        // The thumbnail service: HTTP → ImageRequest → HTTP, with signing,
+        // negotiation, admission, metrics. Uses the public ArtCache API only.
+        .target(
+            name: "ArtCacheServer",
+            dependencies: [
+                "ArtCache",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "UnixSignals", package: "swift-service-lifecycle"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "Metrics", package: "swift-metrics"),
+                .product(name: "Prometheus", package: "swift-prometheus"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
         // A loopback HTTP/1.1 origin that misbehaves on purpose (cut bodies,
         // dribbled bodies, wrong types): serves the demo and the downloader
         // tests. Raw sockets, because breaking the wire is its job.
@@ -53,6 +77,7 @@ let package = Package(
             name: "artcache",
             dependencies: [
                 "ArtCache",
+                "ArtCacheServer",
                 "ArtCacheOrigin",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
@@ -66,7 +91,9 @@ let package = Package(
         ),
         .testTarget(
             name: "ArtCacheTests",
-            dependencies: ["ArtCache", "ArtCacheOrigin", "ArtCacheFixtures", "artcache", "artcache-stress", "CVipsShim", "CZlib"]
+            dependencies: ["ArtCache", "ArtCacheServer", "ArtCacheOrigin", "ArtCacheFixtures", "artcache", "artcache-stress",
+                           "CVipsShim", "CZlib",
+                           .product(name: "HummingbirdTesting", package: "hummingbird")]
         ),
     ]
 )

@@ -57,6 +57,7 @@ struct ConfigKey: Sendable {
         ConfigKey(section: "download", name: "retry_max_delay", kind: .duration, defaultValue: .duration(30)),
         ConfigKey(section: "download", name: "retry_queue_max", kind: .integer(min: 1, max: 10_000_000), defaultValue: .integer(10_000)),
         ConfigKey(section: "download", name: "allowed_networks", kind: .list, defaultValue: .list([])),
+        ConfigKey(section: "download", name: "allowed_sources", kind: .list, defaultValue: .list([])),
         // [thumbnails]
         ConfigKey(section: "thumbnails", name: "sizes", kind: .list, defaultValue: .list(["100x100", "300x300"])),
         ConfigKey(section: "thumbnails", name: "format", kind: .choice(["auto", "jpeg", "webp", "png", "avif"]), defaultValue: .string("auto")),
@@ -73,16 +74,31 @@ struct ConfigKey: Sendable {
         // [memory]
         ConfigKey(section: "memory", name: "max_size", kind: .size, defaultValue: .size(64_000_000)),
         ConfigKey(section: "memory", name: "max_entries", kind: .integer(min: 0, max: 10_000_000), defaultValue: .integer(10_000)),
+        // [service]
+        ConfigKey(section: "service", name: "listen", kind: .string, defaultValue: .string("127.0.0.1:8080")),
+        ConfigKey(section: "service", name: "keys", kind: .list, defaultValue: .list([])),
+        ConfigKey(section: "service", name: "salt", kind: .string, defaultValue: .string("")),
+        ConfigKey(section: "service", name: "allow_unsigned", kind: .bool, defaultValue: .bool(false)),
+        ConfigKey(section: "service", name: "fallback", kind: .string, defaultValue: .string("")),
+        ConfigKey(section: "service", name: "max_inflight", kind: .integer(min: 1, max: 100_000), defaultValue: .integer(64)),
+        ConfigKey(section: "service", name: "queue", kind: .integer(min: 0, max: 1_000_000), defaultValue: .integer(256)),
+        ConfigKey(section: "service", name: "timeout", kind: .duration, defaultValue: .duration(30)),
+        ConfigKey(section: "service", name: "cache_max_age", kind: .duration, defaultValue: .duration(365 * 86400)),
+        ConfigKey(section: "service", name: "shutdown_grace", kind: .duration, defaultValue: .duration(10)),
     ]
 
     static func lookup(section: String, name: String) -> ConfigKey? {
         all.first { $0.section == section && $0.name == name }
     }
 
+    /// `[presets]`: a table of names the user picks (`avatar = "100x100,fit=cover"`),
+    /// each a thumbnail options string; not keys of this table.
+    static let presetsSection = "presets"
+
     static var sections: [String] {
         var seen: [String] = []
         for key in all where !seen.contains(key.section) { seen.append(key.section) }
-        return seen
+        return seen + [presetsSection]
     }
 }
 

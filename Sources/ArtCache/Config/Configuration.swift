@@ -70,9 +70,14 @@ public struct DownloadSettings: Sendable, Equatable {
     /// `127.0.0.1/32` for a local origin. Everything else that is not a public
     /// address is refused at connect time (`blocked_address`).
     public var allowedNetworks: [IPNetwork] = []
+    /// Hosts sources may come from (`example.com`, `*.example.com`); empty:
+    /// any public host. Checked on the URL and on every redirect hop.
+    public var allowedSources: [HostPattern] = []
 
     /// Where connections may go under these settings.
     public var addressPolicy: AddressPolicy { AddressPolicy(allowedNetworks: allowedNetworks) }
+    /// Which hosts sources may come from under these settings.
+    public var sourcePolicy: SourcePolicy { SourcePolicy(patterns: allowedSources) }
 }
 
 extension DownloadSettings {
@@ -101,6 +106,10 @@ public struct Configuration: Sendable, Equatable {
     public var download: DownloadSettings
     public var thumbnails: ThumbnailSettings
     public var memory: MemorySettings
+    public var service: ServiceSettings
+    /// `[presets]`: named thumbnail options (`avatar = "100x100,fit=cover"`),
+    /// used in service URLs as `p=avatar`.
+    public var presets: [String: ThumbnailOptions]
     /// The file the configuration was read from, if any.
     public var file: String?
 
@@ -116,11 +125,14 @@ public struct Configuration: Sendable, Equatable {
     /// A configuration in code, without a file: each section defaults to the
     /// documented defaults of `cache.conf`.
     public init(cache: CacheSettings = CacheSettings(), download: DownloadSettings = DownloadSettings(),
-                thumbnails: ThumbnailSettings = ThumbnailSettings(), memory: MemorySettings = MemorySettings()) {
+                thumbnails: ThumbnailSettings = ThumbnailSettings(), memory: MemorySettings = MemorySettings(),
+                service: ServiceSettings = ServiceSettings(), presets: [String: ThumbnailOptions] = [:]) {
         self.cache = cache
         self.download = download
         self.thumbnails = thumbnails
         self.memory = memory
+        self.service = service
+        self.presets = presets
         self.file = nil
     }
 
@@ -174,6 +186,16 @@ public struct Configuration: Sendable, Equatable {
             guard let section = sectionValue.table else {
                 throw ConfigError(code: .wrongType, source: source, key: sectionName,
                                   message: "expected a [\(sectionName)] table, found \(sectionValue.type)")
+            }
+            if sectionName == ConfigKey.presetsSection {
+                for (name, value) in section {
+                    guard let text = value.string else {
+                        throw ConfigError(code: .wrongType, source: source, key: "presets.\(name)",
+                                          message: "expected an options string like \"100x100,fit=cover\", found \(value.type)")
+                    }
+                    values["presets.\(name)"] = .string(text)
+                }
+                continue
             }
             for (name, value) in section {
                 guard let key = ConfigKey.lookup(section: sectionName, name: name) else {
@@ -245,6 +267,10 @@ public struct Configuration: Sendable, Equatable {
     static func applyEnvironment(_ environment: [String: String], to values: inout [String: ConfigValue]) throws(ConfigError) {
         let prefixes = ConfigKey.sections.map { "ARTCACHE_\($0.uppercased())_" }
         for (variable, text) in environment.sorted(by: { $0.key < $1.key }) where prefixes.contains(where: variable.hasPrefix) {
+            if variable.hasPrefix("ARTCACHE_PRESETS_") {
+                values["presets.\(variable.dropFirst("ARTCACHE_PRESETS_".count).lowercased())"] = .string(text)
+                continue
+            }
             guard let key = ConfigKey.all.first(where: { $0.environmentName == variable }) else {
                 throw ConfigError(code: .unknownKey, source: "environment", key: variable,
                                   message: "unknown setting (variables are ARTCACHE_<SECTION>_<KEY> for keys of cache.conf)")
@@ -308,6 +334,13 @@ public struct Configuration: Sendable, Equatable {
             }
             download.allowedNetworks.append(network)
         }
+        for text in list("download.allowed_sources") {
+            guard let pattern = HostPattern(text) else {
+                throw ConfigError(code: .invalidValue, source: source, key: "download.allowed_sources",
+                                  message: "invalid host pattern \"\(text)\": expected example.com, *.example.com or *")
+            }
+            download.allowedSources.append(pattern)
+        }
         var sizes: [VariantSpec] = []
         let fit = VariantSpec.Fit(rawValue: string("thumbnails.fit")) ?? .contain
         let format = VariantSpec.Format(rawValue: string("thumbnails.format")) ?? .auto
@@ -327,6 +360,9 @@ public struct Configuration: Sendable, Equatable {
             allowMagick: bool("thumbnails.allow_magick"), concurrency: integer("thumbnails.concurrency"),
             placeholder: Configuration.expandTilde(string("thumbnails.placeholder")))
         memory = MemorySettings(maxBytes: size("memory.max_size"), maxEntries: integer("memory.max_entries"))
+        service = try Configuration.service(string: string, list: list, integer: integer, duration: duration, bool: bool,
+                                            source: source)
+        presets = try Configuration.presets(values: values, source: source)
         self.file = file
         try validate()
     }

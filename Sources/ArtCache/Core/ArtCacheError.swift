@@ -47,6 +47,8 @@ public struct ArtCacheError: Error, Sendable, CustomStringConvertible {
         case refusedScheme = "refused_scheme"
         /// The source resolves to a non-public address not allowed by configuration.
         case blockedAddress = "blocked_address"
+        /// The source's host (or a redirect's) is not in `[download] allowed_sources`.
+        case blockedSource = "blocked_source"
     }
 
     public let code: Code

@@ -25,6 +25,8 @@ struct TransferResult: Sendable {
     var tooLarge: Bool
     /// A connection (first or a redirect hop) went to an address the policy refuses.
     var blockedAddress: IPAddress? = nil
+    /// A redirect pointed at a host `allowed_sources` refuses (not followed).
+    var blockedSource: String? = nil
 }
 
 /// libcurl's multi interface driven from one dedicated thread, bridged to
@@ -238,7 +240,8 @@ final class CurlEngine: @unchecked Sendable {
 
     private func start(_ submission: Submission) {
         let request = submission.request
-        let state = TransferState(maxBody: request.settings.maxBodyBytes, policy: request.settings.addressPolicy)
+        let state = TransferState(url: request.url, maxBody: request.settings.maxBodyBytes,
+                                  policy: request.settings.addressPolicy, sources: request.settings.sourcePolicy)
         let userdata = Unmanaged.passUnretained(state).toOpaque()
         let s = request.settings
         let transfer: OpaquePointer? = request.url.withCString { url in
@@ -291,7 +294,8 @@ final class CurlEngine: @unchecked Sendable {
                 status: info.status, headers: job.state.headers, body: job.state.body,
                 effectiveURL: info.effective_url.map { String(cString: $0) } ?? "",
                 httpVersion: info.http_version, redirects: info.redirect_count, tooLarge: job.state.tooLarge,
-                blockedAddress: info.blocked_address != 0 ? job.state.blocked : nil)
+                blockedAddress: info.blocked_address != 0 ? job.state.blocked : nil,
+                blockedSource: job.state.blockedSource)
             ccurl_transfer_destroy(transfer)
             job.continuation.resume(returning: result)
         }
@@ -327,15 +331,39 @@ final class CurlEngine: @unchecked Sendable {
 final class TransferState {
     let maxBody: Int64
     let policy: AddressPolicy
+    let sources: SourcePolicy
     var body = Data()
     var headers: [String: String] = [:]
     var tooLarge = false
     /// The address a refused connection would have gone to.
     var blocked: IPAddress?
+    /// The URL of the response being received (follows redirects), for
+    /// resolving a relative `Location`.
+    var currentURL: String
+    /// Status of the response being received.
+    var status = 0
+    /// The host of a redirect `allowed_sources` refused.
+    var blockedSource: String?
 
-    init(maxBody: Int64, policy: AddressPolicy) {
+    init(url: String, maxBody: Int64, policy: AddressPolicy, sources: SourcePolicy) {
+        self.currentURL = url
         self.maxBody = maxBody
         self.policy = policy
+        self.sources = sources
+    }
+
+    /// A response's `Location`: with a host pattern list, a redirect to a
+    /// host not on it stops the transfer before libcurl follows it.
+    func allowsRedirect(to location: String) -> Bool {
+        guard (300..<400).contains(status) else { return true }
+        guard let next = URL(string: location, relativeTo: URL(string: currentURL))?.absoluteURL else { return true }
+        currentURL = next.absoluteString
+        if sources.patterns.isEmpty { return true }
+        guard let host = next.host, sources.allows(host: host) else {
+            blockedSource = next.host ?? location
+            return false
+        }
+        return true
     }
 }
 
@@ -380,9 +408,11 @@ private let transferHeader: ccurl_data_fn = { data, size, count, userdata in
     }
     if line.hasPrefix("HTTP/") {
         state.headers = [:]
+        state.status = line.split(separator: " ").dropFirst().first.flatMap { Int($0) } ?? 0
     } else if let colon = line.firstIndex(of: ":") {
         let name = line[..<colon].trimmingCharacters(in: .whitespaces).lowercased()
         let value = line[line.index(after: colon)...].trimmingCharacters(in: .whitespacesAndNewlines)
+        if name == "location", !state.allowsRedirect(to: value) { return 0 }  // CURLE_WRITE_ERROR, blockedSource set
         if let existing = state.headers[name] { state.headers[name] = existing + ", " + value } else { state.headers[name] = value }
     }
     return length

@@ -20,6 +20,8 @@ public struct DownloadError: Error, Sendable, Equatable, CustomStringConvertible
         /// The source (or a redirect hop) resolves to an address that is not
         /// public and not in `[download] allowed_networks`: never connected to.
         case blockedAddress = "blocked_address"
+        /// The source's host (or a redirect's) is not in `[download] allowed_sources`.
+        case blockedSource = "blocked_source"
         case invalidURL = "invalid_url"
         case cancelled
     }
@@ -67,6 +69,9 @@ public struct DownloadError: Error, Sendable, Equatable, CustomStringConvertible
     /// Maps a finished libcurl transfer that failed at the transport level.
     static func fromCurl(_ result: TransferResult, url: String, settings: DownloadSettings) -> DownloadError {
         let detail = result.curlMessage
+        if let host = result.blockedSource {
+            return DownloadError(.blockedSource, "\(url): refused: a redirect goes to host \(host), not in download.allowed_sources")
+        }
         if let blocked = result.blockedAddress {
             return DownloadError(.blockedAddress, "\(url): refused: the source resolves to a \(AddressClass.of(blocked).rawValue) "
                                  + "address (\(blocked)), not allowed by download.allowed_networks")

@@ -48,6 +48,9 @@ public final class Downloader: Sendable {
         if normalized.scheme == "http", !settings.allowHTTP {
             throw DownloadError(.refusedScheme, "\(url): plain http is refused by configuration (download.allow_http = false)")
         }
+        guard settings.sourcePolicy.allows(host: normalized.host) else {
+            throw DownloadError(.blockedSource, "\(url): refused: host \(normalized.host) is not in download.allowed_sources")
+        }
         let request = TransferRequest(url: normalized.string, host: normalized.host,
                                       ifNoneMatch: validators?.etag, ifModifiedSince: validators?.lastModified,
                                       settings: settings)

@@ -14,6 +14,7 @@ extension ArtCacheError {
         case .tooManyRedirects: .network(.tooManyRedirects)
         case .refusedScheme: .network(.refusedScheme)
         case .blockedAddress: .network(.blockedAddress)
+        case .blockedSource: .network(.blockedSource)
         case .tooLarge: .tooLarge
         case .httpStatus: .httpStatus(error.status ?? 0)
         case .notAnImage: .notAnImage

@@ -46,6 +46,42 @@ extension ImagePipeline {
         entry.blob.map { store.directory.path + "/" + $0 }
     }
 
+    /// Work under way in this process, for metrics and health pages.
+    public var activity: PipelineActivity {
+        let downloads = downloader.activity
+        let renders = renderer.activity
+        return PipelineActivity(downloadsActive: downloads.active, downloadsQueued: downloads.queued,
+                                rendersActive: renders.inProgress, rendersQueued: renders.waiting,
+                                memoryEntries: memory.stats.entries, memoryBytes: memory.stats.bytes)
+    }
+
+    /// Liveness: the index answers a read and libvips renders a 1x1 image.
+    /// Throws the first failure (`.storage` or a render error).
+    public func checkHealth() async throws(ArtCacheError) {
+        _ = try await storage("the index does not answer") { try await $0.ping() }
+        let renderer = self.renderer
+        do {
+            _ = try await renderer.onRenderThread(priority: PriorityHandle(.veryHigh)) {
+                try renderer.solidImage(width: 1, height: 1, rgb: [0, 0, 0], format: .png, quality: 80)
+            }
+        } catch {
+            throw ArtCacheError(any: error, context: "libvips does not render")
+        }
+    }
+
+    /// Whether this libvips writes `format` (AVIF needs libheif with an AV1 encoder).
+    public func canEncode(_ format: VariantSpec.Format) async -> Bool {
+        let renderer = self.renderer
+        do {
+            _ = try await renderer.onRenderThread(priority: PriorityHandle(.veryHigh)) {
+                try renderer.solidImage(width: 8, height: 8, rgb: [128, 128, 128], format: format, quality: 50)
+            }
+            return true
+        } catch {
+            return false
+        }
+    }
+
     /// The libvips version the renderer uses.
     public var libvipsVersion: String { renderer.libvipsVersion }
 
@@ -56,4 +92,14 @@ extension ImagePipeline {
             throw ArtCacheError(any: error, context: context)
         }
     }
+}
+
+/// Work under way in one pipeline (a snapshot).
+public struct PipelineActivity: Sendable, Equatable {
+    public var downloadsActive: Int
+    public var downloadsQueued: Int
+    public var rendersActive: Int
+    public var rendersQueued: Int
+    public var memoryEntries: Int
+    public var memoryBytes: Int64
 }

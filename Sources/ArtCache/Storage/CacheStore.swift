@@ -130,6 +130,11 @@ public final class CacheStore: Sendable {
         return try await entry(forKey: key)
     }
 
+    /// One trivial read through the pool: the index is open and answers.
+    func ping() async throws {
+        _ = try await db.read { db in try Int.fetchOne(db, sql: "SELECT count(*) FROM totals") }
+    }
+
     public func entry(forKey key: CacheKey) async throws -> CacheEntry? {
         try await db.read { db in
             try CacheEntry.fetchOne(db, key: key.hex)

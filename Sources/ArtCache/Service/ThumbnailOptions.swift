@@ -1,0 +1,142 @@
+import Foundation
+
+/// The options segment of a service URL: what to make of the source image.
+///
+/// Grammar (comma-separated tokens, each at most once, any order):
+///
+/// | token | meaning |
+/// | --- | --- |
+/// | `300x200` | a thumbnail into this box (width x height, 1...`max_output`) |
+/// | `fit=contain` / `cover` / `smart` | how it fills the box |
+/// | `f=auto` / `jpeg` / `webp` / `png` / `avif` (or `format=`) | output format; `auto` negotiates from `Accept` |
+/// | `q=80` (or `quality=`) | quality 1...100 |
+/// | `p=avatar` (or `preset=`) | a named preset from `[presets]`; explicit tokens win over it |
+/// | `original` | the original bytes, as stored (no other token) |
+///
+/// `description` writes the canonical form: size, fit, format, quality,
+/// preset — the form `artcache sign` prints and signatures are made over.
+public struct ThumbnailOptions: Sendable, Hashable, CustomStringConvertible {
+    public var size: ImageRequest.Size?
+    public var fit: VariantSpec.Fit?
+    public var format: VariantSpec.Format?
+    public var quality: Int?
+    public var preset: String?
+
+    public init(size: ImageRequest.Size? = nil, fit: VariantSpec.Fit? = nil, format: VariantSpec.Format? = nil,
+                quality: Int? = nil, preset: String? = nil) {
+        self.size = size
+        self.fit = fit
+        self.format = format
+        self.quality = quality
+        self.preset = preset
+    }
+
+    /// The original bytes.
+    public static let original = ThumbnailOptions()
+
+    /// True when nothing is asked for but the original.
+    public var isOriginal: Bool { self == .original }
+
+    /// Parses an options segment; a malformed one is `.invalidRequest` naming the token.
+    public init(parsing text: String) throws(ArtCacheError) {
+        self.init()
+        guard !text.isEmpty else { throw Self.invalid(text, "empty options (use `original` for the original)") }
+        if text == "original" { return }
+        var seen: Set<String> = []
+        for token in text.split(separator: ",", omittingEmptySubsequences: false).map(String.init) {
+            let name: String
+            let value: String
+            if let equals = token.firstIndex(of: "=") {
+                name = Self.canonicalName(String(token[..<equals]))
+                value = String(token[token.index(after: equals)...])
+            } else {
+                name = token == "original" ? "original" : "size"
+                value = token
+            }
+            guard seen.insert(name).inserted else { throw Self.invalid(text, "`\(name)` given twice") }
+            switch name {
+            case "size":
+                guard let size = ImageRequest.Size(value), size.width >= 1, size.height >= 1,
+                      value.allSatisfy({ $0.isASCII && ($0.isNumber || $0 == "x") }) else {
+                    throw Self.invalid(text, "`\(token)` is not a size like 300x300 or a known option")
+                }
+                self.size = size
+            case "fit":
+                guard let fit = VariantSpec.Fit(rawValue: value) else {
+                    throw Self.invalid(text, "fit must be one of \(VariantSpec.Fit.allCases.map(\.rawValue).joined(separator: ", "))")
+                }
+                self.fit = fit
+            case "f":
+                guard let format = VariantSpec.Format(rawValue: value) else {
+                    throw Self.invalid(text, "format must be one of \(VariantSpec.Format.allCases.map(\.rawValue).joined(separator: ", "))")
+                }
+                self.format = format
+            case "q":
+                guard let quality = Int(value), (1...100).contains(quality), value.allSatisfy(\.isASCII) else {
+                    throw Self.invalid(text, "quality must be an integer from 1 to 100")
+                }
+                self.quality = quality
+            case "p":
+                guard Self.isPresetName(value) else { throw Self.invalid(text, "preset names are [a-z0-9_-]+") }
+                self.preset = value
+            case "original":
+                throw Self.invalid(text, "`original` takes no other option")
+            default:
+                throw Self.invalid(text, "unknown option `\(name)` (known: WxH, fit, f, q, p, original)")
+            }
+        }
+    }
+
+    /// `size,fit=…,f=…,q=…,p=…` with only the parts set; `original` when none.
+    public var description: String {
+        var parts: [String] = []
+        if let size { parts.append(size.description) }
+        if let fit { parts.append("fit=\(fit.rawValue)") }
+        if let format { parts.append("f=\(format.rawValue)") }
+        if let quality { parts.append("q=\(quality)") }
+        if let preset { parts.append("p=\(preset)") }
+        return parts.isEmpty ? "original" : parts.joined(separator: ",")
+    }
+
+    /// These options with the preset's values filled in where not given
+    /// explicitly. An unknown preset, or fit/format/quality without a size,
+    /// is `.invalidRequest`.
+    public func resolved(presets: [String: ThumbnailOptions]) throws(ArtCacheError) -> ThumbnailOptions {
+        var result = self
+        if let name = preset {
+            guard let base = presets[name] else {
+                throw ArtCacheError(.invalidRequest, "unknown preset `\(name)` (known: \(presets.keys.sorted().joined(separator: ", ")))")
+            }
+            result = ThumbnailOptions(size: size ?? base.size, fit: fit ?? base.fit, format: format ?? base.format,
+                                      quality: quality ?? base.quality)
+        }
+        if result.size == nil, result.fit != nil || result.format != nil || result.quality != nil {
+            throw ArtCacheError(.invalidRequest, "\(self): fit, format and quality need a size (originals are served as stored)")
+        }
+        return result
+    }
+
+    /// The pipeline request these (resolved) options ask for.
+    public func request(url: String, priority: ImagePriority = .normal, options: ImageRequest.Options = []) -> ImageRequest {
+        ImageRequest(url: url, size: size, fit: fit, format: format, quality: quality, priority: priority, options: options)
+    }
+
+    static func isPresetName(_ name: String) -> Bool {
+        !name.isEmpty && name.count <= 64
+            && name.unicodeScalars.allSatisfy { ("a"..."z").contains($0) || ("0"..."9").contains($0) || $0 == "_" || $0 == "-" }
+    }
+
+    private static func canonicalName(_ name: String) -> String {
+        switch name {
+        case "format": "f"
+        case "quality": "q"
+        case "preset": "p"
+        default: name
+        }
+    }
+
+    private static func invalid(_ text: String, _ why: String) -> ArtCacheError {
+        let shown = text.count > 80 ? String(text.prefix(80)) + "…" : text
+        return ArtCacheError(.invalidRequest, "options \"\(shown)\": \(why)")
+    }
+}

@@ -1,0 +1,96 @@
+import ArtCache
+import Foundation
+import Hummingbird
+import Logging
+import ServiceLifecycle
+import UnixSignals
+
+/// The thumbnail service as a Hummingbird application: `GET /health`,
+/// `GET /metrics` and `GET /{signature}/{options}/{source}`.
+///
+/// `onServerRunning` receives the bound host and port (port 0 in the
+/// settings picks a free one).
+public func buildApplication(
+    service: ThumbnailService,
+    onServerRunning: @escaping @Sendable (_ host: String, _ port: Int) async -> Void = { _, _ in }
+) -> some ApplicationProtocol {
+    let router = Router(context: BasicRequestContext.self)
+    router.get("/health") { _, _ -> Response in
+        do throws(ArtCacheError) {
+            try await service.pipeline.checkHealth()
+            return Response(status: .ok, headers: [.contentType: "text/plain; charset=utf-8", .cacheControl: "no-store"],
+                            body: ResponseBody(byteBuffer: ByteBuffer(string: "ok\n")))
+        } catch {
+            service.logger.error("health check failed", metadata: ["error": "\(error)"])
+            return Response(status: .serviceUnavailable,
+                            headers: [.contentType: "text/plain; charset=utf-8", .cacheControl: "no-store"],
+                            body: ResponseBody(byteBuffer: ByteBuffer(string: "unhealthy: \(error.reason)\n")))
+        }
+    }
+    router.get("/metrics") { _, _ -> Response in
+        let text = service.metrics.exposition(activity: service.pipeline.activity, admission: service.admission.load)
+        return Response(status: .ok, headers: [.contentType: "text/plain; version=0.0.4; charset=utf-8"],
+                        body: ResponseBody(byteBuffer: ByteBuffer(bytes: text)))
+    }
+    router.get("/:signature/:options/:source") { request, context -> Response in
+        await service.image(request, context: context)
+    }
+    let settings = service.settings
+    return Application(
+        router: router,
+        configuration: ApplicationConfiguration(address: .hostname(settings.host, port: settings.port), serverName: "artcache"),
+        onServerRunning: { channel in
+            await onServerRunning(settings.host, channel.localAddress?.port ?? settings.port)
+        },
+        logger: service.logger
+    )
+}
+
+/// Runs the service until SIGTERM or SIGINT: then it stops accepting,
+/// lets in-flight requests finish within `[service] shutdown_grace`, and
+/// closes the pipeline (flushing access times and counters).
+public func runThumbnailService(
+    pipeline: ImagePipeline,
+    logger: Logger,
+    onServerRunning: @escaping @Sendable (_ host: String, _ port: Int) async -> Void = { _, _ in }
+) async throws {
+    let service = try await ThumbnailService(pipeline: pipeline, logger: logger)
+    let group = makeServiceGroup(service: service, signals: [.sigterm, .sigint], onServerRunning: onServerRunning)
+    try await group.run()
+}
+
+/// The service group `runThumbnailService` runs (exposed so a test can
+/// trigger a graceful shutdown itself): the application, and the pipeline's
+/// closing after the application has drained.
+public func makeServiceGroup(
+    service: ThumbnailService,
+    signals: [UnixSignal],
+    onServerRunning: @escaping @Sendable (_ host: String, _ port: Int) async -> Void = { _, _ in }
+) -> ServiceGroup {
+    let app = buildApplication(service: service, onServerRunning: onServerRunning)
+    var configuration = ServiceGroupConfiguration(
+        services: [.init(service: PipelineCloser(pipeline: service.pipeline, logger: service.logger)), .init(service: app)],
+        gracefulShutdownSignals: signals,
+        logger: service.logger)
+    configuration.maximumGracefulShutdownDuration = .milliseconds(Int64(service.settings.shutdownGrace * 1000))
+    return ServiceGroup(configuration: configuration)
+}
+
+/// Waits for the graceful shutdown, then closes the pipeline. Services stop
+/// in reverse order, so this runs after the application has finished its
+/// in-flight requests.
+struct PipelineCloser: Service {
+    let pipeline: ImagePipeline
+    let logger: Logger
+
+    func run() async throws {
+        try? await gracefulShutdown()  // only throws when cancelled: close anyway
+        do {
+            try await pipeline.close()
+            logger.info("cache closed")
+        } catch {
+            logger.error("closing the cache failed", metadata: ["error": "\(error)"])
+            throw error
+        }
+    }
+}

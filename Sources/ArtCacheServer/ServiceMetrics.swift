@@ -1,0 +1,57 @@
+import ArtCache
+import Foundation
+import Metrics
+import Prometheus
+
+/// The service's metrics through swift-metrics, kept in this application's
+/// own Prometheus registry (not the process-wide bootstrap, so several
+/// applications — tests — never share counters) and emitted on `/metrics`.
+final class ServiceMetrics: Sendable {
+    let registry = PrometheusCollectorRegistry()
+    private let factory: PrometheusMetricsFactory
+
+    init() {
+        var factory = PrometheusMetricsFactory(registry: registry)
+        factory.defaultDurationHistogramBuckets = [
+            .milliseconds(1), .milliseconds(2), .milliseconds(5), .milliseconds(10), .milliseconds(25),
+            .milliseconds(50), .milliseconds(100), .milliseconds(250), .milliseconds(500), .seconds(1),
+            .seconds(2.5), .seconds(5), .seconds(10), .seconds(30),
+        ]
+        self.factory = factory
+    }
+
+    /// One answered request: by status, latency by tier, bytes.
+    func answered(status: Int, tier: String, seconds: Double, bytes: Int) {
+        Counter(label: "artcache_http_requests_total", dimensions: [("status", String(status))], factory: factory).increment()
+        Metrics.Timer(label: "artcache_http_request_duration_seconds", dimensions: [("tier", tier)], factory: factory)
+            .recordNanoseconds(Int64(seconds * 1e9))
+        if bytes > 0 {
+            Counter(label: "artcache_bytes_served_total", factory: factory).increment(by: bytes)
+        }
+    }
+
+    /// An image answered from a tier (memory, disk, network, revalidated, placeholder, fallback).
+    func served(tier: String) {
+        Counter(label: "artcache_images_total", dimensions: [("tier", tier)], factory: factory).increment()
+    }
+
+    /// A request refused or failed, by reason (bad_signature, overloaded, blocked_address, http_404...).
+    func refused(reason: String) {
+        Counter(label: "artcache_refusals_total", dimensions: [("reason", reason)], factory: factory).increment()
+    }
+
+    /// The Prometheus text, with the gauges of work in progress read now.
+    func exposition(activity: PipelineActivity, admission: (inflight: Int, waiting: Int)) -> [UInt8] {
+        func gauge(_ label: String, _ value: Int) {
+            Gauge(label: label, factory: factory).record(Double(value))
+        }
+        gauge("artcache_downloads_in_progress", activity.downloadsActive)
+        gauge("artcache_downloads_queued", activity.downloadsQueued)
+        gauge("artcache_renders_in_progress", activity.rendersActive)
+        gauge("artcache_renders_queued", activity.rendersQueued)
+        gauge("artcache_memory_entries", activity.memoryEntries)
+        gauge("artcache_requests_in_flight", admission.inflight)
+        gauge("artcache_queue_depth", admission.waiting)
+        return registry.emitToBuffer()
+    }
+}

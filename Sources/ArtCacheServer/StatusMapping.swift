@@ -1,0 +1,40 @@
+import ArtCache
+import Hummingbird
+
+/// How a failure reads over HTTP: status, the stable reason (also sent as
+/// `X-ArtCache-Error`) and, for overload, how long to wait.
+struct ServiceFailure: Error, Sendable {
+    var status: HTTPResponse.Status
+    var reason: String
+    var retryAfter: Int?
+
+    static let badSignature = ServiceFailure(status: .forbidden, reason: "bad_signature")
+    static let unsignedRefused = ServiceFailure(status: .forbidden, reason: "unsigned_refused")
+    static let notFound = ServiceFailure(status: .notFound, reason: "not_found")
+    static let badSource = ServiceFailure(status: .badRequest, reason: "invalid_source")
+    static let overloaded = ServiceFailure(status: .tooManyRequests, reason: "overloaded", retryAfter: 1)
+    static let deadline = ServiceFailure(status: .serviceUnavailable, reason: "service_timeout", retryAfter: 1)
+
+    /// The documented mapping of pipeline errors (README, "Thumbnail service").
+    init(_ error: ArtCacheError) {
+        reason = error.reason
+        switch error.code {
+        case .invalidURL, .invalidRequest: status = .badRequest
+        case .network(.blockedAddress), .network(.blockedSource), .network(.refusedScheme): status = .forbidden
+        case .network(.timeout): status = .gatewayTimeout
+        case .network: status = .badGateway
+        case .httpStatus(let code): status = code == 404 || code == 410 ? .notFound : .badGateway
+        case .notAnImage, .unsupported, .decode: status = .unprocessableContent
+        case .tooLarge: status = .contentTooLarge
+        case .notCached: status = .notFound
+        case .cancelled: status = .serviceUnavailable
+        case .storage, .configuration: status = .internalServerError
+        }
+    }
+
+    init(status: HTTPResponse.Status, reason: String, retryAfter: Int? = nil) {
+        self.status = status
+        self.reason = reason
+        self.retryAfter = retryAfter
+    }
+}

@@ -1,0 +1,71 @@
+import ArtCache
+import Crypto
+import Foundation
+import HTTPTypes
+import Hummingbird
+import NIOCore
+
+extension ThumbnailService {
+    /// 200 with the bytes (or 304 when `If-None-Match` names them), with
+    /// validators and caching headers. A placeholder answer carries the
+    /// error's reason and is not cached.
+    func success(_ image: ImageResponse, request: Request, negotiated: Bool, signed: Bool) -> Response {
+        var headers = HTTPFields()
+        let etag = "\"" + (image.entry?.sha256.prefix(32).description ?? Self.digest(image.data)) + "\""
+        headers[.eTag] = etag
+        headers[.contentType] = image.contentType
+        if negotiated { headers[.vary] = "Accept" }
+        headers[.artcacheSource] = image.source.rawValue
+        if let error = image.error {
+            headers[.artcacheError] = error.reason
+            headers[.cacheControl] = "no-store"
+            metrics.refused(reason: error.reason)
+        } else {
+            let maxAge = Int(settings.cacheMaxAge)
+            headers[.cacheControl] = signed ? "public, max-age=\(maxAge), immutable" : "public, max-age=\(maxAge)"
+            if let created = image.entry?.createdAt { headers[.lastModified] = HTTPDate.string(created.timeIntervalSince1970) }
+        }
+        if image.error == nil, let asked = request.headers[.ifNoneMatch], Self.matches(asked, etag: etag) {
+            return Response(status: .notModified, headers: headers)
+        }
+        headers[.contentLength] = String(image.data.count)
+        return Response(status: .ok, headers: headers, body: ResponseBody(byteBuffer: ByteBuffer(bytes: image.data)))
+    }
+
+    /// The error status with a one-line body naming the reason.
+    func failure(_ failure: ServiceFailure) -> Response {
+        metrics.refused(reason: failure.reason)
+        var headers = HTTPFields()
+        headers[.contentType] = "text/plain; charset=utf-8"
+        headers[.artcacheError] = failure.reason
+        headers[.cacheControl] = "no-store"
+        if let retryAfter = failure.retryAfter { headers[.retryAfter] = String(retryAfter) }
+        let body = "\(failure.status.code) \(failure.reason)\n"
+        headers[.contentLength] = String(body.utf8.count)
+        return Response(status: failure.status, headers: headers, body: ResponseBody(byteBuffer: ByteBuffer(string: body)))
+    }
+
+    /// The configured fallback image, naming the error it stands in for.
+    func fallbackResponse(_ data: Data, contentType: String, reason: String) -> Response {
+        var headers = HTTPFields()
+        headers[.contentType] = contentType
+        headers[.artcacheError] = reason
+        headers[.cacheControl] = "no-store"
+        headers[.contentLength] = String(data.count)
+        return Response(status: .ok, headers: headers, body: ResponseBody(byteBuffer: ByteBuffer(bytes: data)))
+    }
+
+    /// `If-None-Match`: `*` or a list naming `etag` (weak comparison).
+    static func matches(_ header: String, etag: String) -> Bool {
+        header.split(separator: ",").contains { candidate in
+            var tag = candidate.trimmingCharacters(in: .whitespaces)
+            if tag == "*" { return true }
+            if tag.hasPrefix("W/") { tag.removeFirst(2) }
+            return tag == etag
+        }
+    }
+
+    static func digest(_ data: Data) -> String {
+        SHA256.hash(data: data).prefix(16).map { String(format: "%02x", $0) }.joined()
+    }
+}

@@ -1,0 +1,193 @@
+import ArtCache
+import Crypto
+import Foundation
+import HTTPTypes
+import Hummingbird
+import Logging
+
+/// The thumbnail service's request handling: URL grammar and signature,
+/// options and presets, negotiation, admission and deadline, the pipeline
+/// call, caching headers and error statuses. HTTP in, `ImageRequest` to the
+/// pipeline, `ImageResponse` back out as HTTP.
+public final class ThumbnailService: Sendable {
+    public let pipeline: ImagePipeline
+    let settings: ServiceSettings
+    let presets: [String: ThumbnailOptions]
+    let signer: ServiceURLSigner
+    let admission: Admission
+    let metrics = ServiceMetrics()
+    let fallback: Fallback
+    let avif: Bool
+    let cancelOnDisconnect: Bool
+    let logger: Logger
+
+    /// What failed images answer with.
+    enum Fallback: Sendable {
+        case none
+        case placeholder
+        case image(Data, contentType: String)
+    }
+
+    /// Checks the service settings of `pipeline.configuration`: signing keys
+    /// (or unsigned access, on loopback only) and the fallback image.
+    /// `cancelOnDisconnect`: a client closing its connection cancels its
+    /// request (off only for in-memory router tests, which have no connection).
+    public init(pipeline: ImagePipeline, logger: Logger, cancelOnDisconnect: Bool = true) async throws(ArtCacheError) {
+        let configuration = pipeline.configuration
+        settings = configuration.service
+        presets = configuration.presets
+        signer = ServiceURLSigner(settings: settings)
+        if settings.allowUnsigned, !settings.isLoopback {
+            throw ArtCacheError(.configuration, "service.allow_unsigned: refused because the listener \(settings.listen) is not loopback; "
+                                + "unsigned URLs would let anyone use this service to fetch any URL")
+        }
+        if settings.keys.isEmpty, !settings.allowUnsigned {
+            throw ArtCacheError(.configuration, "service.keys: signing is required; set [service] keys (e.g. `openssl rand -hex 32`), "
+                                + "or allow_unsigned = true on a loopback listener")
+        }
+        switch settings.fallback {
+        case "": fallback = .none
+        case "placeholder": fallback = .placeholder
+        case let path:
+            guard let data = FileManager.default.contents(atPath: path) else {
+                throw ArtCacheError(.configuration, "service.fallback: cannot read \(path)")
+            }
+            let sniffed = Sniffer.sniff(data)
+            guard sniffed.format.isImage else {
+                throw ArtCacheError(.configuration, "service.fallback: \(path) is not an image (\(sniffed.mimeType))")
+            }
+            fallback = .image(data, contentType: sniffed.mimeType)
+        }
+        admission = Admission(maxInflight: settings.maxInflight, queue: settings.queue)
+        avif = await pipeline.canEncode(.avif)
+        self.pipeline = pipeline
+        self.cancelOnDisconnect = cancelOnDisconnect
+        self.logger = logger
+    }
+
+    // MARK: Image route
+
+    /// `GET /{signature}/{options}/{source}`.
+    func image(_ request: Request, context: some RequestContext) async -> Response {
+        let started = ContinuousClock.now
+        let (response, tier) = await answer(request, context: context)
+        let seconds = Double((ContinuousClock.now - started).components.attoseconds) / 1e18
+            + Double((ContinuousClock.now - started).components.seconds)
+        let bytes = response.body.contentLength ?? 0
+        metrics.answered(status: response.status.code, tier: tier, seconds: seconds, bytes: bytes)
+        logger.info("request", metadata: [
+            "method": "\(request.method)", "path": "\(request.uri.path.prefix(120))",
+            "status": "\(response.status.code)", "tier": "\(tier)", "bytes": "\(bytes)",
+            "ms": "\(Int(seconds * 1000))", "error": "\(response.headers[.artcacheError] ?? "")",
+        ])
+        return response
+    }
+
+    private func answer(_ request: Request, context: some RequestContext) async -> (Response, String) {
+        let parsed: (request: ImageRequest, negotiated: Bool, signed: Bool)
+        do {
+            parsed = try parse(path: request.uri.path, accept: request.headers[.accept])
+        } catch {
+            return (failure(error), "refused")
+        }
+        // Hits from memory: no queue, no copy beyond the response buffer.
+        if let hit = pipeline.cachedImage(for: parsed.request) {
+            metrics.served(tier: "memory")
+            return (success(hit, request: request, negotiated: parsed.negotiated, signed: parsed.signed), "memory")
+        }
+        do {
+            let image = try await admitted(request) { [pipeline] in
+                try await pipeline.image(parsed.request)
+            }
+            let tier = image.source == .placeholder ? "placeholder" : image.source.rawValue
+            metrics.served(tier: tier)
+            return (success(image, request: request, negotiated: parsed.negotiated, signed: parsed.signed), tier)
+        } catch let error as ServiceFailure {
+            return (failure(error), "refused")
+        } catch let error as ArtCacheError {
+            if case .image(let data, let type) = fallback, error.code != .cancelled {
+                metrics.refused(reason: error.reason)
+                metrics.served(tier: "fallback")
+                return (fallbackResponse(data, contentType: type, reason: error.reason), "fallback")
+            }
+            return (failure(ServiceFailure(error)), "error")
+        } catch is CancellationError {
+            return (failure(ServiceFailure(ArtCacheError(.cancelled, "the client went away"))), "error")
+        } catch {
+            logger.error("unexpected failure", metadata: ["error": "\(error)"])
+            return (failure(ServiceFailure(status: .internalServerError, reason: "internal")), "error")
+        }
+    }
+
+    /// The request a path names, signature checked; failures are typed.
+    func parse(path: String, accept: String?) throws(ServiceFailure) -> (request: ImageRequest, negotiated: Bool, signed: Bool) {
+        let segments = path.split(separator: "/", omittingEmptySubsequences: false)
+        guard segments.count == 4, segments[0].isEmpty else { throw .notFound }
+        let signature = String(segments[1])
+        let rest = "/\(segments[2])/\(segments[3])"
+        let signed: Bool
+        if signature == ServiceURLSigner.unsignedMarker {
+            guard settings.allowUnsigned else { throw .unsignedRefused }
+            signed = false
+        } else {
+            guard signer.isValid(signature: signature, for: rest) else { throw .badSignature }
+            signed = true
+        }
+        guard let source = ServiceURLSigner.decodeSource(String(segments[3])) else { throw .badSource }
+        var options: ThumbnailOptions
+        do {
+            options = try ThumbnailOptions(parsing: String(segments[2])).resolved(presets: presets)
+            let maxOutput = pipeline.configuration.thumbnails.maxOutput
+            if let size = options.size, size.width > maxOutput || size.height > maxOutput {
+                throw ArtCacheError(.invalidRequest, "size \(size) is larger than thumbnails.max_output (\(maxOutput))")
+            }
+        } catch {
+            throw ServiceFailure(status: .badRequest, reason: "invalid_options")
+        }
+        var negotiated = false
+        if options.size != nil, (options.format ?? pipeline.configuration.thumbnails.format) == .auto {
+            options.format = Negotiation.format(accept: accept, avif: avif)
+            negotiated = true
+        }
+        let placeholder: ImageRequest.Options = fallback.isPlaceholder ? [.placeholderOnFailure] : []
+        return (options.request(url: source, options: placeholder), negotiated, signed)
+    }
+
+    /// Runs `work` under admission (429 when full), the per-request deadline
+    /// (503) and, on a live connection, cancellation when the client leaves.
+    private func admitted(_ request: Request, _ work: @escaping @Sendable () async throws -> ImageResponse) async throws -> ImageResponse {
+        let admission = self.admission
+        let timeout = settings.timeout
+        let bounded: @Sendable () async throws -> ImageResponse = {
+            try await withThrowingTaskGroup(of: ImageResponse?.self) { group in
+                group.addTask {
+                    do {
+                        return try await admission.run(work)
+                    } catch Admission.Refusal.overloaded {
+                        throw ServiceFailure.overloaded
+                    } catch Admission.Refusal.cancelled {
+                        throw ArtCacheError(.cancelled, "request cancelled while queued")
+                    }
+                }
+                group.addTask {
+                    try await Task.sleep(for: .milliseconds(Int64(timeout * 1000)))
+                    return nil
+                }
+                defer { group.cancelAll() }
+                guard let first = try await group.next(), let image = first else { throw ServiceFailure.deadline }
+                return image
+            }
+        }
+        guard cancelOnDisconnect else { return try await bounded() }
+        return try await request.body.consumeWithCancellationOnInboundClose { _ in try await bounded() }
+    }
+}
+
+extension ThumbnailService.Fallback {
+    var isPlaceholder: Bool { if case .placeholder = self { true } else { false } }
+}
+
+extension HTTPField.Name {
+    static let artcacheError = HTTPField.Name("X-ArtCache-Error")!
+    static let artcacheSource = HTTPField.Name("X-ArtCache-Source")!
+}

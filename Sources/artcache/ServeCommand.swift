@@ -1,0 +1,99 @@
+import ArgumentParser
+import ArtCache
+import ArtCacheServer
+import Foundation
+import Logging
+
+struct ServeCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "serve",
+        abstract: "Run the thumbnail HTTP service (signed URLs; see `artcache sign`).",
+        discussion: """
+            GET /{signature}/{options}/{base64url source URL}, GET /health, GET /metrics. \
+            Signing keys come from [service] keys (or ARTCACHE_SERVICE_KEYS=hex1,hex2). \
+            SIGTERM or SIGINT stops accepting, finishes in-flight requests and closes the cache.
+            """)
+
+    @OptionGroup var global: GlobalOptions
+
+    @Option(help: "HOST:PORT to listen on (overrides [service] listen; port 0 picks a free one).")
+    var listen: String?
+
+    func run() async throws {
+        try await reportingErrors {
+            var configuration = try global.configuration()
+            if let listen {
+                guard let parsed = ServiceSettings.parseListen(listen) else {
+                    throw ValidationError("--listen: expected HOST:PORT like 127.0.0.1:8080 or [::1]:8080")
+                }
+                configuration.service.host = parsed.host
+                configuration.service.port = parsed.port
+            }
+            var logger = Logger(label: "artcache.serve")
+            logger.logLevel = global.verbose ? .debug : .info
+            let pipeline = try await ImagePipeline.open(configuration: configuration, logger: logger)
+            do {
+                let directory = configuration.cache.directory
+                try await runThumbnailService(pipeline: pipeline, logger: logger) { host, port in
+                    let authority = host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)"
+                    // One line on stdout, written at once (a pipe reader waits for it).
+                    FileHandle.standardOutput.write(Data("artcache: serving \(directory) on http://\(authority)\n".utf8))
+                }
+            } catch {
+                try? await pipeline.close()  // the service's own error is the one to report; closing twice is harmless
+                throw error
+            }
+        }
+    }
+}
+
+struct SignCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "sign",
+        abstract: "Print the service path for an image URL, signed with the first [service] key.",
+        discussion: "Options follow the service's grammar (README, \"Thumbnail service\"); with none, the original.")
+
+    @OptionGroup var global: GlobalOptions
+
+    @Argument(help: "The source image URL.")
+    var url: String
+
+    @Option(help: "Thumbnail box WIDTHxHEIGHT, e.g. 300x300.")
+    var size: String?
+
+    @Option(help: "contain, cover or smart.")
+    var fit: String?
+
+    @Option(help: "auto, jpeg, webp, png or avif (auto negotiates from Accept).")
+    var format: String?
+
+    @Option(help: "Quality 1-100.")
+    var quality: Int?
+
+    @Option(help: "A preset from [presets].")
+    var preset: String?
+
+    @Option(help: "Print a full URL with this base (e.g. http://127.0.0.1:8080).")
+    var base: String?
+
+    func run() async throws {
+        try await reportingErrors {
+            let configuration = try global.configuration()
+            var tokens: [String] = []
+            if let size { tokens.append(size) }
+            if let fit { tokens.append("fit=\(fit)") }
+            if let format { tokens.append("f=\(format)") }
+            if let quality { tokens.append("q=\(quality)") }
+            if let preset { tokens.append("p=\(preset)") }
+            let options = try ThumbnailOptions(parsing: tokens.isEmpty ? "original" : tokens.joined(separator: ","))
+            _ = try options.resolved(presets: configuration.presets)  // an unknown preset fails here, not at request time
+            _ = try NormalizedURL(url)
+            let signer = ServiceURLSigner(settings: configuration.service)
+            guard signer.signs || configuration.service.allowUnsigned else {
+                throw ArtCacheError(.configuration, "service.keys: no signing key (set [service] keys or ARTCACHE_SERVICE_KEYS)")
+            }
+            let path = signer.path(for: url, options: options)
+            print((base.map { $0.hasSuffix("/") ? String($0.dropLast()) : $0 } ?? "") + path)
+        }
+    }
+}
