@@ -15,6 +15,7 @@ public func buildApplication(
     onServerRunning: @escaping @Sendable (_ host: String, _ port: Int) async -> Void = { _, _ in }
 ) -> some ApplicationProtocol {
     let router = Router(context: BasicRequestContext.self)
+    router.add(middleware: TypedNotFound(service: service))
     router.get("/health") { _, _ -> Response in
         do throws(ArtCacheError) {
             try await service.pipeline.checkHealth()
@@ -35,6 +36,7 @@ public func buildApplication(
     router.get("/:signature/:options/:source") { request, context -> Response in
         await service.image(request, context: context)
     }
+
     let settings = service.settings
     return Application(
         router: router,
@@ -91,6 +93,20 @@ struct PipelineCloser: Service {
         } catch {
             logger.error("closing the cache failed", metadata: ["error": "\(error)"])
             throw error
+        }
+    }
+}
+
+/// Paths no route matches answer like every other refusal (typed reason, no-store).
+struct TypedNotFound<Context: RequestContext>: RouterMiddleware {
+    let service: ThumbnailService
+
+    func handle(_ request: Request, context: Context,
+                next: (Request, Context) async throws -> Response) async throws -> Response {
+        do {
+            return try await next(request, context)
+        } catch let error as HTTPError where error.status == .notFound {
+            return service.failure(.notFound)
         }
     }
 }

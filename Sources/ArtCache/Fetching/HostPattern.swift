@@ -11,7 +11,9 @@ public struct HostPattern: Sendable, Hashable, CustomStringConvertible {
 
     /// nil when malformed (empty, a wildcard other than a leading `*.`, a scheme or a path).
     public init?(_ text: String) {
-        let lowered = Self.canonical(text.trimmingCharacters(in: .whitespaces))
+        let trimmed = text.trimmingCharacters(in: .whitespaces)
+        guard !trimmed.hasSuffix("*.") else { return nil }
+        let lowered = Self.canonical(trimmed)
         guard !lowered.isEmpty, !lowered.contains("/"), !lowered.contains("@"), !lowered.contains(" ") else { return nil }
         description = lowered
         if lowered == "*" {

@@ -130,8 +130,9 @@ public final class CacheStore: Sendable {
         return try await entry(forKey: key)
     }
 
-    /// One trivial read through the pool: the index is open and answers.
+    /// One trivial read through the pool: the index is open (not closed) and answers.
     func ping() async throws {
+        if housekeeping.withLock({ $0.closed }) { throw StoreError(.io, "the cache is closed") }
         _ = try await db.read { db in try Int.fetchOne(db, sql: "SELECT count(*) FROM totals") }
     }
 

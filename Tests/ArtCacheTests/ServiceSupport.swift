@@ -1,0 +1,97 @@
+import ArtCacheOrigin
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+import Hummingbird
+import HummingbirdTesting
+import Logging
+@testable import ArtCache
+@testable import ArtCacheServer
+
+/// A loopback origin, a pipeline and the thumbnail service over it, with a
+/// signer holding the service's key.
+struct ServiceHarness {
+    static let key = [UInt8](repeating: 0x5A, count: 32)
+    let harness: LoopbackHarness
+    let service: ThumbnailService
+    let signer: ServiceURLSigner
+
+    /// `live`: the service listens on 127.0.0.1 port 0 and a client leaving cancels its request.
+    init(live: Bool = false, _ configure: (inout Configuration) -> Void = { _ in }) async throws {
+        harness = try await LoopbackHarness { configuration in
+            configuration.service.keys = [Self.key]
+            configuration.service.port = 0
+            configure(&configuration)
+        }
+        var logger = Logger(label: "artcache.test.service")
+        logger.logLevel = .warning
+        service = try await ThumbnailService(pipeline: harness.pipeline, logger: logger, cancelOnDisconnect: live)
+        signer = ServiceURLSigner(settings: harness.pipeline.configuration.service)
+    }
+
+    var origin: OriginServer { harness.origin }
+    var pipeline: ImagePipeline { harness.pipeline }
+
+    /// The signed path for an origin path (`/img/a.jpg`) with service options.
+    func path(_ originPath: String, _ options: String = "original") throws -> String {
+        signer.path(for: origin.url(originPath), options: try ThumbnailOptions(parsing: options))
+    }
+
+    func app() -> some ApplicationProtocol { buildApplication(service: service) }
+
+    func close() async throws { try await pipeline.close() }
+}
+
+extension ServiceHarness {
+    /// A JPEG of `width` x `height` registered as `name`.
+    func register(_ name: String, width: Int = 64, height: Int = 48, type: String = "image/jpeg") throws {
+        origin.register(name, .init(body: try Fixtures.image(width: width, height: height, suffix: ".jpg"), contentType: type))
+    }
+}
+
+/// A bare HTTP/1.1 client on a socket, for what URL clients hide: sending a
+/// request and closing the connection before the answer.
+enum RawHTTP {
+    /// Connects to 127.0.0.1:`port`, sends a GET for `path`, returns the socket.
+    static func send(port: Int, path: String) throws -> Int32 {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard fd >= 0 else { throw POSIXError(.EIO) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = in_port_t(UInt16(port).bigEndian)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        let connected = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+        guard connected == 0 else { close(fd); throw POSIXError(.ECONNREFUSED) }
+        let request = "GET \(path) HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"
+        _ = request.withCString { write(fd, $0, strlen($0)) }
+        return fd
+    }
+}
+
+/// GETs through URLSession (several at once, unlike the test client's one connection).
+enum HTTPGet {
+    struct Answer: Sendable {
+        let status: Int
+        let headers: [String: String]
+        let body: Data
+    }
+
+    static func get(_ url: String, headers: [String: String] = [:]) async throws -> Answer {
+        var request = URLRequest(url: URL(string: url)!)
+        request.cachePolicy = .reloadIgnoringLocalCacheData
+        request.timeoutInterval = 60
+        for (name, value) in headers { request.setValue(value, forHTTPHeaderField: name) }
+        let session = URLSession(configuration: .ephemeral)
+        defer { session.finishTasksAndInvalidate() }
+        let (data, response) = try await session.data(for: request)
+        let http = response as! HTTPURLResponse
+        var fields: [String: String] = [:]
+        for (name, value) in http.allHeaderFields {
+            if let name = name as? String, let value = value as? String { fields[name.lowercased()] = value }
+        }
+        return Answer(status: http.statusCode, headers: fields, body: data)
+    }
+}
