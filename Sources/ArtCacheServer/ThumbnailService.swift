@@ -95,9 +95,32 @@ public final class ThumbnailService: Sendable {
             metrics.served(tier: "memory")
             return (success(hit, request: request, negotiated: parsed.negotiated, signed: parsed.signed), "memory")
         }
+        var watched = false
+        let (response, tier) = await miss(request, parsed: parsed, watched: &watched)
+        guard watched else { return (response, tier) }
+        var closing = response
+        closing.headers[.connection] = "close"  // watching the connection consumed it
+        return (closing, tier)
+    }
+
+    /// Not in memory: admission, deadline, disk, then the network.
+    private func miss(_ request: Request, parsed: (request: ImageRequest, negotiated: Bool, signed: Bool),
+                      watched: inout Bool) async -> (Response, String) {
         do {
-            let image = try await admitted(request) { [pipeline] in
-                try await pipeline.image(parsed.request)
+            let image = try await admitted(request, watched: &watched) { [pipeline] watching in
+                // Disk first, where the connection stays open; the network
+                // only when the cache cannot answer.
+                if watching {
+                    var cached = parsed.request
+                    cached.options.insert(.cacheOnly)
+                    cached.options.remove(.placeholderOnFailure)
+                    do {
+                        return try await pipeline.image(cached)
+                    } catch let error as ArtCacheError where error.code == .notCached {
+                        return nil
+                    }
+                }
+                return try await pipeline.image(parsed.request)
             }
             let tier = image.source == .placeholder ? "placeholder" : image.source.rawValue
             metrics.served(tier: tier)
@@ -153,16 +176,21 @@ public final class ThumbnailService: Sendable {
         return (options.request(url: source, options: placeholder), negotiated, signed)
     }
 
-    /// Runs `work` under admission (429 when full), the per-request deadline
-    /// (503) and, on a live connection, cancellation when the client leaves.
-    private func admitted(_ request: Request, _ work: @escaping @Sendable () async throws -> ImageResponse) async throws -> ImageResponse {
+    /// Runs `work` under admission (429 when full) and the per-request
+    /// deadline (503). On a live connection `work(true)` runs first without
+    /// watching the connection (cache only; nil when not cached); then
+    /// `work(false)` runs cancelled if the client leaves — watching consumes
+    /// the connection, which closes after the answer (`watched` is set).
+    private func admitted(_ request: Request, watched: inout Bool,
+                          _ work: @escaping @Sendable (_ cacheOnly: Bool) async throws -> ImageResponse?) async throws -> ImageResponse {
         let admission = self.admission
         let timeout = settings.timeout
-        let bounded: @Sendable () async throws -> ImageResponse = {
-            try await withThrowingTaskGroup(of: ImageResponse?.self) { group in
+        let watch = cancelOnDisconnect
+        let bounded: @Sendable (Bool) async throws -> ImageResponse? = { cacheOnly in
+            try await withThrowingTaskGroup(of: ImageResponse??.self) { group in
                 group.addTask {
                     do {
-                        return try await admission.run(work)
+                        return try await admission.run { try await work(cacheOnly) }
                     } catch Admission.Refusal.overloaded {
                         throw ServiceFailure.overloaded
                     } catch Admission.Refusal.cancelled {
@@ -171,15 +199,17 @@ public final class ThumbnailService: Sendable {
                 }
                 group.addTask {
                     try await Task.sleep(for: .milliseconds(Int64(timeout * 1000)))
-                    return nil
+                    return .none
                 }
                 defer { group.cancelAll() }
-                guard let first = try await group.next(), let image = first else { throw ServiceFailure.deadline }
-                return image
+                guard let first = try await group.next(), let outcome = first else { throw ServiceFailure.deadline }
+                return outcome
             }
         }
-        guard cancelOnDisconnect else { return try await bounded() }
-        return try await request.body.consumeWithCancellationOnInboundClose { _ in try await bounded() }
+        guard watch else { return try await bounded(false)! }
+        if let cached = try await bounded(true) { return cached }
+        watched = true
+        return try await request.body.consumeWithCancellationOnInboundClose { _ in try await bounded(false)! }
     }
 }
 

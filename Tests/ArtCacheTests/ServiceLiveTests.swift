@@ -1,0 +1,203 @@
+import ArtCacheOrigin
+import Foundation
+import Hummingbird
+import HummingbirdTesting
+import ServiceLifecycle
+import Testing
+@testable import ArtCache
+@testable import ArtCacheServer
+
+/// The service on a real socket (127.0.0.1, port 0): address refusals,
+/// overload, client disconnects, graceful shutdown, sharing the cache with
+/// CLI commands, and `artcache serve` itself.
+@Suite("Thumbnail service, live")
+struct ServiceLiveTests {
+    @Test func internalSourcesAreRefusedWhateverTheSpelling() async throws {
+        let s = try await ServiceHarness(live: true) { $0.download.allowedNetworks = [] }
+        try s.register("a.jpg")
+        let port = s.origin.port
+        let sources = ["http://127.0.0.1:\(port)/img/a.jpg", "http://2130706433:\(port)/img/a.jpg", "http://0x7f.1:\(port)/img/a.jpg",
+                       "http://[::ffff:127.0.0.1]:\(port)/img/a.jpg", "http://localhost:\(port)/img/a.jpg",
+                       "http://127.1:\(port)/img/a.jpg", "http://017700000001:\(port)/img/a.jpg"]
+        try await s.app().test(.live) { client in
+            for source in sources {
+                let path = s.signer.path(for: source, options: try ThumbnailOptions(parsing: "100x100"))
+                // a miss went to the network: the answer closes the connection, so each GET is its own
+                let answer = try await HTTPGet.get("http://127.0.0.1:\(client.port!)\(path)")
+                #expect(answer.status == 403, "\(source)")
+                #expect(answer.headers["x-artcache-error"] == "blocked_address", "\(source)")
+                #expect(answer.headers["connection"] == "close", "\(source)")
+            }
+        }
+        #expect(s.origin.requestLog.isEmpty)
+        try await s.close()
+    }
+
+    @Test func overloadAnswers429WithRetryAfter() async throws {
+        let s = try await ServiceHarness(live: true) {
+            $0.service.maxInflight = 1
+            $0.service.queue = 1
+        }
+        for name in ["a.jpg", "b.jpg", "c.jpg"] { try s.register(name) }
+        try await s.app().test(.live) { client in
+            let base = "http://127.0.0.1:\(client.port!)"
+            let first = Task { try await HTTPGet.get(base + (try s.path("/gate/a.jpg", "50x50"))) }
+            await s.origin.waitForRequest("/gate/a.jpg")
+            let second = Task { try await HTTPGet.get(base + (try s.path("/gate/b.jpg", "50x50"))) }
+            try await waitUntil { s.service.admission.load.waiting == 1 }
+            let third = try await HTTPGet.get(base + (try s.path("/gate/c.jpg", "50x50")))
+            #expect(third.status == 429)
+            #expect(third.headers["retry-after"] == "1")
+            #expect(third.headers["x-artcache-error"] == "overloaded")
+            s.origin.openGate()
+            #expect(try await first.value.status == 200)
+            #expect(try await second.value.status == 200)
+            #expect(s.origin.requestCount("/gate/c.jpg") == 0)
+        }
+        try await s.close()
+    }
+
+    @Test func aClientLeavingCancelsTheOriginTransfer() async throws {
+        let s = try await ServiceHarness(live: true)
+        s.origin.register("big.png", .init(body: Fixtures.pngLike(size: 300_000), contentType: "image/png"))
+        let originPath = "/slow/50/big.png"  // about a minute to send
+        try await s.app().test(.live) { client in
+            let fd = try RawHTTP.send(port: client.port!, path: try s.path(originPath, "100x100"))
+            await s.origin.waitForRequest(originPath)
+            close(fd)
+            try await withTimeout(seconds: 20) { await s.origin.waitForAbortedStream(originPath) }
+            try await waitUntil { s.pipeline.activity.downloadsActive == 0 && s.service.admission.load.inflight == 0 }
+        }
+        #expect(try await s.pipeline.stats().entries == 0)  // nothing partial stored
+        try await s.close()
+    }
+
+    @Test func gracefulShutdownFinishesInFlightRequestsThenClosesTheCache() async throws {
+        let s = try await ServiceHarness(live: true)
+        try s.register("a.jpg")
+        let (ports, portSink) = AsyncStream.makeStream(of: Int.self)
+        let group = makeServiceGroup(service: s.service, signals: []) { _, port in portSink.yield(port) }
+        let running = Task { try await group.run() }
+        var iterator = ports.makeAsyncIterator()
+        let port = try #require(await iterator.next())
+        let inFlight = Task { try await HTTPGet.get("http://127.0.0.1:\(port)" + (try s.path("/gate/a.jpg", "60x60"))) }
+        await s.origin.waitForRequest("/gate/a.jpg")
+        await group.triggerGracefulShutdown()
+        s.origin.openGate()
+        let answer = try await inFlight.value
+        #expect(answer.status == 200)
+        #expect(Fixtures.header(answer.body)?.width == 60)
+        try await running.value
+        // the pipeline was closed after the request finished
+        await #expect(throws: ArtCacheError.self) { try await s.pipeline.checkHealth() }
+        #expect(try await ImagePipeline.open(configuration: s.pipeline.configuration).verify(hash: true).problems.isEmpty)
+    }
+
+    @Test func serveSharesItsCacheWithPrefetchPurgeAndStats() async throws {
+        let s = try await ServiceHarness(live: true)
+        let names = (0..<12).map { "s\($0).jpg" }
+        for name in names { try s.register(name, width: 120, height: 90) }
+        let cache = s.pipeline.configuration.cache.directory
+        let list = s.harness.dir.write("urls.txt", names.map { s.origin.url("/img/\($0)") }.joined(separator: "\n") + "\n")
+        try await s.app().test(.live) { client in
+            let base = "http://127.0.0.1:\(client.port!)"
+            async let prefetch = CLI.runDetached(["prefetch", list, "--format", "urls", "--cache-dir", cache])
+            var statuses: [Int] = []
+            for name in names {
+                statuses.append(try await HTTPGet.get(base + (try s.path("/img/\(name)", "64x64,f=webp"))).status)
+            }
+            let prefetched = try await prefetch
+            #expect(prefetched.status == 0, "\(prefetched.stderr)")
+            let purge = try await CLI.runDetached(["purge", "--all", "--cache-dir", cache])
+            #expect(purge.status == 0, "\(purge.stderr)")
+            // the service still answers: from its memory tier or by fetching again
+            for name in names {
+                statuses.append(try await HTTPGet.get(base + (try s.path("/img/\(name)", "32x32"))).status)
+            }
+            let stats = try await CLI.runDetached(["stats", "--cache-dir", cache, "--json"])
+            #expect(stats.status == 0, "\(stats.stderr)")
+            #expect(statuses.allSatisfy { $0 == 200 }, "\(statuses)")
+        }
+        let verify = try await s.pipeline.verify(hash: true)
+        #expect(verify.problems.isEmpty, "\(verify.problems)")
+        try await s.close()
+    }
+
+    @Test func serveCommandRunsSignsAndStopsOnSIGTERM() async throws {
+        let origin = try await OriginServer.start()
+        origin.register("a.jpg", .init(body: try Fixtures.image(width: 90, height: 90, suffix: ".jpg"), contentType: "image/jpeg"))
+        let dir = TempDir()
+        let environment = ["ARTCACHE_SERVICE_KEYS": String(repeating: "ab", count: 32)]
+        let (process, out, err) = try CLI.start(["serve", "--listen", "127.0.0.1:0", "--cache-dir", dir.file("c")],
+                                                environment: environment)
+        let line = try await CLI.firstLine(out)
+        let port = try #require(line.split(separator: ":").last.flatMap { Int($0) }, "\(line)")
+        #expect(line.hasPrefix("artcache: serving \(dir.file("c")) on http://127.0.0.1:"))
+        let signed = try CLI.run(["sign", origin.url("/img/a.jpg"), "--size", "40x40", "--fit", "cover", "--format", "png"],
+                                 environment: environment)
+        #expect(signed.status == 0, "\(signed.stderr)")
+        let path = signed.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+        let library = ServiceURLSigner(keys: [[UInt8](repeating: 0xAB, count: 32)])
+            .path(for: origin.url("/img/a.jpg"), options: ThumbnailOptions(size: .init(40), fit: .cover, format: .png))
+        #expect(path == library)
+        let image = try await HTTPGet.get("http://127.0.0.1:\(port)\(path)")
+        #expect(image.status == 200 && image.headers["content-type"] == "image/png")
+        #expect(try await HTTPGet.get("http://127.0.0.1:\(port)/health").status == 200)
+        process.terminate()  // SIGTERM
+        process.waitUntilExit()
+        #expect(process.terminationStatus == 0)
+        let log = String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        #expect(log.contains("cache closed"))
+        #expect(log.contains("status=200"))  // the access log
+        // without keys, serve refuses to start (exit 78: configuration)
+        let refused = try CLI.run(["serve", "--listen", "127.0.0.1:0", "--cache-dir", dir.file("c")])
+        #expect(refused.status == 78 && refused.stderr.contains("service.keys"))
+        origin.stop()
+    }
+}
+
+/// Polls `condition` (a state another thread changes) until it holds, at most 10 s.
+func waitUntil(_ condition: @escaping @Sendable () -> Bool) async throws {
+    let deadline = ContinuousClock.now + .seconds(10)
+    while !condition() {
+        guard ContinuousClock.now < deadline else { throw CancellationError() }
+        try await Task.sleep(for: .milliseconds(5))
+    }
+}
+
+/// Runs `body`, failing if it takes longer than `seconds`.
+func withTimeout(seconds: Double, _ body: @escaping @Sendable () async -> Void) async throws {
+    try await withThrowingTaskGroup(of: Bool.self) { group in
+        group.addTask { await body(); return true }
+        group.addTask { try await Task.sleep(for: .milliseconds(Int64(seconds * 1000))); return false }
+        let finished = try await group.next()!
+        group.cancelAll()
+        if !finished { Issue.record("timed out after \(seconds) s") }
+    }
+}
+
+extension CLI {
+    /// `run` on a Dispatch thread (it blocks reading the child's output).
+    static func runDetached(_ arguments: [String], environment: [String: String] = [:]) async throws -> Result {
+        try await withCheckedThrowingContinuation { continuation in
+            DispatchQueue.global().async {
+                continuation.resume(with: Swift.Result { try run(arguments, environment: environment) })
+            }
+        }
+    }
+
+    /// The first line a child prints on `pipe` (read on a Dispatch thread).
+    static func firstLine(_ pipe: Pipe) async throws -> String {
+        await withCheckedContinuation { continuation in
+            DispatchQueue.global().async {
+                var data = Data()
+                while !data.contains(0x0A) {
+                    let chunk = pipe.fileHandleForReading.availableData
+                    if chunk.isEmpty { break }
+                    data.append(chunk)
+                }
+                continuation.resume(returning: String(decoding: data.prefix { $0 != 0x0A }, as: UTF8.self))
+            }
+        }
+    }
+}
