@@ -33,13 +33,18 @@ public func buildApplication(
         return Response(status: .ok, headers: [.contentType: "text/plain; version=0.0.4; charset=utf-8"],
                         body: ResponseBody(byteBuffer: ByteBuffer(bytes: text)))
     }
-    router.get("/:signature/:options/:source") { request, context -> Response in
-        await service.image(request, context: context)
+    // Image paths (three segments) skip the router's trie: they are the hot
+    // path, and their segments are long. Everything else goes to the router.
+    let routes = router.buildResponder()
+    let responder = CallbackResponder<BasicRequestContext> { request, context in
+        if request.method == .get, request.uri.path.utf8.lazy.filter({ $0 == UInt8(ascii: "/") }).count == 3 {
+            return await service.image(request, context: context)
+        }
+        return try await routes.respond(to: request, context: context)
     }
-
     let settings = service.settings
     return Application(
-        router: router,
+        responder: responder,
         configuration: ApplicationConfiguration(address: .hostname(settings.host, port: settings.port), serverName: "artcache"),
         onServerRunning: { channel in
             await onServerRunning(settings.host, channel.localAddress?.port ?? settings.port)

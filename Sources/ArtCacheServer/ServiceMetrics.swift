@@ -6,9 +6,14 @@ import Prometheus
 /// The service's metrics through swift-metrics, kept in this application's
 /// own Prometheus registry (not the process-wide bootstrap, so several
 /// applications — tests — never share counters) and emitted on `/metrics`.
+/// Handles are made once per label set and reused: a hit costs a few atomic
+/// adds, not a registry lookup.
 final class ServiceMetrics: Sendable {
     let registry = PrometheusCollectorRegistry()
     private let factory: PrometheusMetricsFactory
+    private let counters = Locked<[String: Metrics.Counter]>([:])
+    private let timers = Locked<[String: Metrics.Timer]>([:])
+    private let bytesServed: Metrics.Counter
 
     init() {
         var factory = PrometheusMetricsFactory(registry: registry)
@@ -18,26 +23,40 @@ final class ServiceMetrics: Sendable {
             .seconds(2.5), .seconds(5), .seconds(10), .seconds(30),
         ]
         self.factory = factory
+        bytesServed = Metrics.Counter(label: "artcache_bytes_served_total", factory: factory)
     }
 
     /// One answered request: by status, latency by tier, bytes.
     func answered(status: Int, tier: String, seconds: Double, bytes: Int) {
-        Counter(label: "artcache_http_requests_total", dimensions: [("status", String(status))], factory: factory).increment()
-        Metrics.Timer(label: "artcache_http_request_duration_seconds", dimensions: [("tier", tier)], factory: factory)
-            .recordNanoseconds(Int64(seconds * 1e9))
-        if bytes > 0 {
-            Counter(label: "artcache_bytes_served_total", factory: factory).increment(by: bytes)
+        counter("artcache_http_requests_total", "status", String(status)).increment()
+        let timer = timers.withLock { cache in
+            if let timer = cache[tier] { return timer }
+            let timer = Metrics.Timer(label: "artcache_http_request_duration_seconds", dimensions: [("tier", tier)], factory: factory)
+            cache[tier] = timer
+            return timer
         }
+        timer.recordNanoseconds(Int64(seconds * 1e9))
+        if bytes > 0 { bytesServed.increment(by: bytes) }
     }
 
     /// An image answered from a tier (memory, disk, network, revalidated, placeholder, fallback).
     func served(tier: String) {
-        Counter(label: "artcache_images_total", dimensions: [("tier", tier)], factory: factory).increment()
+        counter("artcache_images_total", "tier", tier).increment()
     }
 
     /// A request refused or failed, by reason (bad_signature, overloaded, blocked_address, http_404...).
     func refused(reason: String) {
-        Counter(label: "artcache_refusals_total", dimensions: [("reason", reason)], factory: factory).increment()
+        counter("artcache_refusals_total", "reason", reason).increment()
+    }
+
+    private func counter(_ label: String, _ dimension: String, _ value: String) -> Metrics.Counter {
+        let key = label + "\u{0}" + value
+        return counters.withLock { cache in
+            if let counter = cache[key] { return counter }
+            let counter = Metrics.Counter(label: label, dimensions: [(dimension, value)], factory: factory)
+            cache[key] = counter
+            return counter
+        }
     }
 
     /// The Prometheus text, with the gauges of work in progress read now.

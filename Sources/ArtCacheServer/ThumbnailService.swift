@@ -20,6 +20,8 @@ public final class ThumbnailService: Sendable {
     let avif: Bool
     let cancelOnDisconnect: Bool
     let logger: Logger
+    /// Valid paths already parsed and verified (bounded; emptied when full).
+    let parsedPaths = Locked<[String: ParsedPath]>([:])
 
     /// What failed images answer with.
     enum Fallback: Sendable {
@@ -75,6 +77,7 @@ public final class ThumbnailService: Sendable {
             + Double((ContinuousClock.now - started).components.seconds)
         let bytes = response.body.contentLength ?? 0
         metrics.answered(status: response.status.code, tier: tier, seconds: seconds, bytes: bytes)
+        guard settings.accessLog else { return response }
         logger.info("request", metadata: [
             "method": "\(request.method)", "path": "\(request.uri.path.prefix(120))",
             "status": "\(response.status.code)", "tier": "\(tier)", "bytes": "\(bytes)",
@@ -142,8 +145,34 @@ public final class ThumbnailService: Sendable {
         }
     }
 
-    /// The request a path names, signature checked; failures are typed.
+    /// What a valid path names, before negotiation.
+    struct ParsedPath: Sendable {
+        var request: ImageRequest
+        /// `f=auto`: the format comes from `Accept`.
+        var negotiable: Bool
+        var signed: Bool
+    }
+
+    /// The request a path names, signature checked, format negotiated;
+    /// failures are typed.
     func parse(path: String, accept: String?) throws(ServiceFailure) -> (request: ImageRequest, negotiated: Bool, signed: Bool) {
+        let parsed: ParsedPath
+        if let known = parsedPaths.withLock({ $0[path] }) {
+            parsed = known
+        } else {
+            parsed = try parseUncached(path: path)
+            parsedPaths.withLock { memo in
+                if memo.count >= 4096 { memo.removeAll(keepingCapacity: true) }
+                memo[path] = parsed
+            }
+        }
+        var request = parsed.request
+        if parsed.negotiable { request.format = Negotiation.format(accept: accept, avif: avif) }
+        return (request, parsed.negotiable, parsed.signed)
+    }
+
+    /// Grammar, signature, source and options of a path (only valid paths are remembered).
+    private func parseUncached(path: String) throws(ServiceFailure) -> ParsedPath {
         let segments = path.split(separator: "/", omittingEmptySubsequences: false)
         guard segments.count == 4, segments[0].isEmpty else { throw .notFound }
         let signature = String(segments[1])
@@ -157,7 +186,7 @@ public final class ThumbnailService: Sendable {
             signed = true
         }
         guard let source = ServiceURLSigner.decodeSource(String(segments[3])) else { throw .badSource }
-        var options: ThumbnailOptions
+        let options: ThumbnailOptions
         do {
             options = try ThumbnailOptions(parsing: String(segments[2])).resolved(presets: presets)
             let maxOutput = pipeline.configuration.thumbnails.maxOutput
@@ -167,13 +196,9 @@ public final class ThumbnailService: Sendable {
         } catch {
             throw ServiceFailure(status: .badRequest, reason: "invalid_options")
         }
-        var negotiated = false
-        if options.size != nil, (options.format ?? pipeline.configuration.thumbnails.format) == .auto {
-            options.format = Negotiation.format(accept: accept, avif: avif)
-            negotiated = true
-        }
+        let negotiable = options.size != nil && (options.format ?? pipeline.configuration.thumbnails.format) == .auto
         let placeholder: ImageRequest.Options = fallback.isPlaceholder ? [.placeholderOnFailure] : []
-        return (options.request(url: source, options: placeholder), negotiated, signed)
+        return ParsedPath(request: options.request(url: source, options: placeholder), negotiable: negotiable, signed: signed)
     }
 
     /// Runs `work` under admission (429 when full) and the per-request

@@ -85,6 +85,7 @@ struct ConfigKey: Sendable {
         ConfigKey(section: "service", name: "timeout", kind: .duration, defaultValue: .duration(30)),
         ConfigKey(section: "service", name: "cache_max_age", kind: .duration, defaultValue: .duration(365 * 86400)),
         ConfigKey(section: "service", name: "shutdown_grace", kind: .duration, defaultValue: .duration(10)),
+        ConfigKey(section: "service", name: "access_log", kind: .bool, defaultValue: .bool(true)),
     ]
 
     static func lookup(section: String, name: String) -> ConfigKey? {

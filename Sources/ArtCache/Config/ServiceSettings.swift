@@ -24,6 +24,8 @@ public struct ServiceSettings: Sendable, Equatable {
     public var cacheMaxAge: TimeInterval
     /// On SIGTERM/SIGINT, how long in-flight requests may take to finish.
     public var shutdownGrace: TimeInterval
+    /// One log line per image request (info level).
+    public var accessLog: Bool = true
 
     /// `host:port` as a URL authority (`[::1]:8080` for IPv6).
     public var listen: String { host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)" }
@@ -109,7 +111,8 @@ extension Configuration {
             host: listen.host, port: listen.port, keys: keys, salt: salt, allowUnsigned: bool("service.allow_unsigned"),
             fallback: Configuration.expandTilde(string("service.fallback")), maxInflight: integer("service.max_inflight"),
             queue: integer("service.queue"), timeout: duration("service.timeout"),
-            cacheMaxAge: duration("service.cache_max_age"), shutdownGrace: duration("service.shutdown_grace"))
+            cacheMaxAge: duration("service.cache_max_age"), shutdownGrace: duration("service.shutdown_grace"),
+            accessLog: bool("service.access_log"))
     }
 
     /// `[presets]`: each a valid options string without a preset of its own.

@@ -24,6 +24,10 @@ public final class ImagePipeline: Sendable {
     let originals = Coalescer<FetchOutcome>()
     let variants = Coalescer<VariantOutcome>()
     let placeholders = Locked<[String: ImageResponse]>([:])
+    /// Requests already resolved (URL normalized, key hashed): a hot set of
+    /// memory hits skips that work. Bounded; emptied when full.
+    let resolvedRequests = Locked<[ImageRequest: Resolved]>([:])
+    static let resolvedMemoLimit = 4096
 
     init(configuration: Configuration, store: CacheStore, downloader: Downloader, logger: Logger) {
         self.configuration = configuration
@@ -97,12 +101,27 @@ public final class ImagePipeline: Sendable {
     struct Resolved: Sendable {
         let url: NormalizedURL
         let spec: VariantSpec?
-
-        var cacheKey: CacheKey { spec.map { CacheKey(parent: url.key, spec: $0.canonical) } ?? url.key }
+        let cacheKey: CacheKey
         var memoryKey: String { cacheKey.hex }
+
+        init(url: NormalizedURL, spec: VariantSpec?) {
+            self.url = url
+            self.spec = spec
+            cacheKey = spec.map { CacheKey(parent: url.key, spec: $0.canonical) } ?? url.key
+        }
     }
 
     func resolve(_ request: ImageRequest) throws(ArtCacheError) -> Resolved {
+        if let known = resolvedRequests.withLock({ $0[request] }) { return known }
+        let resolved = try resolveUncached(request)
+        resolvedRequests.withLock { memo in
+            if memo.count >= Self.resolvedMemoLimit { memo.removeAll(keepingCapacity: true) }
+            memo[request] = resolved
+        }
+        return resolved
+    }
+
+    private func resolveUncached(_ request: ImageRequest) throws(ArtCacheError) -> Resolved {
         let url = try NormalizedURL(request.url)
         guard let size = request.size else { return Resolved(url: url, spec: nil) }
         let settings = configuration.thumbnails

@@ -49,7 +49,7 @@ public struct VariantSpec: Sendable, Hashable, Codable {
 
     /// e.g. `100x100,contain,auto,q80,bgffffff`.
     public var canonical: String {
-        let bg = background.map { String(format: "%02x", Int($0.rounded()) & 0xFF) }.joined()
+        let bg = CacheKey.hex(background.map { UInt8(truncatingIfNeeded: Int($0.rounded()) & 0xFF) })
         return "\(width)x\(height),\(fit.rawValue),\(format.rawValue),q\(quality),bg\(bg)"
     }
 }
