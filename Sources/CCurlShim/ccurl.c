@@ -3,6 +3,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <stdio.h>
 
 struct ccurl_transfer {
@@ -65,7 +66,11 @@ ccurl_transfer *ccurl_transfer_create(const ccurl_request_t *r) {
     ok &= curl_easy_setopt(e, CURLOPT_MAXFILESIZE_LARGE, (curl_off_t) r->max_body_bytes) == CURLE_OK;
     ok &= curl_easy_setopt(e, CURLOPT_ACCEPT_ENCODING, "") == CURLE_OK;   /* gzip/deflate/br for svg & co */
     ok &= curl_easy_setopt(e, CURLOPT_HTTP_VERSION, (long) CURL_HTTP_VERSION_2TLS) == CURLE_OK;
-    ok &= curl_easy_setopt(e, CURLOPT_PIPEWAIT, 1L) == CURLE_OK;         /* prefer multiplexing on h2 */
+    /* Wait for a connection that may multiplex only where HTTP/2 is possible
+     * (https, negotiated by ALPN). On plain http it would queue every transfer
+     * to a host behind the first one's response: one slow image held the rest. */
+    if (strncasecmp(r->url, "https://", 8) == 0)
+        ok &= curl_easy_setopt(e, CURLOPT_PIPEWAIT, 1L) == CURLE_OK;
     ok &= curl_easy_setopt(e, CURLOPT_TCP_KEEPALIVE, 1L) == CURLE_OK;
     if (r->user_agent) ok &= curl_easy_setopt(e, CURLOPT_USERAGENT, r->user_agent) == CURLE_OK;
     ok &= curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, r->write_fn) == CURLE_OK;

@@ -305,4 +305,23 @@ struct DownloaderTests {
         #expect(try await pipeline.stats().retryDropped == 3)
         try await pipeline.close()
     }
+
+    /// Regression: every transfer used CURLOPT_PIPEWAIT, so on plain http
+    /// (no HTTP/2) the transfers to a host queued behind the first one's
+    /// response: one slow image held every other image of that host.
+    @Test func aSlowResponseDoesNotHoldOtherTransfersToItsHost() async throws {
+        // A transfer queued behind the gated one would run out of its 5 s and fail.
+        let h = try await Harness { $0.timeout = 5; $0.retries = 0 }
+        let slowDone = Locked(false)
+        let slow = Task {
+            defer { slowDone.withLock { $0 = true } }
+            return try await h.pipeline.original(h.origin.url("/gate/a.jpg"))
+        }
+        await h.origin.waitForRequest("/gate/a.jpg")
+        let fast = try await h.pipeline.original(h.origin.url("/img/octet.jpg"))
+        #expect(fast.source == .downloaded)
+        #expect(!slowDone.withLock { $0 }, "the second transfer waited for the gated one")
+        h.origin.openGate()
+        #expect(try await slow.value.source == .downloaded)
+    }
 }

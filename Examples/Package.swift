@@ -1,0 +1,37 @@
+// swift-tools-version:6.0
+import PackageDescription
+
+// The four search fronts (iTunes, GitHub repositories, GitHub users, a
+// Twitter timeline) with artcache as their image layer. A nested package so
+// the artcache product stays lean: `swift run --package-path Examples artcache-fronts`.
+let package = Package(
+    name: "artcache-examples",
+    platforms: [.macOS(.v14)],
+    dependencies: [
+        .package(path: "artcache"),  // a symlink to the root package, so its identity is "artcache" wherever it is cloned
+        .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1"),
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
+        .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
+        .package(url: "https://github.com/apple/swift-http-types", from: "1.8.0"),
+    ],
+    targets: [
+        .target(
+            name: "Fronts",
+            dependencies: [
+                .product(name: "ArtCache", package: "artcache"),
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+            ]
+        ),
+        .executableTarget(
+            name: "artcache-fronts",
+            dependencies: ["Fronts", .product(name: "ArgumentParser", package: "swift-argument-parser")]
+        ),
+        .testTarget(
+            name: "FrontsTests",
+            dependencies: ["Fronts", .product(name: "HummingbirdTesting", package: "hummingbird"),
+                           .product(name: "HTTPTypes", package: "swift-http-types")]
+        ),
+    ]
+)

@@ -1,0 +1,177 @@
+import ArtCache
+import Foundation
+import HTTPTypes
+import Hummingbird
+import Logging
+import Synchronization
+
+/// How a front shows images.
+public enum ImageMode: Sendable {
+    /// Through this process's `ImagePipeline`, at the front's own `/image` route (the embedding case).
+    case inProcess
+    /// Through signed URLs of an `artcache serve` at `base` (the service case).
+    case service(base: String, signer: ServiceURLSigner)
+}
+
+/// Where the fronts listen, which APIs they call and how they show images.
+public struct FrontsOptions: Sendable {
+    public var host = "127.0.0.1"
+    public var port = 8090
+    public var itunesAPI = "https://itunes.apple.com"
+    public var githubAPI = "https://api.github.com"
+    public var twitterAPI = "https://api.twitter.com"
+    public var images: ImageMode = .inProcess
+    /// The side of the square thumbnails shown, in CSS pixels (2× is asked for high-DPI).
+    public var side = 64
+
+    public init() {}
+}
+
+/// The four fronts over one pipeline: each calls its API, prefetches the
+/// result set's artwork at low priority as soon as the API answers, and
+/// renders `<img>` tags the browser then asks for at high priority.
+public final class Fronts: Sendable {
+    public let pipeline: ImagePipeline
+    let options: FrontsOptions
+    let api: APIClient
+    let prefetcher: ImagePrefetcher
+    let logger: Logger
+    /// The image URLs of the last GitHub user search: a new query stops their prefetch.
+    let lastUsers = Mutex<[String]>([])
+
+    public init(pipeline: ImagePipeline, options: FrontsOptions, logger: Logger) {
+        self.pipeline = pipeline
+        self.options = options
+        self.logger = logger
+        api = APIClient(directory: pipeline.configuration.cache.directory)
+        let settings = pipeline.configuration.thumbnails
+        // The variant the pages show, made while the originals arrive: the
+        // `/image` route then finds it on disk.
+        let shown = VariantSpec(width: options.side, height: options.side, fit: .cover, format: settings.format,
+                                quality: settings.quality, background: settings.background)
+        prefetcher = ImagePrefetcher(pipeline: pipeline, priority: .low, concurrency: 8, variants: [shown])
+    }
+
+    /// One page: the rows from `apiURL` (nil: just the form).
+    func page(title: String, form: String, apiURL: String?, empty: String,
+              rows parse: (Data) throws -> [FrontRow]) async -> (String, [FrontRow]) {
+        guard let apiURL else { return (Pages.page(title: title, form: form, notice: nil, rows: [], empty: ""), []) }
+        let rows: [FrontRow]
+        var notice: String?
+        do {
+            let (data, origin) = try await api.get(apiURL)
+            rows = try parse(data)
+            if origin == .saved { notice = "Offline: showing the results saved when this search last worked." }
+        } catch {
+            logger.warning("API failed", metadata: ["url": "\(apiURL)", "error": "\(error)"])
+            return (Pages.page(title: title, form: form, notice: "The search service could not be reached.", rows: [], empty: empty), [])
+        }
+        let urls = rows.compactMap(\.imageURL)
+        if !urls.isEmpty { _ = prefetcher.start(urls: urls) }
+        let html = Pages.page(title: title, form: form, notice: notice, rows: rows.map { ($0, image(for: $0)) }, empty: empty)
+        return (html, rows)
+    }
+
+    /// The `<img>` of a row: the shown size, and twice that for high-DPI screens.
+    func image(for row: FrontRow) -> Pages.Image? {
+        guard let url = row.imageURL else { return nil }
+        let side = options.side
+        let sharp = row.largeImageURL ?? url
+        return Pages.Image(src: imageURL(url, side: side), srcset: "\(imageURL(sharp, side: side * 2)) 2x", side: side)
+    }
+
+    func imageURL(_ url: String, side: Int) -> String {
+        switch options.images {
+        case .inProcess:
+            return "/image?src=\(ServiceURLSigner.encodeSource(url))&s=\(side)"
+        case .service(let base, let signer):
+            return base + signer.path(for: url, options: ThumbnailOptions(size: .init(side), fit: .cover))
+        }
+    }
+
+    /// `GET /image?src=<base64url>&s=<side>`: the thumbnail, at high priority;
+    /// a failure answers the placeholder (never a broken image).
+    func imageResponse(_ request: Request) async -> Response {
+        guard let encoded = request.uri.queryParameters.get("src"),
+              let url = ServiceURLSigner.decodeSource(encoded),
+              let side = request.uri.queryParameters.get("s").flatMap({ Int($0) }), (8...1200).contains(side) else {
+            return Response(status: .badRequest, headers: [.contentType: "text/plain"],
+                            body: ResponseBody(byteBuffer: ByteBuffer(string: "400 invalid image request\n")))
+        }
+        let imageRequest = ImageRequest(url: url, width: side, height: side, fit: .cover, priority: .high,
+                                        options: [.placeholderOnFailure])
+        do {
+            let image = try await pipeline.image(imageRequest)
+            var headers: HTTPFields = [.contentType: image.contentType]
+            headers[.cacheControl] = image.error == nil ? "public, max-age=86400" : "no-store"
+            if let error = image.error { headers[HTTPField.Name("X-ArtCache-Error")!] = error.reason }
+            headers[HTTPField.Name("X-ArtCache-Source")!] = image.source.rawValue
+            return Response(status: .ok, headers: headers, body: ResponseBody(byteBuffer: ByteBuffer(bytes: image.data)))
+        } catch {
+            return Response(status: .serviceUnavailable, headers: [.contentType: "text/plain"],
+                            body: ResponseBody(byteBuffer: ByteBuffer(string: "503 \(error.reason)\n")))
+        }
+    }
+}
+
+/// The fronts' routes: `/itunes`, `/github/repos`, `/github/users`, `/twitter`, `/image`, `/`.
+public func buildFrontsApplication(fronts: Fronts) -> some ApplicationProtocol {
+    let router = Router(context: BasicRequestContext.self)
+    let options = fronts.options
+    @Sendable func html(_ text: String) -> Response {
+        Response(status: .ok, headers: [.contentType: "text/html; charset=utf-8", .cacheControl: "no-store"],
+                 body: ResponseBody(byteBuffer: ByteBuffer(string: text)))
+    }
+    @Sendable func query(_ request: Request, _ name: String) -> String {
+        // Forms send spaces as "+".
+        request.uri.queryParameters.get(name)?.replacingOccurrences(of: "+", with: " ").trimmingCharacters(in: .whitespaces) ?? ""
+    }
+    @Sendable func encoded(_ text: String) -> String {
+        text.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? ""
+    }
+    router.get("/") { _, _ in
+        html(Pages.page(title: "artcache fronts", form: "", notice: nil, rows: [], empty: "Pick a front above."))
+    }
+    router.get("/itunes") { request, _ in
+        let term = query(request, "term")
+        var entity = query(request, "entity")
+        if !["album", "song", "musicVideo"].contains(entity) { entity = "album" }
+        let form = Pages.searchForm(action: "/itunes", name: "term", value: term, extra: Pages.entitySelect(entity))
+        let api = term.isEmpty ? nil : "\(options.itunesAPI)/search?term=\(encoded(term))&entity=\(entity)"
+        return html(await fronts.page(title: "iTunes search", form: form, apiURL: api, empty: "No music found.",
+                                      rows: APIModels.itunesRows).0)
+    }
+    router.get("/github/repos") { request, _ in
+        let q = query(request, "q")
+        let api = q.isEmpty ? nil : "\(options.githubAPI)/search/repositories?q=\(encoded(q))"
+        return html(await fronts.page(title: "GitHub repositories", form: Pages.searchForm(action: "/github/repos", name: "q", value: q),
+                                      apiURL: api, empty: "No repositories found.", rows: APIModels.repoRows).0)
+    }
+    router.get("/github/users") { request, _ in
+        let q = query(request, "q")
+        let api = q.isEmpty ? nil : "\(options.githubAPI)/search/users?q=\(encoded(q))"
+        // A new query abandons the old list: its prefetch stops (the browser
+        // drops the old page's image requests, which cancels them here).
+        let previous = fronts.lastUsers.withLock { $0 }
+        let (text, rows) = await fronts.page(title: "GitHub users", form: Pages.searchForm(action: "/github/users", name: "q", value: q),
+                                             apiURL: api, empty: "No users found.", rows: APIModels.userRows)
+        let current = rows.compactMap(\.imageURL)
+        let abandoned = previous.filter { !current.contains($0) }
+        if !abandoned.isEmpty { fronts.prefetcher.stop(urls: abandoned) }
+        fronts.lastUsers.withLock { $0 = current }
+        return html(text)
+    }
+    router.get("/twitter") { _, _ in
+        html(await fronts.page(title: "Twitter timeline", form: "", apiURL: "\(options.twitterAPI)/1.1/statuses/home_timeline.json",
+                               empty: "No tweets.", rows: APIModels.timelineRows).0)
+    }
+    router.get("/image") { request, _ in await fronts.imageResponse(request) }
+    return Application(
+        router: router,
+        configuration: ApplicationConfiguration(address: .hostname(options.host, port: options.port), serverName: "artcache-fronts"),
+        onServerRunning: { channel in
+            fronts.logger.notice("fronts listening", metadata: ["port": "\(channel.localAddress?.port ?? options.port)"])
+        },
+        logger: fronts.logger
+    )
+}

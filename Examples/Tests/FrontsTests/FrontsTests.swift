@@ -1,0 +1,102 @@
+import ArtCache
+import Foundation
+import HTTPTypes
+import Hummingbird
+import HummingbirdTesting
+import Logging
+import Testing
+@testable import Fronts
+
+/// The fronts without a browser: API parsing (bundled fixtures, and the
+/// shared corpus when present), escaping, the image route's placeholder and
+/// failure paths, and pages when the API is down.
+@Suite("Fronts")
+struct FrontsTests {
+    static let examples = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent().path
+    static var corpus: String { examples + "/../../shared/corpus/api" }
+
+    static func fixture(_ name: String) throws -> Data {
+        try Data(contentsOf: URL(fileURLWithPath: "\(examples)/Fixtures/\(name).json"))
+    }
+
+    @Test func bundledFixturesParseIntoRows() throws {
+        let albums = try APIModels.itunesRows(Self.fixture("itunes_search"))
+        #expect(albums.count == 4)
+        #expect(albums[0].title == "In Between Dreams" && albums[0].subtitle == "Jack Johnson")
+        #expect(albums[0].largeImageURL == "{{ORIGIN}}/img/a1/600x600bb.jpg")  // the sharper artwork for 2x screens
+        let repos = try APIModels.repoRows(Self.fixture("github_repos"))
+        #expect(repos.map(\.title) == ["apple/swift", "vapor/vapor", "hummingbird-project/hummingbird"])
+        #expect(repos[0].imageURL == "{{ORIGIN}}/img/u1/avatar.png" && repos[0].detail == "★ 67000")
+        #expect(try APIModels.userRows(Self.fixture("github_users")).map(\.title) == ["octocat", "swiftdev", "ghost"])
+        let tweets = try APIModels.timelineRows(Self.fixture("twitter_home_timeline"))
+        // the retweeted status and the status it quotes are rows of their own
+        #expect(tweets.map(\.title) == ["Ada", "Linus", "↳ Grace", "↳ Alan", "Barbara"])
+        #expect(tweets[3].imageURL == "{{ORIGIN}}/img/t4/normal.jpg")
+        #expect(throws: (any Error).self) { try APIModels.repoRows(Data("{\"message\":\"Validation Failed\"}".utf8)) }
+    }
+
+    @Test func realAPIResponsesFromTheCorpus() throws {
+        guard FileManager.default.fileExists(atPath: Self.corpus) else { return }  // ../shared absent: nothing to read
+        func read(_ name: String) throws -> Data { try Data(contentsOf: URL(fileURLWithPath: "\(Self.corpus)/\(name)")) }
+        let songs = try APIModels.itunesRows(read("itunes_search_songs_raw.json"))
+        #expect(!songs.isEmpty && songs.allSatisfy { $0.imageURL?.hasPrefix("https://") == true })
+        #expect(try APIModels.repoRows(read("github_search_repositories_2021.json")).allSatisfy { $0.imageURL != nil })
+        #expect(try APIModels.userRows(read("github_search_users_2021.json")).allSatisfy { $0.imageURL != nil })
+        #expect(try APIModels.repoRows(read("github_search_repositories_empty_2018.json")).isEmpty)
+        let status = try read("twitter_v1.1_status_quoted_with_media.json")
+        let timeline = Data("[".utf8) + status + Data("]".utf8)
+        let rows = try APIModels.timelineRows(timeline)
+        #expect(rows.count >= 2 && rows.allSatisfy { $0.imageURL?.hasPrefix("https://") == true })  // the quoted status too
+    }
+
+    @Test func pagesEscapeWhatTheAPISays() {
+        let row = FrontRow(imageURL: "https://x/a.jpg", title: "<script>alert(1)</script>", subtitle: "a & b", detail: "\"q\"")
+        let html = Pages.page(title: "t", form: "", notice: nil, rows: [(row, Pages.Image(src: "/image?src=a\"b", srcset: nil, side: 64))],
+                              empty: "none")
+        #expect(!html.contains("<script>") && html.contains("&lt;script&gt;") && html.contains("a &amp; b"))
+        #expect(html.contains("src=\"/image?src=a&quot;b\" width=\"64\" height=\"64\""))
+    }
+
+    @Test func imageRouteAnswersPlaceholdersNeverBrokenImages() async throws {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("fronts-\(UUID().uuidString)").path
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        var configuration = Configuration()
+        configuration.cache.directory = dir
+        configuration.download.allowedNetworks = [IPNetwork("127.0.0.0/8")!]
+        configuration.download.retries = 0
+        configuration.download.connectTimeout = 2
+        let pipeline = try await ImagePipeline.open(configuration: configuration)
+        var options = FrontsOptions()
+        options.itunesAPI = "http://127.0.0.1:9"  // nothing listens on the discard port: the API is down
+        let fronts = Fronts(pipeline: pipeline, options: options, logger: Logger(label: "test"))
+        let app = buildFrontsApplication(fronts: fronts)
+        let dead = ServiceURLSigner.encodeSource("http://127.0.0.1:9/a.jpg")
+        let blocked = ServiceURLSigner.encodeSource("http://10.0.0.1/a.jpg")  // refused at connect time, never sent
+        try await app.test(.router) { client in
+            for source in [dead, blocked] {
+                try await client.execute(uri: "/image?src=\(source)&s=64", method: .get) { response in
+                    #expect(response.status == .ok)
+                    #expect(response.headers[.contentType]?.hasPrefix("image/") == true)
+                    #expect(response.headers[HTTPField.Name("X-ArtCache-Error")!] != nil)
+                    #expect(response.headers[.cacheControl] == "no-store")
+                    #expect(response.body.readableBytes > 0)
+                }
+            }
+            for bad in ["/image?src=%%%&s=64", "/image?src=\(dead)&s=0", "/image?src=\(dead)"] {
+                try await client.execute(uri: bad, method: .get) { #expect($0.status == .badRequest) }
+            }
+            // the API is down and nothing was saved: a notice, no rows
+            try await client.execute(uri: "/itunes?term=x", method: .get) { response in
+                let body = String(buffer: response.body)
+                #expect(response.status == .ok && body.contains("could not be reached") && !body.contains("<li>"))
+            }
+            // no term: the form only
+            try await client.execute(uri: "/itunes", method: .get) { response in
+                #expect(String(buffer: response.body).contains("<form action=\"/itunes\""))
+            }
+        }
+        #expect(try await pipeline.retryQueue().map(\.url) == ["http://127.0.0.1:9/a.jpg"])  // the network failure waits for a retry
+        try await pipeline.close()
+    }
+}

@@ -1,0 +1,261 @@
+#!/usr/bin/env python3
+"""The fronts in a real browser (Debian's chromium driven by playwright), all on loopback.
+
+Starts a loopback API server (the bundled fixtures, image URLs pointing at a
+loopback image origin), the image origin, `artcache-fronts` (in-process
+images, then signed `artcache serve` URLs) and loads every page headless.
+Checks, per page: every <img> finished loading with naturalWidth > 0
+(placeholders included), no request left loopback, a second load makes no
+image request to the origin; and that with the API and origin down a page
+seen before still renders from the cache. Saves a screenshot of each page.
+
+    python3 Examples/browser-check.py --fronts BIN --artcache BIN
+Prints one line per check and "N passed, N failed"; exit 1 on any failure.
+"""
+import argparse, http.server, ipaddress, json, os, shutil, signal, socket, subprocess, sys, tempfile, threading, time
+from urllib.parse import urlparse, parse_qs
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+KEY = "cd" * 32
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def make_images(folder):
+    """Small JPEG/PNG artwork made with libvips' CLI (no files committed)."""
+    os.makedirs(folder, exist_ok=True)
+    for i, (w, h) in enumerate([(600, 600), (100, 100), (460, 460), (200, 200)]):
+        base = f"{folder}/g{i}.v"
+        subprocess.run(["vips", "zone", base, str(w), str(h)], check=True)
+        subprocess.run(["vips", "linear", base, f"{folder}/l{i}.v", str(60 + 40 * i), "127"], check=True)
+        subprocess.run(["vips", "cast", f"{folder}/l{i}.v", f"{folder}/c{i}.v", "uchar"], check=True)
+        subprocess.run(["vips", "falsecolour", f"{folder}/c{i}.v", f"{folder}/f{i}.v"], check=True)
+        subprocess.run(["vips", "copy", f"{folder}/f{i}.v", f"{folder}/{i}.jpg[Q=85]"], check=True)
+        subprocess.run(["vips", "copy", f"{folder}/f{i}.v", f"{folder}/{i}.png"], check=True)
+    return {name: open(f"{folder}/{name}", "rb").read() for name in ["0.jpg", "1.jpg", "2.jpg", "3.jpg", "0.png", "2.png"]}
+
+
+class Origin(http.server.ThreadingHTTPServer):
+    """The image origin: /img/ID/NAME (an image chosen by ID), /missing/… 404,
+    /html/… an HTML page sent as image/jpeg, /slow/… never answers in time."""
+    daemon_threads = True
+    request_queue_size = 256  # the default listen backlog (5) refuses bursts of prefetch + browser
+
+    def __init__(self, port, images):
+        self.images = images
+        self.requests = []
+        self.lock = threading.Lock()
+        super().__init__(("127.0.0.1", port), OriginHandler)
+
+
+class OriginHandler(http.server.BaseHTTPRequestHandler):
+    def log_message(self, *args):
+        pass
+
+    def do_GET(self):
+        server = self.server
+        with server.lock:
+            server.requests.append(self.path)
+        parts = self.path.strip("/").split("/")
+        if parts[0] == "img":
+            names = sorted(server.images)
+            body = server.images[names[sum(map(ord, parts[1])) % len(names)]] if len(parts) > 1 else b""
+            if self.path.endswith(".png"):
+                body = server.images["0.png"] if sum(map(ord, parts[1])) % 2 else server.images["2.png"]
+            kind = "image/png" if body.startswith(b"\x89PNG") else "image/jpeg"
+            self.send_response(200)
+            self.send_header("Content-Type", kind if sum(map(ord, parts[1])) % 3 else "application/octet-stream")
+            self.send_header("Content-Length", str(len(body)))
+            self.send_header("Cache-Control", "max-age=3600")
+            self.end_headers()
+            self.wfile.write(body)
+        elif parts[0] == "html":
+            body = b"<!DOCTYPE html><html><body>Not found</body></html>"
+            self.send_response(200)
+            self.send_header("Content-Type", "image/jpeg")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+        elif parts[0] == "slow":
+            time.sleep(8)  # past the fronts' download timeout
+            self.send_response(504)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+        else:
+            self.send_response(404)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+
+
+class API(http.server.ThreadingHTTPServer):
+    daemon_threads = True
+    request_queue_size = 256
+
+    def __init__(self, port, origin):
+        self.fixtures = {}
+        for name in ["itunes_search", "github_repos", "github_users", "twitter_home_timeline"]:
+            text = open(f"{HERE}/Fixtures/{name}.json").read().replace("{{ORIGIN}}", origin)
+            self.fixtures[name] = text.encode()
+        super().__init__(("127.0.0.1", port), APIHandler)
+
+
+class APIHandler(http.server.BaseHTTPRequestHandler):
+    def log_message(self, *args):
+        pass
+
+    def do_GET(self):
+        url = urlparse(self.path)
+        query = parse_qs(url.query)
+        routes = {"/search": "itunes_search", "/search/repositories": "github_repos", "/search/users": "github_users",
+                  "/1.1/statuses/home_timeline.json": "twitter_home_timeline"}
+        name = routes.get(url.path)
+        if name is None:
+            self.send_response(404); self.send_header("Content-Length", "0"); self.end_headers(); return
+        body = self.server.fixtures[name]
+        term = (query.get("term") or query.get("q") or [""])[0]
+        if term == "nothing":
+            body = b'{"resultCount":0,"results":[]}' if name == "itunes_search" else b'{"total_count":0,"items":[]}'
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+
+def serve(server):
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    return server
+
+
+def wait_port(port, seconds=60):
+    deadline = time.time() + seconds
+    while time.time() < deadline:
+        with socket.socket() as s:
+            if s.connect_ex(("127.0.0.1", port)) == 0:
+                return True
+        time.sleep(0.1)
+    return False
+
+
+def is_loopback(url):
+    host = urlparse(url).hostname or ""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return url.startswith("data:") or url.startswith("about:")
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--fronts", required=True)
+    parser.add_argument("--artcache", required=True)
+    args = parser.parse_args()
+    from playwright.sync_api import sync_playwright
+
+    work = tempfile.mkdtemp(prefix="artcache-fronts-check.")
+    shots = f"{work}/screenshots"
+    os.makedirs(shots)
+    images = make_images(f"{work}/images")
+    origin_port, api_port = free_port(), free_port()
+    origin = serve(Origin(origin_port, images))
+    api = serve(API(api_port, f"http://127.0.0.1:{origin_port}"))
+    env = dict(os.environ, ARTCACHE_DOWNLOAD_ALLOWED_NETWORKS="127.0.0.0/8", ARTCACHE_DOWNLOAD_TIMEOUT="3s",
+               ARTCACHE_DOWNLOAD_RETRIES="0", ARTCACHE_SERVICE_KEYS=KEY, ARTCACHE_SERVICE_FALLBACK="placeholder")
+    results = []
+    processes = []
+
+    def check(name, ok, detail=""):
+        results.append(ok)
+        print(f"{'PASS' if ok else 'FAIL'} {name}{': ' + detail if detail else ''}", flush=True)
+
+    def start(cmd):
+        p = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=open(f"{work}/log-{len(processes)}.txt", "w"))
+        processes.append(p)
+        return p
+
+    pages = ["/itunes?term=jack+johnson&entity=album", "/itunes?term=nothing&entity=song", "/github/repos?q=swift",
+             "/github/users?q=swift", "/github/users?q=octo", "/twitter"]
+    try:
+        service_port = free_port()
+        # The service shares its cache with the service-mode front (whose prefetch warms it).
+        start([args.artcache, "serve", "--listen", f"127.0.0.1:{service_port}", "--cache-dir", f"{work}/cache-service"])
+        modes = []
+        for mode in ["inprocess", "service"]:
+            port = free_port()
+            cmd = [args.fronts, "--listen", f"127.0.0.1:{port}", "--cache-dir", f"{work}/cache-{mode}",
+                   "--itunes-api", f"http://127.0.0.1:{api_port}", "--github-api", f"http://127.0.0.1:{api_port}",
+                   "--twitter-api", f"http://127.0.0.1:{api_port}", "--images", mode]
+            if mode == "service":
+                cmd += ["--service-url", f"http://127.0.0.1:{service_port}"]
+            start(cmd)
+            modes.append((mode, port))
+        for _, port in modes + [("service", service_port)]:
+            if not wait_port(port):
+                check(f"port {port} up", False)
+                return 1
+        with sync_playwright() as pw:
+            browser = pw.chromium.launch(executable_path=shutil.which("chromium"), args=["--no-sandbox"])
+            context = browser.new_context(device_scale_factor=2)
+            page = context.new_page()
+            outside = []
+            page.on("request", lambda r: outside.append(r.url) if not is_loopback(r.url) else None)
+
+            def load(url):
+                page.goto(url, wait_until="load", timeout=60000)
+                page.wait_for_function("Array.from(document.images).every(i => i.complete)", timeout=60000)
+                return page.evaluate("""Array.from(document.images).map(i => ({src: i.currentSrc, w: i.naturalWidth}))""")
+
+            for mode, port in modes:
+                for path in pages:
+                    base = f"http://127.0.0.1:{port}"
+                    imgs = load(base + path)
+                    broken = [i["src"] for i in imgs if i["w"] <= 0]
+                    rows = page.locator("li").count()
+                    expect_rows = 0 if "nothing" in path else 1
+                    shot = f"{shots}/{mode}{path.replace('/', '_').replace('?', '_').replace('&', '_')}.png"
+                    page.screenshot(path=shot, full_page=True)
+                    check(f"{mode} {path}: {len(imgs)} images loaded, {rows} rows",
+                          not broken and rows >= expect_rows and (rows == 0 or len(imgs) >= rows),
+                          f"broken: {broken}" if broken else "")
+                    if "nothing" in path:
+                        check(f"{mode} {path}: empty view", page.locator(".empty").count() == 1)
+                    with origin.lock:
+                        origin.requests.clear()
+                    again = load(base + path)
+                    with origin.lock:  # failed images (404, HTML, timeout) are asked again; stored ones must not be
+                        image_requests = [r for r in origin.requests if r.startswith("/img/")]
+                    check(f"{mode} {path}: second load from the cache", not image_requests and all(i["w"] > 0 for i in again),
+                          f"origin saw {image_requests[:3]}" if image_requests else "")
+            check("no request left loopback", not outside, f"{outside[:3]}" if outside else "")
+            # Offline: API and origin down; the pages seen before still render.
+            api.shutdown(); api.server_close(); origin.shutdown(); origin.server_close()
+            for mode, port in modes:
+                imgs = load(f"http://127.0.0.1:{port}/itunes?term=jack+johnson&entity=album")
+                offline_rows = page.locator("li").count()
+                page.screenshot(path=f"{shots}/{mode}_offline.png", full_page=True)
+                check(f"{mode} offline: the iTunes results still render from the cache",
+                      offline_rows == 4 and all(i["w"] > 0 for i in imgs) and page.locator(".notice").count() == 1)
+            browser.close()
+    finally:
+        for p in processes:
+            p.send_signal(signal.SIGTERM)
+        for p in processes:
+            try:
+                p.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                p.kill()
+    print(f"screenshots: {shots}")
+    failed = results.count(False)
+    print(f"{len(results) - failed} passed, {failed} failed")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
