@@ -38,9 +38,13 @@ public final class Fronts: Sendable {
     let logger: Logger
     /// The image URLs of the last GitHub user search: a new query stops their prefetch.
     let lastUsers = Mutex<[String]>([])
+    /// A browser dropping an image request (a new query, a page left) cancels
+    /// it; off only for in-memory router tests, which have no connection.
+    let cancelOnDisconnect: Bool
 
-    public init(pipeline: ImagePipeline, options: FrontsOptions, logger: Logger) {
+    public init(pipeline: ImagePipeline, options: FrontsOptions, logger: Logger, cancelOnDisconnect: Bool = true) {
         self.pipeline = pipeline
+        self.cancelOnDisconnect = cancelOnDisconnect
         self.options = options
         self.logger = logger
         api = APIClient(directory: pipeline.configuration.cache.directory)
@@ -165,7 +169,13 @@ public func buildFrontsApplication(fronts: Fronts) -> some ApplicationProtocol {
         html(await fronts.page(title: "Twitter timeline", form: "", apiURL: "\(options.twitterAPI)/1.1/statuses/home_timeline.json",
                                empty: "No tweets.", rows: APIModels.timelineRows).0)
     }
-    router.get("/image") { request, _ in await fronts.imageResponse(request) }
+    router.get("/image") { request, _ in
+        guard fronts.cancelOnDisconnect else { return await fronts.imageResponse(request) }
+        // Watching the connection consumes it: the answer closes it.
+        var response = try await request.body.consumeWithCancellationOnInboundClose { _ in await fronts.imageResponse(request) }
+        response.headers[.connection] = "close"
+        return response
+    }
     return Application(
         router: router,
         configuration: ApplicationConfiguration(address: .hostname(options.host, port: options.port), serverName: "artcache-fronts"),

@@ -69,7 +69,7 @@ struct FrontsTests {
         let pipeline = try await ImagePipeline.open(configuration: configuration)
         var options = FrontsOptions()
         options.itunesAPI = "http://127.0.0.1:9"  // nothing listens on the discard port: the API is down
-        let fronts = Fronts(pipeline: pipeline, options: options, logger: Logger(label: "test"))
+        let fronts = Fronts(pipeline: pipeline, options: options, logger: Logger(label: "test"), cancelOnDisconnect: false)
         let app = buildFrontsApplication(fronts: fronts)
         let dead = ServiceURLSigner.encodeSource("http://127.0.0.1:9/a.jpg")
         let blocked = ServiceURLSigner.encodeSource("http://10.0.0.1/a.jpg")  // refused at connect time, never sent
