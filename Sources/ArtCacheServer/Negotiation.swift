@@ -11,9 +11,8 @@ enum Negotiation {
         for range in accept.split(separator: ",") {
             let parts = range.split(separator: ";").map { $0.trimmingCharacters(in: .whitespaces).lowercased() }
             guard let type = parts.first else { continue }
-            let refused = parts.dropFirst().contains { $0.replacingOccurrences(of: " ", with: "").hasPrefix("q=0") &&
-                (Double($0.split(separator: "=").last ?? "") ?? 1) == 0 }
-            if !refused { types.insert(type) }
+            let quality = parts.dropFirst().first { $0.hasPrefix("q=") }.flatMap { Double($0.dropFirst(2)) } ?? 1
+            if quality > 0 { types.insert(type) }
         }
         if avif, types.contains("image/avif") { return .avif }
         if types.contains("image/webp") { return .webp }

@@ -73,8 +73,8 @@ public final class ThumbnailService: Sendable {
     func image(_ request: Request, context: some RequestContext) async -> Response {
         let started = ContinuousClock.now
         let (response, tier) = await answer(request, context: context)
-        let seconds = Double((ContinuousClock.now - started).components.attoseconds) / 1e18
-            + Double((ContinuousClock.now - started).components.seconds)
+        let elapsed = (ContinuousClock.now - started).components
+        let seconds = Double(elapsed.seconds) + Double(elapsed.attoseconds) / 1e18
         let bytes = response.body.contentLength ?? 0
         metrics.answered(status: response.status.code, tier: tier, seconds: seconds, bytes: bytes)
         guard settings.accessLog else { return response }
@@ -98,33 +98,17 @@ public final class ThumbnailService: Sendable {
             metrics.served(tier: "memory")
             return (success(hit, request: request, negotiated: parsed.negotiated, signed: parsed.signed), "memory")
         }
-        var watched = false
-        let (response, tier) = await miss(request, parsed: parsed, watched: &watched)
-        guard watched else { return (response, tier) }
-        var closing = response
-        closing.headers[.connection] = "close"  // watching the connection consumed it
-        return (closing, tier)
+        let watched = Locked(false)
+        var (response, tier) = await miss(request, parsed: parsed, watched: watched)
+        if watched.withLock({ $0 }) { response.headers[.connection] = "close" }  // watching the connection consumed it
+        return (response, tier)
     }
 
     /// Not in memory: admission, deadline, disk, then the network.
     private func miss(_ request: Request, parsed: (request: ImageRequest, negotiated: Bool, signed: Bool),
-                      watched: inout Bool) async -> (Response, String) {
+                      watched: Locked<Bool>) async -> (Response, String) {
         do {
-            let image = try await admitted(request, watched: &watched) { [pipeline] watching in
-                // Disk first, where the connection stays open; the network
-                // only when the cache cannot answer.
-                if watching {
-                    var cached = parsed.request
-                    cached.options.insert(.cacheOnly)
-                    cached.options.remove(.placeholderOnFailure)
-                    do {
-                        return try await pipeline.image(cached)
-                    } catch let error as ArtCacheError where error.code == .notCached {
-                        return nil
-                    }
-                }
-                return try await pipeline.image(parsed.request)
-            }
+            let image = try await admitted(request, parsed.request, watched: watched)
             let tier = image.source == .placeholder ? "placeholder" : image.source.rawValue
             metrics.served(tier: tier)
             return (success(image, request: request, negotiated: parsed.negotiated, signed: parsed.signed), tier)
@@ -201,40 +185,48 @@ public final class ThumbnailService: Sendable {
         return ParsedPath(request: options.request(url: source, options: placeholder), negotiable: negotiable, signed: signed)
     }
 
-    /// Runs `work` under admission (429 when full) and the per-request
-    /// deadline (503). On a live connection `work(true)` runs first without
-    /// watching the connection (cache only; nil when not cached); then
-    /// `work(false)` runs cancelled if the client leaves — watching consumes
-    /// the connection, which closes after the answer (`watched` is set).
-    private func admitted(_ request: Request, watched: inout Bool,
-                          _ work: @escaping @Sendable (_ cacheOnly: Bool) async throws -> ImageResponse?) async throws -> ImageResponse {
+    /// Runs one request under one admission slot (429 when full) and one
+    /// per-request deadline (503), queueing included. On a live connection
+    /// the disk is asked first (cache only) with the connection left alone;
+    /// only when it cannot answer does the request go to the network,
+    /// cancelled if the client leaves. Watching the connection consumes it
+    /// (`watched` is set: the answer closes it).
+    private func admitted(_ request: Request, _ imageRequest: ImageRequest, watched: Locked<Bool>) async throws -> ImageResponse {
+        let pipeline = self.pipeline
         let admission = self.admission
         let timeout = settings.timeout
         let watch = cancelOnDisconnect
-        let bounded: @Sendable (Bool) async throws -> ImageResponse? = { cacheOnly in
-            try await withThrowingTaskGroup(of: ImageResponse??.self) { group in
-                group.addTask {
-                    do {
-                        return try await admission.run { try await work(cacheOnly) }
-                    } catch Admission.Refusal.overloaded {
-                        throw ServiceFailure.overloaded
-                    } catch Admission.Refusal.cancelled {
-                        throw ArtCacheError(.cancelled, "request cancelled while queued")
+        return try await withThrowingTaskGroup(of: ImageResponse?.self) { group in
+            group.addTask {
+                do {
+                    return try await admission.run {
+                        guard watch else { return try await pipeline.image(imageRequest) }
+                        var cached = imageRequest
+                        cached.options.insert(.cacheOnly)
+                        cached.options.remove(.placeholderOnFailure)
+                        do {
+                            return try await pipeline.image(cached)
+                        } catch let error as ArtCacheError where error.code == .notCached {
+                            watched.withLock { $0 = true }
+                            return try await request.body.consumeWithCancellationOnInboundClose { _ in
+                                try await pipeline.image(imageRequest)
+                            }
+                        }
                     }
+                } catch Admission.Refusal.overloaded {
+                    throw ServiceFailure.overloaded
+                } catch Admission.Refusal.cancelled {
+                    throw ArtCacheError(.cancelled, "request cancelled while queued")
                 }
-                group.addTask {
-                    try await Task.sleep(for: .milliseconds(Int64(timeout * 1000)))
-                    return .none
-                }
-                defer { group.cancelAll() }
-                guard let first = try await group.next(), let outcome = first else { throw ServiceFailure.deadline }
-                return outcome
             }
+            group.addTask {
+                try await Task.sleep(for: .milliseconds(Int64(timeout * 1000)))
+                return nil
+            }
+            defer { group.cancelAll() }
+            guard let first = try await group.next(), let image = first else { throw ServiceFailure.deadline }
+            return image
         }
-        guard watch else { return try await bounded(false)! }
-        if let cached = try await bounded(true) { return cached }
-        watched = true
-        return try await request.body.consumeWithCancellationOnInboundClose { _ in try await bounded(false)! }
     }
 }
 

@@ -40,7 +40,11 @@ struct ServeCommand: AsyncParsableCommand {
                     FileHandle.standardOutput.write(Data("artcache: serving \(directory) on http://\(authority)\n".utf8))
                 }
             } catch {
-                try? await pipeline.close()  // the service's own error is the one to report; closing twice is harmless
+                do {
+                    try await pipeline.close()  // closing twice is harmless
+                } catch let closing {
+                    Output.error("\(closing)")  // reported, but the service's own error decides the exit
+                }
                 throw error
             }
         }

@@ -33,7 +33,8 @@ struct ServiceLiveTests {
         try await s.close()
     }
 
-    @Test func overloadAnswers429WithRetryAfter() async throws {
+    @Test(.timeLimit(.minutes(1)))
+    func overloadAnswers429WithRetryAfter() async throws {
         let s = try await ServiceHarness(live: true) {
             $0.service.maxInflight = 1
             $0.service.queue = 1
@@ -43,21 +44,26 @@ struct ServiceLiveTests {
             let base = "http://127.0.0.1:\(client.port!)"
             let first = Task { try await HTTPGet.get(base + (try s.path("/gate/a.jpg", "50x50"))) }
             await s.origin.waitForRequest("/gate/a.jpg")
-            let second = Task { try await HTTPGet.get(base + (try s.path("/gate/b.jpg", "50x50"))) }
-            try await waitUntil { s.service.admission.load.waiting == 1 }
-            let third = try await HTTPGet.get(base + (try s.path("/gate/c.jpg", "50x50")))
-            #expect(third.status == 429)
-            #expect(third.headers["retry-after"] == "1")
-            #expect(third.headers["x-artcache-error"] == "overloaded")
-            s.origin.openGate()
+            // One slot busy behind the gate: of two more requests one takes the
+            // queue's place and waits, the other is refused at once.
+            let paths = [try s.path("/gate/b.jpg", "50x50"), try s.path("/gate/c.jpg", "50x50")]
+            try await withThrowingTaskGroup(of: HTTPGet.Answer.self) { group in
+                for path in paths { group.addTask { try await HTTPGet.get(base + path) } }
+                let refused = try #require(try await group.next())  // the queued one cannot finish before the gate opens
+                #expect(refused.status == 429)
+                #expect(refused.headers["retry-after"] == "1")
+                #expect(refused.headers["x-artcache-error"] == "overloaded")
+                s.origin.openGate()
+                #expect(try await group.next()?.status == 200)
+            }
             #expect(try await first.value.status == 200)
-            #expect(try await second.value.status == 200)
-            #expect(s.origin.requestCount("/gate/c.jpg") == 0)
+            #expect(s.origin.requestCount("/gate/b.jpg") + s.origin.requestCount("/gate/c.jpg") == 1)
         }
         try await s.close()
     }
 
-    @Test func aClientLeavingCancelsTheOriginTransfer() async throws {
+    @Test(.timeLimit(.minutes(1)))
+    func aClientLeavingCancelsTheOriginTransfer() async throws {
         let s = try await ServiceHarness(live: true)
         s.origin.register("big.png", .init(body: Fixtures.pngLike(size: 300_000), contentType: "image/png"))
         let originPath = "/slow/50/big.png"  // about a minute to send
@@ -65,11 +71,13 @@ struct ServiceLiveTests {
             let fd = try RawHTTP.send(port: client.port!, path: try s.path(originPath, "100x100"))
             await s.origin.waitForRequest(originPath)
             close(fd)
-            try await withTimeout(seconds: 20) { await s.origin.waitForAbortedStream(originPath) }
-            try await waitUntil { s.pipeline.activity.downloadsActive == 0 && s.service.admission.load.inflight == 0 }
+            await s.origin.waitForAbortedStream(originPath)  // the service aborted its transfer
         }
-        #expect(try await s.pipeline.stats().entries == 0)  // nothing partial stored
         try await s.close()
+        // nothing partial stored
+        let reopened = try await ImagePipeline.open(configuration: s.pipeline.configuration)
+        #expect(try await reopened.stats().entries == 0)
+        try await reopened.close()
     }
 
     @Test func gracefulShutdownFinishesInFlightRequestsThenClosesTheCache() async throws {
@@ -153,26 +161,6 @@ struct ServiceLiveTests {
         let refused = try CLI.run(["serve", "--listen", "127.0.0.1:0", "--cache-dir", dir.file("c")])
         #expect(refused.status == 78 && refused.stderr.contains("service.keys"))
         origin.stop()
-    }
-}
-
-/// Polls `condition` (a state another thread changes) until it holds, at most 10 s.
-func waitUntil(_ condition: @escaping @Sendable () -> Bool) async throws {
-    let deadline = ContinuousClock.now + .seconds(10)
-    while !condition() {
-        guard ContinuousClock.now < deadline else { throw CancellationError() }
-        try await Task.sleep(for: .milliseconds(5))
-    }
-}
-
-/// Runs `body`, failing if it takes longer than `seconds`.
-func withTimeout(seconds: Double, _ body: @escaping @Sendable () async -> Void) async throws {
-    try await withThrowingTaskGroup(of: Bool.self) { group in
-        group.addTask { await body(); return true }
-        group.addTask { try await Task.sleep(for: .milliseconds(Int64(seconds * 1000))); return false }
-        let finished = try await group.next()!
-        group.cancelAll()
-        if !finished { Issue.record("timed out after \(seconds) s") }
     }
 }
 

@@ -55,8 +55,11 @@ public struct APIClient: Sendable {
     }
 
     private func savedPath(_ url: String) throws -> URL {
-        guard URL(string: url)?.scheme?.hasPrefix("http") == true else { throw Failure(description: "\(url): not an http(s) URL") }
-        let key = (try? NormalizedURL(url).key.hex) ?? String(url.hashValue)
-        return directory.appendingPathComponent(key + ".json")
+        // The URL's cache key: the same file name in every process.
+        do {
+            return directory.appendingPathComponent(try NormalizedURL(url).key.hex + ".json")
+        } catch {
+            throw Failure(description: "\(url): \(error)")
+        }
     }
 }

@@ -50,7 +50,11 @@ struct FrontsCommand: AsyncParsableCommand {
         do {
             try await app.runService()
         } catch {
-            try? await pipeline.close()  // the server's error is the one to report
+            do {
+                try await pipeline.close()
+            } catch let closing {
+                logger.error("closing the cache failed", metadata: ["error": "\(closing)"])  // the server's error decides the exit
+            }
             throw error
         }
         try await pipeline.close()

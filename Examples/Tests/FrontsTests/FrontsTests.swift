@@ -72,7 +72,8 @@ struct FrontsTests {
         let fronts = Fronts(pipeline: pipeline, options: options, logger: Logger(label: "test"), cancelOnDisconnect: false)
         let app = buildFrontsApplication(fronts: fronts)
         let dead = ServiceURLSigner.encodeSource("http://127.0.0.1:9/a.jpg")
-        let blocked = ServiceURLSigner.encodeSource("http://10.0.0.1/a.jpg")  // refused at connect time, never sent
+        // ::1 is loopback but not among the allowed networks: refused at connect time
+        let blocked = ServiceURLSigner.encodeSource("http://[::1]:9/a.jpg")
         try await app.test(.router) { client in
             for source in [dead, blocked] {
                 try await client.execute(uri: "/image?src=\(source)&s=64", method: .get) { response in
