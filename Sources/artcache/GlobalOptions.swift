@@ -5,7 +5,7 @@ import Logging
 
 /// Options every subcommand accepts (after the subcommand name too).
 struct GlobalOptions: ParsableArguments {
-    @Option(name: .long, help: "Configuration file (default ./cache.conf, then $ARTCACHE_CONFIG).")
+    @Option(name: .long, help: "Configuration file (default: $ARTCACHE_CONFIG, then ./cache.conf, then ~/.config/artcache/cache.conf).")
     var config: String?
 
     @Option(name: .customLong("cache-dir"), help: "Cache directory (overrides [cache] directory).")

@@ -49,13 +49,31 @@ struct ConfigTests {
         #expect(config.download.perHost == 3)
     }
 
+    /// `--config`, then `$ARTCACHE_CONFIG`, then `./cache.conf`, then the
+    /// user's config directory: a `cache.conf` in whatever directory artcache
+    /// starts in must not beat the variable.
     @Test func locateOrder() throws {
         let dir = TempDir()
-        #expect(Configuration.locate(explicitPath: "/x.conf", environment: ["ARTCACHE_CONFIG": "/y.conf"], currentDirectory: dir.path) == "/x.conf")
-        #expect(Configuration.locate(explicitPath: nil, environment: ["ARTCACHE_CONFIG": "/y.conf"], currentDirectory: dir.path) == "/y.conf")
-        #expect(Configuration.locate(explicitPath: nil, environment: [:], currentDirectory: dir.path) == nil)
+        let home = TempDir()
+        let env = ["HOME": home.path]
+        #expect(Configuration.locate(explicitPath: "/x.conf", environment: env.merging(["ARTCACHE_CONFIG": "/y.conf"]) { $1 }, currentDirectory: dir.path) == "/x.conf")
+        #expect(Configuration.locate(explicitPath: nil, environment: env.merging(["ARTCACHE_CONFIG": "/y.conf"]) { $1 }, currentDirectory: dir.path) == "/y.conf")
+        #expect(Configuration.locate(explicitPath: nil, environment: env, currentDirectory: dir.path) == nil)
         _ = dir.write("cache.conf", "")
-        #expect(Configuration.locate(explicitPath: nil, environment: ["ARTCACHE_CONFIG": "/y.conf"], currentDirectory: dir.path) == dir.file("cache.conf"))
+        #expect(Configuration.locate(explicitPath: nil, environment: env.merging(["ARTCACHE_CONFIG": "/y.conf"]) { $1 }, currentDirectory: dir.path) == "/y.conf")
+        #expect(Configuration.locate(explicitPath: nil, environment: env, currentDirectory: dir.path) == dir.file("cache.conf"))
+        // The user's config directory comes last: XDG_CONFIG_HOME, else ~/.config.
+        let other = TempDir()
+        try FileManager.default.createDirectory(atPath: home.path + "/.config/artcache", withIntermediateDirectories: true)
+        FileManager.default.createFile(atPath: home.path + "/.config/artcache/cache.conf", contents: Data())
+        #expect(Configuration.locate(explicitPath: nil, environment: env, currentDirectory: other.path) == home.path + "/.config/artcache/cache.conf")
+        #expect(Configuration.locate(explicitPath: nil, environment: env, currentDirectory: dir.path) == dir.file("cache.conf"))
+        #expect(Configuration.locate(explicitPath: nil, environment: env.merging(["XDG_CONFIG_HOME": other.path]) { $1 },
+                                     currentDirectory: other.path) == nil)
+        // Relative paths come back absolute, against the given directory.
+        #expect(Configuration.locate(explicitPath: "conf/../a.conf", environment: env, currentDirectory: dir.path) == dir.path + "/a.conf")
+        #expect(Configuration.locate(explicitPath: nil, environment: env.merging(["ARTCACHE_CONFIG": "b.conf"]) { $1 },
+                                     currentDirectory: dir.path) == dir.path + "/b.conf")
     }
 
     struct BadCase: Sendable, CustomTestStringConvertible {

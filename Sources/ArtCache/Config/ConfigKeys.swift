@@ -15,7 +15,11 @@ enum ConfigValue: Sendable, Equatable {
 /// Parsing, environment overrides and the documentation test all read this table.
 struct ConfigKey: Sendable {
     enum Kind: Sendable {
-        case string, size, duration, bool, list
+        case string, bool, list
+        /// Bytes, from `min` to `max` inclusive.
+        case size(min: Int64, max: Int64)
+        /// Seconds, from `min` to `max` inclusive.
+        case duration(min: TimeInterval, max: TimeInterval)
         case integer(min: Int, max: Int)
         case ratio  // 0 < r <= 1
         case choice([String])
@@ -33,28 +37,28 @@ struct ConfigKey: Sendable {
     static let all: [ConfigKey] = [
         // [cache]
         ConfigKey(section: "cache", name: "directory", kind: .string, defaultValue: .string("~/.cache/artcache")),
-        ConfigKey(section: "cache", name: "max_size", kind: .size, defaultValue: .size(2_000_000_000)),
+        ConfigKey(section: "cache", name: "max_size", kind: .size(min: 1, max: .petabyte), defaultValue: .size(2_000_000_000)),
         ConfigKey(section: "cache", name: "max_entries", kind: .integer(min: 1, max: Int(Int32.max)), defaultValue: .integer(1_000_000)),
-        ConfigKey(section: "cache", name: "max_age", kind: .duration, defaultValue: .duration(30 * 86400)),
+        ConfigKey(section: "cache", name: "max_age", kind: .duration(min: 0, max: .century), defaultValue: .duration(30 * 86400)),
         ConfigKey(section: "cache", name: "low_water", kind: .ratio, defaultValue: .ratio(0.9)),
-        ConfigKey(section: "cache", name: "access_flush_interval", kind: .duration, defaultValue: .duration(2)),
+        ConfigKey(section: "cache", name: "access_flush_interval", kind: .duration(min: 0, max: .hour), defaultValue: .duration(2)),
         ConfigKey(section: "cache", name: "access_flush_batch", kind: .integer(min: 1, max: 1_000_000), defaultValue: .integer(512)),
-        ConfigKey(section: "cache", name: "inline_max", kind: .size, defaultValue: .size(65_536)),
+        ConfigKey(section: "cache", name: "inline_max", kind: .size(min: 0, max: 16 << 20), defaultValue: .size(65_536)),
         ConfigKey(section: "cache", name: "write_batch_max", kind: .integer(min: 1, max: 100_000), defaultValue: .integer(256)),
         // [download]
         ConfigKey(section: "download", name: "concurrency", kind: .integer(min: 1, max: 1024), defaultValue: .integer(32)),
         ConfigKey(section: "download", name: "per_host", kind: .integer(min: 1, max: 1024), defaultValue: .integer(8)),
-        ConfigKey(section: "download", name: "connect_timeout", kind: .duration, defaultValue: .duration(10)),
-        ConfigKey(section: "download", name: "timeout", kind: .duration, defaultValue: .duration(60)),
-        ConfigKey(section: "download", name: "low_speed_limit", kind: .size, defaultValue: .size(1024)),
-        ConfigKey(section: "download", name: "low_speed_time", kind: .duration, defaultValue: .duration(20)),
+        ConfigKey(section: "download", name: "connect_timeout", kind: .duration(min: 0.1, max: 600), defaultValue: .duration(10)),
+        ConfigKey(section: "download", name: "timeout", kind: .duration(min: 0.1, max: .hour), defaultValue: .duration(60)),
+        ConfigKey(section: "download", name: "low_speed_limit", kind: .size(min: 1, max: 1 << 30), defaultValue: .size(1024)),
+        ConfigKey(section: "download", name: "low_speed_time", kind: .duration(min: 1, max: .hour), defaultValue: .duration(20)),
         ConfigKey(section: "download", name: "max_redirects", kind: .integer(min: 0, max: 50), defaultValue: .integer(5)),
-        ConfigKey(section: "download", name: "max_body_size", kind: .size, defaultValue: .size(25_000_000)),
+        ConfigKey(section: "download", name: "max_body_size", kind: .size(min: 1, max: 1 << 30), defaultValue: .size(25_000_000)),
         ConfigKey(section: "download", name: "user_agent", kind: .string, defaultValue: .string("artcache/0.1 (+https://github.com/artcache/artcache)")),
         ConfigKey(section: "download", name: "allow_http", kind: .bool, defaultValue: .bool(true)),
         ConfigKey(section: "download", name: "retries", kind: .integer(min: 0, max: 20), defaultValue: .integer(3)),
-        ConfigKey(section: "download", name: "retry_base_delay", kind: .duration, defaultValue: .duration(0.5)),
-        ConfigKey(section: "download", name: "retry_max_delay", kind: .duration, defaultValue: .duration(30)),
+        ConfigKey(section: "download", name: "retry_base_delay", kind: .duration(min: 0, max: .hour), defaultValue: .duration(0.5)),
+        ConfigKey(section: "download", name: "retry_max_delay", kind: .duration(min: 0, max: .day), defaultValue: .duration(30)),
         ConfigKey(section: "download", name: "retry_queue_max", kind: .integer(min: 1, max: 10_000_000), defaultValue: .integer(10_000)),
         ConfigKey(section: "download", name: "allowed_networks", kind: .list, defaultValue: .list([])),
         ConfigKey(section: "download", name: "allowed_sources", kind: .list, defaultValue: .list([])),
@@ -69,10 +73,11 @@ struct ConfigKey: Sendable {
         ConfigKey(section: "thumbnails", name: "max_output", kind: .integer(min: 1, max: 16384), defaultValue: .integer(4096)),
         ConfigKey(section: "thumbnails", name: "allow_svg", kind: .bool, defaultValue: .bool(false)),
         ConfigKey(section: "thumbnails", name: "allow_magick", kind: .bool, defaultValue: .bool(false)),
+        ConfigKey(section: "thumbnails", name: "render_timeout", kind: .duration(min: 0.1, max: .hour), defaultValue: .duration(30)),
         ConfigKey(section: "thumbnails", name: "concurrency", kind: .integer(min: 0, max: 256), defaultValue: .integer(0)),
         ConfigKey(section: "thumbnails", name: "placeholder", kind: .string, defaultValue: .string("")),
         // [memory]
-        ConfigKey(section: "memory", name: "max_size", kind: .size, defaultValue: .size(64_000_000)),
+        ConfigKey(section: "memory", name: "max_size", kind: .size(min: 0, max: 1 << 40), defaultValue: .size(64_000_000)),
         ConfigKey(section: "memory", name: "max_entries", kind: .integer(min: 0, max: 10_000_000), defaultValue: .integer(10_000)),
         // [service]
         ConfigKey(section: "service", name: "listen", kind: .string, defaultValue: .string("127.0.0.1:8080")),
@@ -82,9 +87,9 @@ struct ConfigKey: Sendable {
         ConfigKey(section: "service", name: "fallback", kind: .string, defaultValue: .string("")),
         ConfigKey(section: "service", name: "max_inflight", kind: .integer(min: 1, max: 100_000), defaultValue: .integer(64)),
         ConfigKey(section: "service", name: "queue", kind: .integer(min: 0, max: 1_000_000), defaultValue: .integer(256)),
-        ConfigKey(section: "service", name: "timeout", kind: .duration, defaultValue: .duration(30)),
-        ConfigKey(section: "service", name: "cache_max_age", kind: .duration, defaultValue: .duration(365 * 86400)),
-        ConfigKey(section: "service", name: "shutdown_grace", kind: .duration, defaultValue: .duration(10)),
+        ConfigKey(section: "service", name: "timeout", kind: .duration(min: 0.1, max: .hour), defaultValue: .duration(30)),
+        ConfigKey(section: "service", name: "cache_max_age", kind: .duration(min: 0, max: 10 * .year), defaultValue: .duration(365 * 86400)),
+        ConfigKey(section: "service", name: "shutdown_grace", kind: .duration(min: 0, max: .hour), defaultValue: .duration(10)),
         ConfigKey(section: "service", name: "access_log", kind: .bool, defaultValue: .bool(true)),
     ]
 
@@ -107,8 +112,8 @@ extension ConfigKey.Kind {
     var typeName: String {
         switch self {
         case .string: "a string"
-        case .size: "a size like 500MB or 2GiB"
-        case .duration: "a duration like 30d, 12h or 90s"
+        case .size: "a size \(rangeText!) (like 500MB or 2GiB)"
+        case .duration: "a duration \(rangeText!) (like 30d, 12h or 90s)"
         case .bool: "true or false"
         case .list: "an array of strings"
         case .integer(let min, let max): "an integer from \(min) to \(max)"
@@ -118,14 +123,45 @@ extension ConfigKey.Kind {
         }
     }
 
+    /// The documented range of a numeric kind, in the units the file uses:
+    /// `from 100ms to 1h`... nil for kinds without one.
+    var rangeText: String? {
+        switch self {
+        case .size(let min, let max): "from \(Self.exact(bytes: min)) to \(Self.exact(bytes: max))"
+        case .duration(let min, let max): "from \(Self.exact(seconds: min)) to \(Self.exact(seconds: max))"
+        case .integer(let min, let max): "from \(min) to \(max)"
+        case .ratio: "greater than 0, at most 1"
+        case .string, .bool, .list, .choice, .color: nil
+        }
+    }
+
+    private static func exact(bytes: Int64) -> String {
+        let units: [(String, Int64)] = [("PB", 1_000_000_000_000_000), ("TiB", 1 << 40), ("GiB", 1 << 30), ("MiB", 1 << 20),
+                                        ("KiB", 1024), ("GB", 1_000_000_000), ("MB", 1_000_000), ("kB", 1000)]
+        for (name, size) in units where bytes >= size && bytes % size == 0 { return "\(bytes / size)\(name)" }
+        return "\(bytes)B"
+    }
+
+    private static func exact(seconds: TimeInterval) -> String {
+        let units: [(String, TimeInterval)] = [("d", 86400), ("h", 3600), ("m", 60)]
+        for (name, size) in units where seconds >= size && seconds.truncatingRemainder(dividingBy: size) == 0 {
+            return "\(Int(seconds / size))\(name)"
+        }
+        return seconds == seconds.rounded() ? "\(Int(seconds))s" : "\(seconds)s"
+    }
+
     /// Converts text (an environment variable, a flag or a TOML string) to a value.
     func parse(text: String) -> ConfigValue? {
         switch self {
         case .string: return .string(text)
         case .choice(let options): return options.contains(text.lowercased()) ? .string(text.lowercased()) : nil
         case .color: return ThumbnailSettings.parseColor(text) != nil ? .string(text) : nil
-        case .size: return Units.parseSize(text).map(ConfigValue.size)
-        case .duration: return Units.parseDuration(text).map(ConfigValue.duration)
+        case .size(let min, let max):
+            guard let bytes = Units.parseSize(text), bytes >= min, bytes <= max else { return nil }
+            return .size(bytes)
+        case .duration(let min, let max):
+            guard let seconds = Units.parseDuration(text), seconds >= min, seconds <= max else { return nil }
+            return .duration(seconds)
         case .bool:
             switch text.lowercased() {
             case "true", "1", "yes", "on": return .bool(true)
@@ -147,11 +183,11 @@ extension ConfigKey.Kind {
     /// Converts a TOML number to a value.
     func parse(number: Double) -> ConfigValue? {
         switch self {
-        case .size:
-            guard number >= 0, number < 9e18, number == number.rounded() else { return nil }
+        case .size(let min, let max):
+            guard number == number.rounded(), number >= Double(min), number <= Double(max) else { return nil }
             return .size(Int64(number))
-        case .duration:
-            return number >= 0 && number.isFinite ? .duration(number) : nil
+        case .duration(let min, let max):
+            return number.isFinite && number >= min && number <= max ? .duration(number) : nil
         case .integer(let min, let max):
             guard number == number.rounded(), number >= Double(min), number <= Double(max) else { return nil }
             return .integer(Int(number))
@@ -161,4 +197,15 @@ extension ConfigKey.Kind {
             return nil
         }
     }
+}
+
+extension Int64 {
+    static let petabyte: Int64 = 1_000_000_000_000_000
+}
+
+extension TimeInterval {
+    static let hour: TimeInterval = 3600
+    static let day: TimeInterval = 86400
+    static let year: TimeInterval = 365 * 86400
+    static let century: TimeInterval = 100 * year
 }

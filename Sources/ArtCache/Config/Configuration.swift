@@ -136,20 +136,34 @@ public struct Configuration: Sendable, Equatable {
         self.file = nil
     }
 
-    /// Picks the file the way the CLI does: `explicitPath`, else `./cache.conf`
-    /// when it exists, else `$ARTCACHE_CONFIG`, else built-in defaults.
+    /// Picks the file the way the CLI does: `explicitPath` (`--config`), else
+    /// `$ARTCACHE_CONFIG`, else `./cache.conf` when it exists, else
+    /// `$XDG_CONFIG_HOME/artcache/cache.conf` (`~/.config/artcache/cache.conf`)
+    /// when it exists, else nil (built-in defaults). The path returned is absolute.
     public static func locate(explicitPath: String?, environment: [String: String],
                               currentDirectory: String = FileManager.default.currentDirectoryPath) -> String? {
-        if let explicitPath { return explicitPath }
-        let local = (currentDirectory as NSString).appendingPathComponent("cache.conf")
+        func absolute(_ path: String) -> String {
+            let expanded = expandTilde(path, environment: environment)
+            let full = expanded.hasPrefix("/") ? expanded : (currentDirectory as NSString).appendingPathComponent(expanded)
+            return (full as NSString).standardizingPath
+        }
+        if let explicitPath { return absolute(explicitPath) }
+        if let fromEnv = environment["ARTCACHE_CONFIG"], !fromEnv.isEmpty { return absolute(fromEnv) }
+        let local = absolute("cache.conf")
         if FileManager.default.fileExists(atPath: local) { return local }
-        if let fromEnv = environment["ARTCACHE_CONFIG"], !fromEnv.isEmpty { return fromEnv }
+        let configHome = environment["XDG_CONFIG_HOME"].flatMap { $0.hasPrefix("/") ? $0 : nil }
+            ?? (environment["HOME"] ?? NSHomeDirectory()) + "/.config"
+        let user = (configHome as NSString).appendingPathComponent("artcache/cache.conf")
+        if FileManager.default.fileExists(atPath: user) { return user }
         return nil
     }
 
     /// Loads `path` (nil: defaults only) and applies environment overrides.
     public static func load(path: String?, environment: [String: String] = ProcessInfo.processInfo.environment) throws(ConfigError) -> Configuration {
         var values: [String: ConfigValue] = [:]
+        // Absolute from here on, so a relative cache directory in the file
+        // means the same directory whichever directory a process runs in.
+        let path = path.map { URL(fileURLWithPath: $0).standardizedFileURL.path }
         if let path {
             let text: String
             guard FileManager.default.fileExists(atPath: path) else {
@@ -296,10 +310,12 @@ public struct Configuration: Sendable, Equatable {
         func list(_ p: String) -> [String] { if case .list(let v) = value(p) { v } else { [] } }
 
         var directory = Configuration.expandTilde(string("cache.directory"))
-        if !directory.hasPrefix("/"), let file, values["cache.directory"] != nil {
-            // A relative directory in a file is relative to that file.
-            let base = (file as NSString).deletingLastPathComponent
-            directory = ((base.isEmpty ? "." : base) as NSString).appendingPathComponent(directory)
+        if !directory.isEmpty {
+            // A relative directory in a file is relative to that file; from the
+            // environment, to the directory the process started in. Either way
+            // it is made absolute once, here.
+            let base = file.map { ($0 as NSString).deletingLastPathComponent }
+            directory = Configuration.absolutePath(directory, relativeTo: base)
         }
         cache = CacheSettings(
             directory: directory,
@@ -358,7 +374,8 @@ public struct Configuration: Sendable, Equatable {
             maxSourcePixels: integer("thumbnails.max_source_pixels"), maxFrames: integer("thumbnails.max_frames"),
             maxOutput: integer("thumbnails.max_output"), allowSVG: bool("thumbnails.allow_svg"),
             allowMagick: bool("thumbnails.allow_magick"), concurrency: integer("thumbnails.concurrency"),
-            placeholder: Configuration.expandTilde(string("thumbnails.placeholder")))
+            placeholder: Configuration.expandTilde(string("thumbnails.placeholder")),
+            renderTimeout: duration("thumbnails.render_timeout"))
         memory = MemorySettings(maxBytes: size("memory.max_size"), maxEntries: integer("memory.max_entries"))
         service = try Configuration.service(string: string, list: list, integer: integer, duration: duration, bool: bool,
                                             source: source)
@@ -375,6 +392,7 @@ public struct Configuration: Sendable, Equatable {
         func fail(_ key: String, _ message: String) -> ConfigError {
             ConfigError(code: .invalidValue, source: source, key: key, message: message)
         }
+        try validateRanges(source: source)
         for spec in thumbnails.sizes where spec.width > thumbnails.maxOutput || spec.height > thumbnails.maxOutput {
             throw fail("thumbnails.sizes", "\(spec.width)x\(spec.height) is larger than thumbnails.max_output (\(thumbnails.maxOutput))")
         }
@@ -397,9 +415,18 @@ public struct Configuration: Sendable, Equatable {
         if memory.maxEntries < 0 { throw fail("memory.max_entries", "must not be negative") }
     }
 
-    static func expandTilde(_ path: String) -> String {
+    static func expandTilde(_ path: String, environment: [String: String] = ProcessInfo.processInfo.environment) -> String {
         guard path == "~" || path.hasPrefix("~/") else { return path }
-        let home = ProcessInfo.processInfo.environment["HOME"] ?? NSHomeDirectory()
+        let home = environment["HOME"] ?? NSHomeDirectory()
         return home + path.dropFirst()
+    }
+
+    /// `path` made absolute against `base` (nil: the current directory) and
+    /// standardized (`.` and `..` removed).
+    static func absolutePath(_ path: String, relativeTo base: String?) -> String {
+        let expanded = expandTilde(path)
+        let root = base ?? FileManager.default.currentDirectoryPath
+        let full = expanded.hasPrefix("/") ? expanded : ((root.isEmpty ? "/" : root) as NSString).appendingPathComponent(expanded)
+        return (full as NSString).standardizingPath
     }
 }

@@ -23,6 +23,9 @@ public struct ThumbnailSettings: Sendable, Equatable {
     /// Image file shown for failed requests that ask for a placeholder
     /// (scaled to the requested size); empty: a generated neutral grey.
     public var placeholder: String
+    /// Longest a render may take; past it libvips is told to stop and the
+    /// request ends with a typed error (`.tooLarge`), freeing its worker.
+    public var renderTimeout: TimeInterval = 30
 
     public var renderLimits: RenderLimits {
         RenderLimits(maxSourcePixels: maxSourcePixels, maxFrames: maxFrames, maxOutput: maxOutput)
