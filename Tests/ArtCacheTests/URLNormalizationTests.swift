@@ -24,6 +24,53 @@ struct URLNormalizationTests {
         #expect(try NormalizedURL(input).string == expected)
     }
 
+    /// Review finding: each of these spellings used to make a key (and a
+    /// per-host limit) of its own.
+    @Test(arguments: [
+        ("http://2130706433/a.png", "http://127.0.0.1/a.png"),
+        ("http://0x7f000001/a.png", "http://127.0.0.1/a.png"),
+        ("http://0177.0.0.1/a.png", "http://127.0.0.1/a.png"),
+        ("http://127.1/a.png", "http://127.0.0.1/a.png"),
+        ("http://0x7f.0.1/a.png", "http://127.0.0.1/a.png"),
+        ("http://[0::1]/a.png", "http://[::1]/a.png"),
+        ("http://[0000:0000:0000:0000:0000:0000:0000:0001]:8080/a.png", "http://[::1]:8080/a.png"),
+        ("http://[2001:DB8:0:0:0:0:0:1]/a.png", "http://[2001:db8::1]/a.png"),
+        ("http://[::FFFF:127.0.0.1]/a.png", "http://[::ffff:127.0.0.1]/a.png"),
+        ("https://example.com./a.png", "https://example.com/a.png"),
+        ("https://EXAMPLE.com.:443/a.png", "https://example.com/a.png"),
+        ("https://example.com/a/./b/../c.png", "https://example.com/a/c.png"),
+        ("https://example.com/../../c.png", "https://example.com/c.png"),
+        ("https://example.com/a/%2e%2E/c.png", "https://example.com/c.png"),
+        ("https://example.com/a/.", "https://example.com/a/"),
+        ("https://example.com/%41%62%7e%2d.png", "https://example.com/Ab~-.png"),
+        ("https://example.com/a%2fb%3a.png?q=%7e%3d", "https://example.com/a%2Fb%3A.png?q=~%3D"),
+        ("https://example.com/a.png?", "https://example.com/a.png"),
+        ("https://example.com/a.png?#frag", "https://example.com/a.png"),
+        ("https://ex%41mple.com/a.png", "https://example.com/a.png"),
+        ("https://example.com/a..b/.c/c./x.png", "https://example.com/a..b/.c/c./x.png"),
+    ])
+    func oneSpellingPerResource(_ input: String, _ expected: String) throws {
+        let url = try NormalizedURL(input)
+        #expect(url.string == expected)
+        #expect(try NormalizedURL(url.string).string == url.string, "normalizing is idempotent")
+    }
+
+    @Test func equivalentIPSpellingsShareHostAndKey() throws {
+        let spellings = ["http://2130706433/x", "http://127.0.0.1/x", "http://127.0.1/x", "http://0x7F.0.0.1/x"]
+        let urls = try spellings.map { try NormalizedURL($0) }
+        #expect(Set(urls.map(\.key)).count == 1)
+        #expect(Set(urls.map(\.host)) == ["127.0.0.1"])
+        #expect(try NormalizedURL("http://[0::1]/x").host == NormalizedURL("http://[::1]/x").host)
+    }
+
+    @Test(arguments: ["http://256.0.0.1/a.png", "http://1.2.3.4.5/a.png", "http://08.0.0.1/a.png", "http://4294967296/a.png",
+                      "http://[fe80::1%25eth0]/a.png", "http://[1.2.3.4]/a.png", "http://a..b/a.png", "http://./a.png",
+                      "http://exa_mple!.com/a.png", "http://example.com:0/a.png"])
+    func rejectsMalformedHosts(_ input: String) {
+        let error = #expect(throws: ArtCacheError.self) { try NormalizedURL(input) }
+        #expect(error?.code == .invalidURL)
+    }
+
     @Test func sameKeyForEquivalentURLs() throws {
         let a = try NormalizedURL("HTTPS://Is1-SSL.mzstatic.com:443/image/100x100bb.jpg#top").key
         let b = try NormalizedURL("https://is1-ssl.mzstatic.com/image/100x100bb.jpg").key
