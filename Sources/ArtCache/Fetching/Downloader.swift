@@ -52,7 +52,8 @@ public final class Downloader: Sendable {
             throw DownloadError(.blockedSource, "\(url): refused: host \(normalized.host) is not in download.allowed_sources")
         }
         let request = TransferRequest(url: normalized.string, host: normalized.host,
-                                      ifNoneMatch: validators?.etag, ifModifiedSince: validators?.lastModified,
+                                      ifNoneMatch: HTTPValidators.replayable(validators?.etag),
+                                      ifModifiedSince: HTTPValidators.replayable(validators?.lastModified),
                                       settings: settings)
         var attempt = 0
         while true {
