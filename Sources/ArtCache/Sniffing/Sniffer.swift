@@ -160,7 +160,7 @@ public enum Sniffer {
                 return binary
             }
             if prefix[0] == 0x1F, prefix.count > 1, prefix[1] == 0x8B {
-                return sniffGzip(prefix: prefix)
+                return sniffGzip(prefix: prefix, whole: whole)
             }
             return SniffResult(format: sniffText(prefix: prefix, body: data))
         }
@@ -204,8 +204,14 @@ public enum Sniffer {
         }
     }
 
-    /// svgz: inflate a little of the stream and look for SVG in it.
-    static func sniffGzip(prefix: SniffBytes) -> SniffResult {
+    /// Largest an svgz may inflate to; past it (or when the stream is cut
+    /// or corrupt) the body is not SVG.
+    static let svgzInflatedLimit = 32 * 1024 * 1024
+
+    /// svgz: inflate a little of the stream and look for SVG in it; SVG only
+    /// when the whole stream then inflates to its end (a truncated gzip
+    /// stream is not an SVG, however SVG its start looks).
+    static func sniffGzip(prefix: SniffBytes, whole: SniffBytes) -> SniffResult {
         let compressed = Data(prefix.base)
         guard let inflated = gunzipPrefix(compressed, maxOutput: gzipInflateLimit), !inflated.isEmpty else {
             return SniffResult(format: .unknown)
@@ -218,7 +224,10 @@ public enum Sniffer {
             if kind != .html, containsASCIICaseInsensitive(bytes, "<svg") { return .svg }
             return .unknown
         }
-        return SniffResult(format: format, isCompressedSVG: format == .svg)
+        guard format == .svg, gzipStreamIsComplete(Data(whole.base), maxOutput: svgzInflatedLimit) else {
+            return SniffResult(format: .unknown)
+        }
+        return SniffResult(format: .svg, isCompressedSVG: true)
     }
 }
 
