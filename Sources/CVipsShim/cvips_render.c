@@ -47,10 +47,79 @@ struct cvips_image {
     void *buffer;
     size_t length;
     char loader[64];
+    int magick;          /* decoded by ImageMagick: rendered from `image`, never re-probed */
 };
+
+/* A render's deadline: the "eval" signal of the image being computed fires
+ * as tiles are produced; past the deadline it sets libvips' kill flag, and
+ * the computation stops with an error. */
+typedef struct {
+    gint64 deadline;     /* g_get_monotonic_time() microseconds; 0: none */
+    int expired;
+} deadline_t;
+
+static void deadline_start(deadline_t *d, double seconds) {
+    d->expired = 0;
+    d->deadline = seconds > 0 ? g_get_monotonic_time() + (gint64) (seconds * 1e6) : 0;
+}
+
+static void on_eval(VipsImage *image, VipsProgress *progress, void *data) {
+    (void) progress;
+    deadline_t *d = data;
+    if (d->deadline && g_get_monotonic_time() > d->deadline) {
+        d->expired = 1;
+        vips_image_set_kill(image, TRUE);
+    }
+}
+
+/* Computes `in` into memory under the deadline (NULL on failure or when
+ * killed; d->expired tells which). */
+static VipsImage *copy_memory_by(VipsImage *in, deadline_t *d) {
+    gulong handler = 0;
+    if (d->deadline) {
+        if (g_get_monotonic_time() > d->deadline) { d->expired = 1; return NULL; }
+        vips_image_set_progress(in, TRUE);
+        handler = g_signal_connect(in, "eval", G_CALLBACK(on_eval), d);
+    }
+    VipsImage *out = vips_image_copy_memory(in);
+    if (handler) g_signal_handler_disconnect(in, handler);
+    return out;
+}
+
+static int is_magick_bmp_or_ico(VipsImage *image) {
+    const char *format = NULL;
+    if (vips_image_get_typeof(image, "magick-format") == 0 || vips_image_get_string(image, "magick-format", &format)) return 0;
+    static const char *accepted[] = { "BMP", "BMP2", "BMP3", "ICO", "ICON" };
+    for (size_t i = 0; i < sizeof(accepted) / sizeof(accepted[0]); i++) {
+        if (g_ascii_strcasecmp(format, accepted[i]) == 0) return 1;
+    }
+    return 0;
+}
+
+static cvips_image *open_magick(const void *buffer, size_t length, int *error_kind) {
+    cvips_image *image = g_new0(cvips_image, 1);
+    image->buffer = g_memdup2(buffer, length);
+    image->length = length;
+    image->magick = 1;
+    g_strlcpy(image->loader, "VipsForeignLoadMagickBuffer", sizeof(image->loader));
+    if (vips_magickload_buffer(image->buffer, length, &image->image, NULL)) {
+        image->image = NULL;
+        *error_kind = CVIPS_DECODE;
+        cvips_image_free(image);
+        return NULL;
+    }
+    if (!is_magick_bmp_or_ico(image->image)) {
+        *error_kind = CVIPS_UNSUPPORTED;
+        cvips_image_free(image);
+        return NULL;
+    }
+    return image;
+}
 
 cvips_image *cvips_image_open(const void *buffer, size_t length, int allowed_loaders, int *error_kind) {
     *error_kind = CVIPS_OK;
+    if (allowed_loaders == CVIPS_LOADER_MAGICK) return open_magick(buffer, length, error_kind);
+    allowed_loaders &= ~CVIPS_LOADER_MAGICK;  /* never by probing */
     /* The same probe vips_thumbnail_buffer makes later, on the same bytes:
      * the loader checked here is the one that decodes. */
     const char *loader = vips_foreign_find_load_buffer(buffer, length);
@@ -99,7 +168,7 @@ void cvips_image_header(const cvips_image *image, cvips_header_t *out) {
 /* Converts a thumbnail to sRGB, flattens alpha when the output has none,
  * materialises it (decode errors surface here, not inside the encoder) and
  * encodes it. `parent` owns the intermediates. */
-static int finish(VipsImage *parent, VipsImage *thumbnail, const cvips_render_options_t *o,
+static int finish(VipsImage *parent, VipsImage *thumbnail, const cvips_render_options_t *o, deadline_t *d,
                   void **out, size_t *out_length, cvips_render_result_t *r) {
     VipsImage **t = (VipsImage **) vips_object_local_array(VIPS_OBJECT(parent), 3);
     VipsImage *image;
@@ -115,8 +184,9 @@ static int finish(VipsImage *parent, VipsImage *thumbnail, const cvips_render_op
         image = t[0];
         alpha = 0;
     }
-    if (!(t[1] = vips_image_copy_memory(image))) return CVIPS_DECODE;
+    if (!(t[1] = copy_memory_by(image, d))) return d->expired ? CVIPS_TIMEOUT : CVIPS_DECODE;
     image = t[1];
+    if (d->deadline && g_get_monotonic_time() > d->deadline) return CVIPS_TIMEOUT;
 
     int saved;
     switch (format) {
@@ -155,14 +225,21 @@ int cvips_image_render(cvips_image *source, const cvips_render_options_t *o,
     VipsImage *parent = vips_image_new();
     VipsImage **t = (VipsImage **) vips_object_local_array(VIPS_OBJECT(parent), 1);
     int status;
+    deadline_t d;
+    deadline_start(&d, o->timeout);
     /* Shrink-on-load thumbnail of the first frame, auto-rotated, into the box.
      * fail_on=truncated: a cut or hollow image is an error, never a grey or
-     * black thumbnail stored as if it were the picture. */
-    if (vips_thumbnail_buffer(source->buffer, source->length, &t[0], o->width, "height", o->height,
-                              "size", VIPS_SIZE_DOWN, "crop", crop_of(o->fit), "option_string", "fail_on=truncated", NULL)) {
+     * black thumbnail stored as if it were the picture. ImageMagick images
+     * are resized from the image already loaded, never re-probed. */
+    int failed = source->magick
+        ? vips_thumbnail_image(source->image, &t[0], o->width, "height", o->height, "size", VIPS_SIZE_DOWN,
+                               "crop", crop_of(o->fit), NULL)
+        : vips_thumbnail_buffer(source->buffer, source->length, &t[0], o->width, "height", o->height,
+                                "size", VIPS_SIZE_DOWN, "crop", crop_of(o->fit), "option_string", "fail_on=truncated", NULL);
+    if (failed) {
         status = CVIPS_DECODE;
     } else {
-        status = finish(parent, t[0], o, out, out_length, r);
+        status = finish(parent, t[0], o, &d, out, out_length, r);
     }
     g_object_unref(parent);
     return status;
@@ -174,18 +251,20 @@ int cvips_render_buffer(const void *buffer, size_t length, int allowed_loaders, 
     *out = NULL;
     *out_length = 0;
     const char *loader = vips_foreign_find_load_buffer(buffer, length);
-    if (!loader || !(loader_bit(loader) & allowed_loaders)) {
+    if (!loader || !(loader_bit(loader) & allowed_loaders & ~CVIPS_LOADER_MAGICK)) {
         vips_error_clear();
         return CVIPS_UNSUPPORTED;
     }
     VipsImage *parent = vips_image_new();
     VipsImage **t = (VipsImage **) vips_object_local_array(VIPS_OBJECT(parent), 1);
     int status;
+    deadline_t d;
+    deadline_start(&d, o->timeout);
     if (vips_thumbnail_buffer((void *) buffer, length, &t[0], o->width, "height", o->height, "size", VIPS_SIZE_DOWN,
                               "crop", crop_of(o->fit), "option_string", "fail_on=truncated", NULL)) {
         status = CVIPS_DECODE;
     } else {
-        status = finish(parent, t[0], o, out, out_length, r);
+        status = finish(parent, t[0], o, &d, out, out_length, r);
     }
     g_object_unref(parent);
     return status;
@@ -246,10 +325,18 @@ int cvips_image_render_many(cvips_image *source, const cvips_render_options_t *o
     VipsImage *parent = vips_image_new();
     VipsImage **t = (VipsImage **) vips_object_local_array(VIPS_OBJECT(parent), 2 + count);
     int status = CVIPS_DECODE;
+    deadline_t d;
+    deadline_start(&d, options[0].timeout);
     /* One decode (shrink-on-load) into that box, held in memory... */
-    if (vips_thumbnail_buffer(source->buffer, source->length, &t[0], box_w, "height", box_h, "size", VIPS_SIZE_DOWN,
-                              "option_string", "fail_on=truncated", NULL)) goto done;
-    if (!(t[1] = vips_image_copy_memory(t[0]))) goto done;
+    int failed = source->magick
+        ? vips_thumbnail_image(source->image, &t[0], box_w, "height", box_h, "size", VIPS_SIZE_DOWN, NULL)
+        : vips_thumbnail_buffer(source->buffer, source->length, &t[0], box_w, "height", box_h, "size", VIPS_SIZE_DOWN,
+                                "option_string", "fail_on=truncated", NULL);
+    if (failed) goto done;
+    if (!(t[1] = copy_memory_by(t[0], &d))) {
+        if (d.expired) status = CVIPS_TIMEOUT;
+        goto done;
+    }
     /* ...and every output resized from it. */
     for (int i = 0; i < count; i++) {
         VipsImage *child = vips_image_new();
@@ -257,7 +344,7 @@ int cvips_image_render_many(cvips_image *source, const cvips_render_options_t *o
         if (derive(child, t[1], &options[i], &sized)) {
             statuses[i] = CVIPS_DECODE;
         } else {
-            statuses[i] = finish(child, sized, &options[i], &outs[i], &out_lengths[i], &results[i]);
+            statuses[i] = finish(child, sized, &options[i], &d, &outs[i], &out_lengths[i], &results[i]);
         }
         g_object_unref(child);
     }

@@ -37,7 +37,7 @@ public enum IPAddress: Sendable, Hashable, CustomStringConvertible {
         case .v6(var bytes):
             var text = [CChar](repeating: 0, count: Int(INET6_ADDRSTRLEN))
             _ = inet_ntop(AF_INET6, &bytes, &text, socklen_t(text.count))
-            return String(cString: text)
+            return String(decoding: text.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
         }
     }
 

@@ -27,7 +27,7 @@ extension ArtCacheError {
     init(_ error: RenderError) {
         let code: Code = switch error.code {
         case .unsupported, .encode: .unsupported
-        case .tooLarge: .tooLarge
+        case .tooLarge, .timedOut: .tooLarge
         case .decode: .decode
         }
         self.init(code, error.message, underlying: error)

@@ -160,6 +160,7 @@ public final class Renderer: Sendable {
         options.quality = Int32(spec.quality)
         let bg = spec.background + [255, 255, 255]
         options.background = (bg[0], bg[1], bg[2])
+        options.timeout = settings.renderTimeout
         return options
     }
 

@@ -78,6 +78,9 @@ public struct RenderError: Error, Sendable, Equatable, CustomStringConvertible {
         case decode
         /// The output format could not be written.
         case encode
+        /// The render took longer than `[thumbnails] render_timeout` and was
+        /// stopped (libvips' kill flag); its worker is free again.
+        case timedOut = "render_timeout"
     }
 
     public let code: Code

@@ -125,6 +125,7 @@ final class VipsImage {
         case Int32(CVIPS_UNSUPPORTED): .unsupported
         case Int32(CVIPS_TOO_LARGE): .tooLarge
         case Int32(CVIPS_ENCODE): .encode
+        case Int32(CVIPS_TIMEOUT): .timedOut
         default: .decode
         }
     }
@@ -135,6 +136,7 @@ final class VipsImage {
         case .tooLarge: "too large"
         case .decode: "cannot decode (corrupt or truncated)"
         case .encode: "cannot encode the output"
+        case .timedOut: "render stopped: it took longer than thumbnails.render_timeout"
         }
         return "\(format.displayName): \(what)"
     }

@@ -56,6 +56,7 @@ enum {
     CVIPS_TOO_LARGE = 2,     /* limits exceeded, decided from the header */
     CVIPS_DECODE = 3,        /* corrupt or truncated input */
     CVIPS_ENCODE = 4,        /* the output format could not be written */
+    CVIPS_TIMEOUT = 5,       /* past options->timeout: stopped with libvips' kill flag */
 };
 
 enum { CVIPS_FIT_CONTAIN = 0, CVIPS_FIT_COVER = 1, CVIPS_FIT_SMART = 2 };
@@ -68,6 +69,9 @@ typedef struct {
     int format;                  /* CVIPS_FORMAT_* */
     int quality;                 /* 1..100 */
     double background[3];        /* 0..255, for flattening alpha */
+    double timeout;              /* seconds the decode and encode may take; past it the
+                                    image's kill flag is set and the render ends with
+                                    CVIPS_TIMEOUT (<= 0: no deadline) */
 } cvips_render_options_t;
 
 typedef struct {
@@ -83,7 +87,10 @@ typedef struct cvips_image cvips_image;
 
 /* NULL on failure, with *error_kind set: CVIPS_UNSUPPORTED when no loader
  * claims the bytes or the one that does is not in `allowed_loaders`
- * (CVIPS_LOADER_* bits), else CVIPS_DECODE. Error kinds never depend on the
+ * (CVIPS_LOADER_* bits), else CVIPS_DECODE. `allowed_loaders` exactly
+ * CVIPS_LOADER_MAGICK calls ImageMagick's loader explicitly (never through
+ * libvips' probing) and accepts what it decoded only when ImageMagick read
+ * it as BMP or ICO; ImageMagick is never reached any other way. Error kinds never depend on the
  * text of libvips' error buffer (one per process, shared by all threads). */
 cvips_image *cvips_image_open(const void *buffer, size_t length, int allowed_loaders, int *error_kind);
 void cvips_image_free(cvips_image *image);

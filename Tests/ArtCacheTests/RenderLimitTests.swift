@@ -1,0 +1,117 @@
+import CVipsShim
+import CZlib
+import Foundation
+import Testing
+@testable import ArtCache
+
+/// Review findings on libvips: a render has a deadline enforced through
+/// libvips' kill flag, and ImageMagick decodes BMP and ICO only, called
+/// explicitly, never as a fallback for other bytes.
+@Suite("Render deadline and ImageMagick scope", .timeLimit(.minutes(2)))
+struct RenderLimitTests {
+    /// A valid, all-black RGB PNG: tiny on the wire (zeros deflate ~1000:1)
+    /// but `width` x `height` pixels to inflate and resize.
+    static func flatPNG(width: Int, height: Int) -> Data {
+        func be(_ v: UInt32) -> [UInt8] { [UInt8(v >> 24), UInt8(v >> 16 & 0xFF), UInt8(v >> 8 & 0xFF), UInt8(v & 0xFF)] }
+        func chunk(_ type: String, _ payload: [UInt8]) -> [UInt8] {
+            let typed = Array(type.utf8) + payload
+            let crc = typed.withUnsafeBufferPointer { UInt32(crc32(0, $0.baseAddress, uInt($0.count))) }
+            return be(UInt32(payload.count)) + typed + be(crc)
+        }
+        var stream = z_stream()
+        _ = deflateInit_(&stream, 9, ZLIB_VERSION, Int32(MemoryLayout<z_stream>.size))
+        var row = [UInt8](repeating: 0, count: 1 + width * 3)  // filter byte + pixels
+        var compressed: [UInt8] = []
+        var out = [UInt8](repeating: 0, count: 1 << 16)
+        for index in 0..<height {
+            let flush = index == height - 1 ? Z_FINISH : Z_NO_FLUSH
+            row.withUnsafeMutableBufferPointer { input in
+                stream.next_in = input.baseAddress
+                stream.avail_in = uInt(input.count)
+                repeat {
+                    out.withUnsafeMutableBufferPointer { output in
+                        stream.next_out = output.baseAddress
+                        stream.avail_out = uInt(output.count)
+                        _ = deflate(&stream, flush)
+                        compressed += output.prefix(output.count - Int(stream.avail_out))
+                    }
+                } while stream.avail_out == 0 || (flush == Z_FINISH && stream.avail_in > 0)
+            }
+        }
+        deflateEnd(&stream)
+        var bytes: [UInt8] = [0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A]
+        bytes += chunk("IHDR", be(UInt32(width)) + be(UInt32(height)) + [8, 2, 0, 0, 0])
+        bytes += chunk("IDAT", compressed)
+        bytes += chunk("IEND", [])
+        return Data(bytes)
+    }
+
+    /// A render past `render_timeout` is stopped by libvips' kill flag and
+    /// ends as a typed error; the render thread is free for the next one.
+    @Test func aRenderPastItsDeadlineIsKilledAndTheWorkerFreed() async throws {
+        let big = Self.flatPNG(width: 10_000, height: 10_000)
+        #expect(big.count < 1_000_000)
+        let renderer = Renderer(settings: Fixtures.thumbnails {
+            $0.maxSourcePixels = 200_000_000
+            $0.concurrency = 1
+            $0.renderTimeout = 0.1
+        })
+        let error = await #expect(throws: RenderError.self) {
+            _ = try await renderer.render(big, spec: VariantSpec(width: 100, height: 100))
+        }
+        #expect(error?.code == .timedOut)
+        #expect(ArtCacheError(try #require(error)).code == .tooLarge)
+        // The same (only) worker renders the next image.
+        let small = try Fixtures.image(width: 120, height: 90, suffix: ".jpg")
+        let rendered = try await renderer.render(small, spec: VariantSpec(width: 60, height: 60))
+        #expect(rendered.width == 60)
+        // Several outputs from one decode are held to the deadline too.
+        let many = await #expect(throws: RenderError.self) {
+            _ = try await renderer.render(big, specs: [VariantSpec(width: 100, height: 100), VariantSpec(width: 300, height: 300)])
+        }
+        #expect(many?.code == .timedOut)
+    }
+
+    /// The same image renders when the deadline is generous: the error above
+    /// is the deadline, not the image.
+    @Test func theSameImageRendersWithinAGenerousDeadline() async throws {
+        let renderer = Renderer(settings: Fixtures.thumbnails {
+            $0.maxSourcePixels = 200_000_000
+            $0.renderTimeout = 120
+        })
+        let rendered = try await renderer.render(Self.flatPNG(width: 3000, height: 3000), spec: VariantSpec(width: 100, height: 100))
+        #expect(rendered.width == 100)
+    }
+
+    @Test func imageMagickDecodesBMPAndICOWhenEnabled() async throws {
+        let renderer = Renderer(settings: Fixtures.thumbnails { $0.allowMagick = true })
+        for suffix in ["magick:bmp", "magick:ico"] {
+            let data = try Fixtures.image(width: 64, height: 48, suffix: suffix)
+            let rendered = try await renderer.render(data, spec: VariantSpec(width: 32, height: 32))
+            #expect(rendered.width == 32, "\(suffix)")
+            #expect(try renderer.header(of: data).loader.contains("Magick"))
+        }
+    }
+
+    /// ImageMagick reads dozens of formats; here it is called explicitly for
+    /// bytes sniffed as BMP or ICO and must have read them as such. Bytes it
+    /// reads as anything else (TGA here) are refused even with the ImageMagick
+    /// loader as the only one allowed, and no other sniffed format reaches it.
+    @Test func imageMagickNeverDecodesOtherFormats() throws {
+        try Renderer.start()
+        let tga = try Fixtures.image(width: 64, height: 48, suffix: "magick:tga")
+        let refused = #expect(throws: RenderError.self) {
+            _ = try VipsImage(tga, format: .bmp, loaders: Int32(CVIPS_LOADER_MAGICK))
+        }
+        #expect(refused?.code == .unsupported)
+        let renderer = Renderer(settings: Fixtures.thumbnails { $0.allowMagick = true })
+        for format in SniffedFormat.allCases where ![.bmp, .ico].contains(format) {
+            #expect(renderer.loaders(for: format) & Int32(CVIPS_LOADER_MAGICK) == 0, "\(format)")
+        }
+        // A BMP with the magick bit mixed into another mask is not probed into ImageMagick.
+        let bmp = try Fixtures.image(width: 64, height: 48, suffix: "magick:bmp")
+        #expect(throws: RenderError.self) {
+            _ = try VipsImage(bmp, format: .bmp, loaders: Int32(CVIPS_LOADER_MAGICK | CVIPS_LOADER_JPEG))
+        }
+    }
+}
