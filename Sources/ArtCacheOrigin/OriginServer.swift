@@ -1,5 +1,4 @@
 import Foundation
-import Synchronization
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -72,7 +71,7 @@ public final class OriginServer: Sendable {
         }
     }
 
-    let state = Mutex(State())
+    let state = Locked(State())
     let listener: Int32
     public let port: Int
 

@@ -29,6 +29,10 @@ struct ServiceFailure: Error, Sendable {
         case .notCached: status = .notFound
         case .cancelled: status = .serviceUnavailable
         case .storage, .configuration: status = .internalServerError
+        case .storageFull:
+            // 507: the service's own disk is full; a retry may work after eviction or a purge.
+            status = HTTPResponse.Status(code: 507, reasonPhrase: "Insufficient Storage")
+            retryAfter = 30
         }
     }
 

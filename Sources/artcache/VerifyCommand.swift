@@ -25,6 +25,9 @@ struct VerifyCommand: AsyncParsableCommand {
                 print("missing blobs \(report.missingBlobs), size mismatches \(report.sizeMismatches)" +
                       (hash ? ", hash mismatches \(report.hashMismatches)" : ""))
                 print("orphan blobs \(report.orphanBlobs), temp files \(report.tempFiles)")
+                if report.ignoredFiles > 0 {
+                    print("ignored \(report.ignoredFiles) (not blobs by name or type, or symlinks; left alone)")
+                }
                 for problem in report.problems.prefix(20) {
                     print("  \(problem.kind): \(problem.path)")
                 }

@@ -52,14 +52,31 @@ struct CLITests {
         for key in ["rows", "missing_blobs", "size_mismatches", "orphan_blobs", "temp_files", "repaired"] {
             #expect(report[key] != nil, "missing key \(key)")
         }
-        FileManager.default.createFile(atPath: cache + "/objects/zz-orphan", contents: nil)
+        let blobName = String(repeating: "0", count: 64) + "-2a"
+        FileManager.default.createFile(atPath: cache + "/objects/00/" + blobName, contents: Data("x".utf8))
         try FileManager.default.createDirectory(atPath: cache + "/objects/00/00", withIntermediateDirectories: true)
-        FileManager.default.createFile(atPath: cache + "/objects/00/00/orphan", contents: Data("x".utf8))
-        let bad = try CLI.run(["verify", "--cache-dir", cache])
+        FileManager.default.createFile(atPath: cache + "/objects/00/00/" + blobName, contents: Data("x".utf8))
+        // Review finding: repair deletes only blob-pattern names and never follows symlinks.
+        FileManager.default.createFile(atPath: cache + "/objects/zz-notes.txt", contents: Data("mine".utf8))
+        FileManager.default.createFile(atPath: cache + "/objects/00/README", contents: Data("mine".utf8))
+        let outside = dir.file("outside")
+        try FileManager.default.createDirectory(atPath: outside, withIntermediateDirectories: true)
+        FileManager.default.createFile(atPath: outside + "/" + blobName, contents: Data("keep".utf8))
+        FileManager.default.createFile(atPath: outside + "/precious", contents: Data("keep".utf8))
+        try FileManager.default.createSymbolicLink(atPath: cache + "/objects/01/11", withDestinationPath: outside)
+        try FileManager.default.createSymbolicLink(atPath: cache + "/objects/02/" + blobName, withDestinationPath: outside + "/precious")
+        let bad = try CLI.run(["verify", "--cache-dir", cache, "--json"])
         #expect(bad.status == 1)
-        #expect(bad.stdout.contains("orphan blobs 2"), "\(bad.stdout)")  // a stray file and a v1-layout one
+        let badReport = try #require(try JSONSerialization.jsonObject(with: Data(bad.stdout.utf8)) as? [String: Any])
+        #expect(badReport["orphan_blobs"] as? Int == 2, "\(bad.stdout)")  // a stray blob and a v1-layout one
+        #expect(badReport["ignored_files"] as? Int == 4, "\(bad.stdout)")  // two foreign names, two symlinks
         let fixed = try CLI.run(["verify", "--repair", "--cache-dir", cache])
         #expect(fixed.status == 0, "\(fixed.stdout)")
+        let fm = FileManager.default
+        #expect(!fm.fileExists(atPath: cache + "/objects/00/" + blobName))
+        #expect(fm.fileExists(atPath: cache + "/objects/zz-notes.txt") && fm.fileExists(atPath: cache + "/objects/00/README"))
+        #expect(fm.fileExists(atPath: outside + "/" + blobName) && fm.fileExists(atPath: outside + "/precious"))
+        #expect((try? fm.destinationOfSymbolicLink(atPath: cache + "/objects/01/11")) == outside)
     }
 
     @Test func badConfigFailsFastAndTouchesNothing() throws {

@@ -195,7 +195,9 @@ struct StoreTests {
         corrupted[50] ^= 0xFF
         try corrupted.write(to: URL(fileURLWithPath: store.filePath(of: c.entry)))               // hash mismatch
         try FileManager.default.createDirectory(atPath: dir.path + "/objects/ab/cd", withIntermediateDirectories: true)
-        FileManager.default.createFile(atPath: dir.path + "/objects/ab/cd/orphan-blob", contents: Data("orphan".utf8))
+        let orphan = dir.path + "/objects/ab/cd/" + String(repeating: "ab", count: 32) + "-1f"
+        FileManager.default.createFile(atPath: orphan, contents: Data("orphan".utf8))
+        // A temp file whose writer holds no lock (a pid-style name of an old version, a killed writer).
         FileManager.default.createFile(atPath: dir.path + "/tmp/999999-dead.part", contents: Data("x".utf8))
 
         let report = try await store.verify(hash: true)

@@ -44,6 +44,7 @@ struct ConfigKey: Sendable {
         ConfigKey(section: "cache", name: "access_flush_interval", kind: .duration(min: 0, max: .hour), defaultValue: .duration(2)),
         ConfigKey(section: "cache", name: "access_flush_batch", kind: .integer(min: 1, max: 1_000_000), defaultValue: .integer(512)),
         ConfigKey(section: "cache", name: "inline_max", kind: .size(min: 0, max: 16 << 20), defaultValue: .size(65_536)),
+        ConfigKey(section: "cache", name: "mode", kind: .string, defaultValue: .string("0700")),
         ConfigKey(section: "cache", name: "write_batch_max", kind: .integer(min: 1, max: 100_000), defaultValue: .integer(256)),
         // [download]
         ConfigKey(section: "download", name: "concurrency", kind: .integer(min: 1, max: 1024), defaultValue: .integer(32)),

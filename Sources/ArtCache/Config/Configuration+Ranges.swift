@@ -43,6 +43,10 @@ extension Configuration {
                                   message: "\(value.isFinite ? String(value) : "\(value)") is out of range: expected \(key.kind.typeName)")
             }
         }
+        if cache.mode & 0o700 != 0o700 || cache.mode & ~0o777 != 0 {
+            throw ConfigError(code: .invalidValue, source: source, key: "cache.mode",
+                              message: "\(String(cache.mode, radix: 8)): expected octal permissions from 0700 to 0777 (the owner keeps rwx)")
+        }
     }
 }
 
@@ -59,4 +63,16 @@ extension ConfigKey.Kind {
     }
 
     var isRatio: Bool { if case .ratio = self { true } else { false } }
+}
+
+extension CacheSettings {
+    /// `0700`, `750`, `0o770`: octal permission bits the owner keeps rwx of; nil otherwise.
+    public static func parseMode(_ text: String) -> Int? {
+        var digits = Substring(text.trimmingCharacters(in: .whitespaces))
+        if digits.hasPrefix("0o") { digits = digits.dropFirst(2) }
+        guard (3...4).contains(digits.count), let mode = Int(digits, radix: 8), mode & 0o700 == 0o700, mode <= 0o777 else {
+            return nil
+        }
+        return mode
+    }
 }

@@ -42,6 +42,9 @@ public struct CacheSettings: Sendable, Equatable {
     public var inlineMax: Int64 = 65_536
     /// Most puts committed in one transaction (group commit).
     public var writeBatchMax: Int = 256
+    /// Permission bits of the folders artcache creates (`[cache] mode`);
+    /// files get the same bits without execute. Default 0o700: owner only.
+    public var mode: Int = 0o700
 }
 
 extension CacheSettings {
@@ -327,6 +330,12 @@ public struct Configuration: Sendable, Equatable {
             accessFlushBatch: integer("cache.access_flush_batch"),
             inlineMax: size("cache.inline_max"),
             writeBatchMax: integer("cache.write_batch_max"))
+        let modeText = string("cache.mode")
+        guard let mode = CacheSettings.parseMode(modeText) else {
+            throw ConfigError(code: .invalidValue, source: file ?? "environment", key: "cache.mode",
+                              message: "invalid value \"\(modeText)\": expected octal permissions from 0700 to 0777 (the owner keeps rwx)")
+        }
+        cache.mode = mode
         download = DownloadSettings(
             concurrency: integer("download.concurrency"),
             perHost: integer("download.per_host"),

@@ -24,6 +24,8 @@ public struct ArtCacheError: Error, Sendable, CustomStringConvertible {
         case decode
         /// The cache could not read or write (disk, database).
         case storage
+        /// The cache's disk is full: nothing was stored; purge or free space.
+        case storageFull
         /// A `cacheOnly` request whose image is not in the cache.
         case notCached
         /// The request was cancelled (its task, or the pipeline closing).
@@ -77,6 +79,7 @@ public struct ArtCacheError: Error, Sendable, CustomStringConvertible {
         case .unsupported: "unsupported"
         case .decode: "decode"
         case .storage: "storage"
+        case .storageFull: "storage_full"
         case .notCached: "not_cached"
         case .cancelled: "cancelled"
         case .configuration: "configuration"

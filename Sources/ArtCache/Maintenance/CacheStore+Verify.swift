@@ -20,6 +20,9 @@ public struct VerifyReport: Sendable, Codable, Equatable {
     public var tempFiles: Int
     /// 1 when the totals row disagreed with the rows (repair recounts it).
     public var totalsMismatch: Int = 0
+    /// Entries under `objects/` that are not blobs by name or type (foreign
+    /// files, symlinks): reported, never deleted, not problems.
+    public var ignoredFiles: Int = 0
     public var repaired: Int
     /// The first problems found (at most 100), for people.
     public var problems: [Problem]
@@ -45,7 +48,8 @@ extension CacheStore {
         let blobs = self.blobs
         let scan = try await db.read { db in try Self.scan(db, blobs: blobs, hash: hash) }
         var report = scan.report
-        let stale = blobs.temporaryFiles().filter { !$0.writerAlive || $0.age > 86400 }
+        // A temp file is live while its writer's lock is held (whatever its age or pid).
+        let stale = blobs.temporaryFiles().filter { !$0.writerAlive }
         report.tempFiles = stale.count
         for temp in stale { report.note("temp_file", nil, temp.path) }
         guard repair else { return report }
@@ -126,7 +130,9 @@ extension CacheStore {
             report.note(problem, key, item.path)
             bad.append(item)
         }
-        let onDisk = blobs.allBlobs()
+        let scanned = blobs.scanBlobs()
+        let onDisk = scanned.blobs
+        report.ignoredFiles = scanned.ignored.count
         let inline = try Int.fetchOne(db, sql: "SELECT count(*) FROM inline_blob") ?? 0
         report.blobs = onDisk.count + inline
         var orphans = onDisk.filter { !referenced.contains($0) }

@@ -39,6 +39,7 @@ extension ArtCacheError {
         case .notAnImage: .notAnImage
         case .invalidRequest: .invalidRequest
         case .missingParent, .staleSource, .io, .database, .incompatibleSchema: .storage
+        case .storageFull: .storageFull
         }
         self.init(code, error.message, underlying: error)
     }

@@ -4,8 +4,15 @@ import Foundation
 /// without a decoder (the renderer's fast path checks its limits from these
 /// and hands the bytes straight to `vips_thumbnail_buffer`).
 extension Sniffer {
+    /// The largest side the header readers report: a 32-bit side (PNG, HEIF
+    /// `ispe`) above it is reported as this. Any pixel limit refuses such an
+    /// image all the same, and `width * height` stays within `Int` (the
+    /// renderer multiplies them; 2^32 × 2^32 would trap).
+    static let maxReportedSide = 1 << 31
+
     /// Width and height of a JPEG (its first SOF marker) or PNG (IHDR), nil
-    /// for anything else or a header that cannot be read.
+    /// for anything else or a header that cannot be read. Sides are at most
+    /// ``maxReportedSide``.
     static func extent(_ data: Data, format: SniffedFormat) -> (width: Int, height: Int)? {
         data.withUnsafeBytes { raw -> (Int, Int)? in
             let bytes = raw.bindMemory(to: UInt8.self)
@@ -15,7 +22,7 @@ extension Sniffer {
             case .png:
                 // signature(8) length(4) "IHDR"(4) width(4) height(4)
                 guard bytes.count >= 24, bytes[12] == 0x49, bytes[13] == 0x48, bytes[14] == 0x44, bytes[15] == 0x52 else { return nil }
-                return (be32(16), be32(20))
+                return (min(be32(16), maxReportedSide), min(be32(20), maxReportedSide))
             case .jpeg:
                 var index = 2
                 while index + 9 < bytes.count {

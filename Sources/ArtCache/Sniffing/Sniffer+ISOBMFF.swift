@@ -60,7 +60,8 @@ extension Sniffer {
     /// The largest image extent declared by the `ispe` properties of a
     /// HEIF-family file (HEIC, HEIF, AVIF), read from the bytes without a
     /// decoder: lets the renderer refuse a bomb from its header even where
-    /// libheif's own limits would reject it with nothing but text.
+    /// libheif's own limits would reject it with nothing but text. Sides are
+    /// at most ``maxReportedSide``, so their product fits in an `Int`.
     static func heifExtent(_ data: Data) -> (width: Int, height: Int)? {
         let tag = Array("ispe".utf8)
         return data.prefix(1 << 20).withUnsafeBytes { raw -> (Int, Int)? in
@@ -74,7 +75,7 @@ extension Sniffer {
             while index + 16 <= bytes.count {
                 if bytes[index] == tag[0], bytes[index + 1] == tag[1], bytes[index + 2] == tag[2], bytes[index + 3] == tag[3],
                    be32(index - 4) >= 20 {
-                    let extent = (be32(index + 8), be32(index + 12))
+                    let extent = (min(be32(index + 8), maxReportedSide), min(be32(index + 12), maxReportedSide))
                     if best.map({ $0.0 * $0.1 < extent.0 * extent.1 }) ?? true { best = extent }
                     index += 16
                 } else {

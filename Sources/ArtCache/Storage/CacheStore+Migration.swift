@@ -83,16 +83,5 @@ extension CacheStore {
 
     /// Deletes v1's second-level folders (`objects/ab/cd/`) and what is left
     /// in them: once no row names a v1 path, those files are orphans.
-    func removeLegacyFolders() {
-        let fm = FileManager.default
-        for shard in BlobStore.shards {
-            let folder = blobs.objects.path + "/" + shard
-            guard let names = try? fm.contentsOfDirectory(atPath: folder) else { continue }
-            for name in names where name.utf8.count == 2 {
-                let legacy = folder + "/" + name
-                for file in (try? fm.contentsOfDirectory(atPath: legacy)) ?? [] { unlink(legacy + "/" + file) }
-                rmdir(legacy)
-            }
-        }
-    }
+    func removeLegacyFolders() { blobs.removeLegacyFolders() }
 }

@@ -205,10 +205,17 @@ extension CacheStore {
         return (row, garbage, delta)
     }
 
-    static func storeError(_ error: any Error, writing entry: CacheEntry?) -> StoreError {
+    /// A typed store error from whatever a write threw: `storage_full` when
+    /// SQLite found the disk full (SQLITE_FULL), `database` for other SQLite errors.
+    static func storeError(_ error: any Error, writing entry: CacheEntry?, opening folder: String? = nil) -> StoreError {
         if let error = error as? StoreError { return error }
-        let what = entry.map { $0.url.isEmpty ? $0.key : $0.url } ?? "a batch of puts"
-        return StoreError(.database, "cannot index \(what): \(error)",
-                          sqliteCode: (error as? DatabaseError)?.extendedResultCode.rawValue)
+        let what = folder.map { "cannot open index in \($0)" }
+            ?? "cannot index \(entry.map { $0.url.isEmpty ? $0.key : $0.url } ?? "a batch of puts")"
+        let sqlite = error as? DatabaseError
+        if sqlite?.resultCode == .SQLITE_FULL {
+            return StoreError(.storageFull, "\(what): the cache's disk is full (purge or free space): \(error)",
+                              sqliteCode: sqlite?.extendedResultCode.rawValue)
+        }
+        return StoreError(.database, "\(what): \(error)", sqliteCode: sqlite?.extendedResultCode.rawValue)
     }
 }

@@ -48,9 +48,9 @@ public final class CacheStore: Sendable {
         self.settings = settings
         self.logger = logger
         directory = URL(fileURLWithPath: settings.directory, isDirectory: true).standardizedFileURL
-        blobs = BlobStore(root: directory)
+        let mode = mode_t(settings.mode)
+        blobs = try BlobStore(root: directory, mode: mode)
         writes = WriteQueue(maxBatch: settings.writeBatchMax)
-        try blobs.createDirectories()
 
         var config = GRDB.Configuration()
         config.busyMode = .timeout(60)  // other processes' writes wait, never surface as SQLITE_BUSY
@@ -64,7 +64,12 @@ public final class CacheStore: Sendable {
             // Takes effect only while the database has no table yet (a new cache).
             if !db.configuration.readonly { try db.execute(sql: "PRAGMA auto_vacuum = INCREMENTAL") }
         }
-        let lock = try DirectoryLock(path: directory.path + "/lock")
+        let lock = try DirectoryLock(path: directory.path + "/lock", mode: mode & 0o666)
+        // SQLite gives the -wal and -shm files the mode of the database file:
+        // made here first, with the cache's file mode.
+        let index = Glibc.open(directory.path + "/index.sqlite", O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, mode & 0o666)
+        guard index >= 0 else { throw StoreError.io("cannot open \(directory.path)/index.sqlite", errno: errno) }
+        Glibc.close(index)
         do {
             db = try DatabasePool(path: directory.path + "/index.sqlite", configuration: config)
             let migrator = Schema.migrator
@@ -76,7 +81,7 @@ public final class CacheStore: Sendable {
         } catch let error as StoreError {
             throw error
         } catch {
-            throw StoreError(.database, "cannot open index in \(directory.path): \(error)")
+            throw Self.storeError(error, writing: nil, opening: directory.path)
         }
         // Store v1's blob files move inline or to the one-level layout; in
         // chunks that each commit, so an interrupted migration resumes here.
@@ -120,6 +125,8 @@ public final class CacheStore: Sendable {
         await flusher?.value
         await batchFlush?.value
         try await flush()
+        // After close no put is made: the writer lock (and its file) can go.
+        blobs.writer.release()
     }
 
     // MARK: Reading

@@ -17,6 +17,9 @@ public struct StoreError: Error, Sendable, Equatable, CustomStringConvertible {
         case invalidRequest = "invalid_request"
         /// File system trouble in the cache directory.
         case io
+        /// The cache's disk (or quota) is full: ENOSPC, EDQUOT or SQLITE_FULL.
+        /// Nothing partial is stored; purging or freeing space makes writes work again.
+        case storageFull = "storage_full"
         /// SQLite trouble that is not a busy wait.
         case database
         /// The cache directory is used by a newer artcache.
