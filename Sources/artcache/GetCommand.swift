@@ -35,7 +35,7 @@ struct GetCommand: AsyncParsableCommand {
     }
 
     func run() async throws {
-        try await reportingErrors {
+        try await reportingErrors(json: json) {
             let configuration = try global.configuration()
             let (image, path) = try await global.withPipeline(configuration) { pipeline in
                 let image = try await pipeline.image(ImageRequest(url: url, priority: .high))

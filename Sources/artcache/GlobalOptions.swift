@@ -52,8 +52,10 @@ struct GlobalOptions: ParsableArguments {
 }
 
 /// Runs a command body, turning our typed errors into one line on stderr and
-/// a non-zero exit (no stack traces for user errors).
-func reportingErrors(_ body: () async throws -> Void) async throws {
+/// a non-zero exit (no stack traces for user errors). With `json`, a failed
+/// request also prints `{"error": REASON, "message": TEXT}` on stdout, so
+/// scripts read the reason (`storage_full`, `http_404`...) as they read a success.
+func reportingErrors(json: Bool = false, _ body: () async throws -> Void) async throws {
     do {
         try await body()
     } catch let error as ExitCode {
@@ -66,6 +68,7 @@ func reportingErrors(_ body: () async throws -> Void) async throws {
         throw ExitCode(78)
     } catch let error as ArtCacheError {
         Output.error(error.message)
+        if json { print(try Output.json(["error": error.reason, "message": error.message])) }
         throw ExitCode(1)
     } catch let error as CleanExit {
         throw error

@@ -298,6 +298,7 @@ struct DownloaderTests {
         let pipeline = try await Fixtures.pipeline(other.path) {
             $0.download.retries = 0
             $0.download.retryQueueMax = 3
+            $0.download.offlineAfter = 1000  // every URL tried: this test is about the queue's bound
         }
         let (summary, _) = await pipeline.prefetch((0..<6).map { "http://127.0.0.1:\(port)/img/\($0).jpg" }, concurrency: 1)
         #expect(summary.failures == ["connect": 6])

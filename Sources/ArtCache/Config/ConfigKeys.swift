@@ -49,6 +49,9 @@ struct ConfigKey: Sendable {
         // [download]
         ConfigKey(section: "download", name: "concurrency", kind: .integer(min: 1, max: 1024), defaultValue: .integer(32)),
         ConfigKey(section: "download", name: "per_host", kind: .integer(min: 1, max: 1024), defaultValue: .integer(8)),
+        ConfigKey(section: "download", name: "queue_per_host", kind: .integer(min: 1, max: 1_000_000), defaultValue: .integer(10_000)),
+        ConfigKey(section: "download", name: "offline_after", kind: .integer(min: 1, max: 1000), defaultValue: .integer(3)),
+        ConfigKey(section: "download", name: "offline_retry_after", kind: .duration(min: 0, max: .hour), defaultValue: .duration(30)),
         ConfigKey(section: "download", name: "connect_timeout", kind: .duration(min: 0.1, max: 600), defaultValue: .duration(10)),
         ConfigKey(section: "download", name: "timeout", kind: .duration(min: 0.1, max: .hour), defaultValue: .duration(60)),
         ConfigKey(section: "download", name: "low_speed_limit", kind: .size(min: 1, max: 1 << 30), defaultValue: .size(1024)),

@@ -16,6 +16,8 @@ extension Configuration {
             "download.max_redirects": Double(download.maxRedirects), "download.max_body_size": Double(download.maxBodyBytes),
             "download.retries": Double(download.retries), "download.retry_base_delay": download.retryBaseDelay,
             "download.retry_max_delay": download.retryMaxDelay, "download.retry_queue_max": Double(download.retryQueueMax),
+            "download.queue_per_host": Double(download.queuePerHost), "download.offline_after": Double(download.offlineAfter),
+            "download.offline_retry_after": download.offlineRetryAfter,
             "thumbnails.quality": Double(thumbnails.quality), "thumbnails.max_source_pixels": Double(thumbnails.maxSourcePixels),
             "thumbnails.max_frames": Double(thumbnails.maxFrames), "thumbnails.max_output": Double(thumbnails.maxOutput),
             "thumbnails.render_timeout": thumbnails.renderTimeout, "thumbnails.concurrency": Double(thumbnails.concurrency),

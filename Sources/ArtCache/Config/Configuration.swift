@@ -69,6 +69,15 @@ public struct DownloadSettings: Sendable, Equatable {
     public var retryMaxDelay: TimeInterval
     /// URLs kept in the persistent retry queue; the oldest failures go first.
     public var retryQueueMax: Int
+    /// Transfers that may wait for one host; more fail at once (`queue_full`).
+    public var queuePerHost: Int = 10_000
+    /// Network failures (DNS, connect) in a row after which a host counts as
+    /// offline for this run: its other URLs go straight to the retry queue
+    /// (`host_offline`) until the breaker's cool-down lets one try again.
+    public var offlineAfter: Int = 3
+    /// How long an offline host's URLs are not tried; then one goes through
+    /// (and its answer closes the breaker, its failure reopens it).
+    public var offlineRetryAfter: TimeInterval = 30
     /// Non-public networks origins may be fetched from anyway (CIDR), e.g.
     /// `127.0.0.1/32` for a local origin. Everything else that is not a public
     /// address is refused at connect time (`blocked_address`).
@@ -350,7 +359,10 @@ public struct Configuration: Sendable, Equatable {
             retries: integer("download.retries"),
             retryBaseDelay: duration("download.retry_base_delay"),
             retryMaxDelay: duration("download.retry_max_delay"),
-            retryQueueMax: integer("download.retry_queue_max"))
+            retryQueueMax: integer("download.retry_queue_max"),
+            queuePerHost: integer("download.queue_per_host"),
+            offlineAfter: integer("download.offline_after"),
+            offlineRetryAfter: duration("download.offline_retry_after"))
         let source = file ?? "environment"
         for text in list("download.allowed_networks") {
             guard let network = IPNetwork(text.trimmingCharacters(in: .whitespaces)) else {

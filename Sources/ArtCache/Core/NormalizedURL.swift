@@ -14,6 +14,11 @@ public struct NormalizedURL: Hashable, Sendable, CustomStringConvertible {
     public let scheme: String
 
     public var key: CacheKey { CacheKey(normalizedURL: self) }
+    /// `host` or `host:port` as spelled in ``string`` (IPv6 in brackets): one origin server.
+    public var authority: String {
+        let rest = string.dropFirst(scheme.count + 3)
+        return String(rest.prefix { $0 != "/" && $0 != "?" })
+    }
     public var description: String { string }
 
     /// Normalizes `text`; throws `.invalidURL` for anything but an absolute

@@ -203,9 +203,17 @@ final class CurlEngine: @unchecked Sendable {
         }
     }
 
-    /// Queues a submission behind those that precede it on its host.
+    /// Queues a submission behind those that precede it on its host; past
+    /// `[download] queue_per_host` waiting on that host it is refused at once
+    /// (`queue_full`): the waiting line is bounded.
     private func enqueue(_ submission: Submission) {
         var queue = waiting[submission.request.host, default: []]
+        let limit = submission.request.settings.queuePerHost
+        if queue.count >= limit {
+            submission.continuation.resume(throwing: DownloadError(
+                .queueFull, "\(submission.request.url): \(limit) transfers already wait for \(submission.request.host) (download.queue_per_host)"))
+            return
+        }
         let index = queue.firstIndex { submission.precedes($0) } ?? queue.endIndex
         queue.insert(submission, at: index)
         waiting[submission.request.host] = queue

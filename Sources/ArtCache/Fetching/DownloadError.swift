@@ -24,6 +24,12 @@ public struct DownloadError: Error, Sendable, Equatable, CustomStringConvertible
         case blockedSource = "blocked_source"
         case invalidURL = "invalid_url"
         case cancelled
+        /// The host failed at the network level (DNS, connect) again and
+        /// again in this run: its breaker is open, so the URL was not tried
+        /// (it goes to the retry queue). A later success closes the breaker.
+        case hostOffline = "host_offline"
+        /// `[download] queue_per_host` transfers already wait for this host.
+        case queueFull = "queue_full"
     }
 
     public let code: Code
@@ -54,13 +60,16 @@ public struct DownloadError: Error, Sendable, Equatable, CustomStringConvertible
     /// to the persistent retry queue.
     public var isNetworkFailure: Bool {
         switch code {
-        case .dns, .connect, .timeout, .tls, .network, .truncated: true
+        case .dns, .connect, .timeout, .tls, .network, .truncated, .hostOffline, .queueFull: true
         default: false
         }
     }
 
-    /// Worth another attempt: network failures, 5xx and 429. Never other 4xx.
+    /// Worth another attempt now: network failures, 5xx and 429. Never other
+    /// 4xx, and not a host whose breaker is open or whose queue is full
+    /// (those go to the retry queue for a later run).
     public var isRetryable: Bool {
+        if code == .hostOffline || code == .queueFull { return false }
         if isNetworkFailure { return true }
         if code == .httpStatus, let status { return status >= 500 || status == 429 }
         return false

@@ -18,11 +18,14 @@ public final class Downloader: Sendable {
     public let settings: DownloadSettings
     let transport: CurlTransport
     let logger: Logger
+    /// Per-host offline state for this downloader's life (see ``HostBreaker``).
+    let breaker: HostBreaker
 
     public init(settings: DownloadSettings, logger: Logger = Logger(label: "artcache.download")) throws {
         self.settings = settings
         self.logger = logger
         transport = try CurlTransport(maxTotal: settings.concurrency, maxPerHost: settings.perHost)
+        breaker = HostBreaker(threshold: settings.offlineAfter, coolDown: settings.offlineRetryAfter)
     }
 
     /// GETs `url`. With `validators`, sends If-None-Match / If-Modified-Since,
@@ -58,9 +61,22 @@ public final class Downloader: Sendable {
         var attempt = 0
         while true {
             attempt += 1
+            if breaker.refuses(normalized.authority) {
+                throw DownloadError(.hostOffline, "\(url): \(normalized.authority) is offline (\(settings.offlineAfter) network failures in a row); "
+                                    + "not tried, kept for `prefetch --retry`")
+            }
             do {
-                return try await once(request, attempt: attempt, priority: priority)
+                let response = try await once(request, attempt: attempt, priority: priority)
+                breaker.recordAnswer(host: normalized.authority)
+                return response
             } catch let error where error.isRetryable && attempt <= settings.retries {
+                breaker.record(error, host: normalized.authority)
+                if error.status != nil { breaker.recordAnswer(host: normalized.authority) }
+                // Offline now: no backoff for a host that is not there.
+                if breaker.refuses(normalized.authority) {
+                    throw DownloadError(.hostOffline, "\(url): \(normalized.authority) is offline (\(settings.offlineAfter) network failures "
+                                        + "in a row); not tried again, kept for `prefetch --retry`")
+                }
                 let delay = backoff(attempt: attempt, retryAfter: error.retryAfter)
                 logger.debug("retrying", metadata: ["url": "\(url)", "reason": "\(error.reason)", "delay": "\(delay)"])
                 do {
@@ -68,6 +84,10 @@ public final class Downloader: Sendable {
                 } catch {
                     throw DownloadError(.cancelled, "\(url): cancelled")
                 }
+            } catch {
+                breaker.record(error, host: normalized.authority)
+                if error.status != nil { breaker.recordAnswer(host: normalized.authority) }
+                throw error
             }
         }
     }

@@ -31,7 +31,7 @@ extension CacheStore {
         guard overSize || ageDue else { return }
         try flushBlocking()  // recent reads must count before choosing victims
         let settings = self.settings
-        let (garbage, removed) = try db.write { db -> ([String], Totals) in
+        let (garbage, removed) = try writeMakingRoomBlocking { db -> ([String], Totals) in
             try Self.clearVictims(db)
             if ageDue {
                 try db.execute(sql: "INSERT OR IGNORE INTO temp.victim (key) SELECT key FROM entry WHERE accessed_at < ?",

@@ -46,8 +46,14 @@ extension CacheStore {
         }
         let urlKey = try request.url.map { url throws(StoreError) in try NormalizedURL.forStore(url).key.hex }
         let host = request.host?.lowercased()
-        try await flush()
-        let (report, garbage) = try await db.write { db -> (PurgeReport, [String]) in
+        do {
+            try await flush()
+        } catch where Self.isDiskFull(error) {
+            // The disk is full: the purge (which makes room) goes first; the
+            // batched access times stay pending for the next flush.
+            logger.warning("access times not written before purge: disk full", metadata: ["error": "\(error)"])
+        }
+        let (report, garbage) = try await writeMakingRoom { db -> (PurgeReport, [String]) in
             try Self.clearVictims(db)
             var conditions: [String] = []
             var arguments: [DatabaseValueConvertible?] = []
@@ -84,7 +90,10 @@ extension CacheStore {
             return (report, try Self.deleteVictims(db).files)
         }
         blobs.remove(garbage)
-        try await Blocking.run { try self.reclaimSpace() }
+        try await Blocking.run {
+            try self.reclaimSpace()
+            if !request.dryRun { self.blobs.ensureReserve() }  // room again: keep some back for the next full disk
+        }
         return report
     }
 }

@@ -52,7 +52,7 @@ extension CacheStore {
         let stale = blobs.temporaryFiles().filter { !$0.writerAlive }
         report.tempFiles = stale.count
         for temp in stale { report.note("temp_file", nil, temp.path) }
-        guard repair else { return report }
+        guard repair else { return try await confirmingOrphans(report, scan.orphans) }
 
         let candidates = scan.bad
         let orphans = scan.orphans
@@ -89,6 +89,28 @@ extension CacheStore {
         for orphan in orphans where cleared.contains(orphan) { report.uncount("orphan_blob") }
         report.problems.removeAll { cleared.contains($0.path) }
         report.repaired = report.problemCount
+        return report
+    }
+
+    /// Without repair: an orphan of the snapshot may be a blob another process
+    /// is committing (renamed in its open transaction) or one a purge deletes
+    /// right after its commit. Taking the write lock once waits those
+    /// transactions out; what no row names then and still exists is an orphan.
+    private func confirmingOrphans(_ scanned: VerifyReport, _ orphans: [String]) async throws -> VerifyReport {
+        guard !orphans.isEmpty else { return scanned }
+        var report = scanned
+        let named = try await db.write { db -> Set<String> in
+            var named = Set<String>()
+            for orphan in orphans {
+                let key = BlobStore.key(ofBlob: orphan)
+                let blob = try key.map { try String.fetchOne(db, sql: "SELECT blob FROM entry WHERE key = ?", arguments: [$0]) } ?? nil
+                if blob == orphan { named.insert(orphan) }
+            }
+            return named
+        }
+        let cleared = Set(orphans.filter { named.contains($0) || blobs.size(of: $0) == nil })
+        for _ in cleared { report.uncount("orphan_blob") }
+        report.problems.removeAll { cleared.contains($0.path) }
         return report
     }
 

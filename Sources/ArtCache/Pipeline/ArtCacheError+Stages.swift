@@ -15,6 +15,8 @@ extension ArtCacheError {
         case .refusedScheme: .network(.refusedScheme)
         case .blockedAddress: .network(.blockedAddress)
         case .blockedSource: .network(.blockedSource)
+        case .hostOffline: .network(.hostOffline)
+        case .queueFull: .network(.queueFull)
         case .tooLarge: .tooLarge
         case .httpStatus: .httpStatus(error.status ?? 0)
         case .notAnImage: .notAnImage

@@ -61,8 +61,11 @@ public final class CacheStore: Sendable {
             // (kill -9); after a power loss the newest commits may be missing,
             // never half there. File blobs are synced before their rows commit.
             try db.execute(sql: "PRAGMA synchronous = NORMAL; PRAGMA temp_store = MEMORY")
-            // Takes effect only while the database has no table yet (a new cache).
-            if !db.configuration.readonly { try db.execute(sql: "PRAGMA auto_vacuum = INCREMENTAL") }
+            // Takes effect only while the database is empty (a new cache); on
+            // an existing one it would still need room to run (a full disk).
+            if !db.configuration.readonly, try Int.fetchOne(db, sql: "PRAGMA page_count") == 0 {
+                try db.execute(sql: "PRAGMA auto_vacuum = INCREMENTAL")
+            }
         }
         let lock = try DirectoryLock(path: directory.path + "/lock", mode: mode & 0o666)
         // SQLite gives the -wal and -shm files the mode of the database file:
@@ -71,22 +74,35 @@ public final class CacheStore: Sendable {
         guard index >= 0 else { throw StoreError.io("cannot open \(directory.path)/index.sqlite", errno: errno) }
         Glibc.close(index)
         do {
-            db = try DatabasePool(path: directory.path + "/index.sqlite", configuration: config)
-            let migrator = Schema.migrator
-            if try db.read({ try migrator.hasBeenSuperseded($0) }) {
-                throw StoreError(.incompatibleSchema, "\(directory.path) was written by a newer artcache (unknown schema version)")
-            }
-            try migrator.migrate(db)
-            try Self.enableIncrementalVacuum(db)
-        } catch let error as StoreError {
-            throw error
+            db = try Self.openIndex(in: directory.path, configuration: config)
         } catch {
-            throw Self.storeError(error, writing: nil, opening: directory.path)
+            // A full disk: the reserve makes room for the WAL and shared memory.
+            guard error.code != .incompatibleSchema, blobs.releaseReserveIfFull() else { throw error }
+            db = try Self.openIndex(in: directory.path, configuration: config)
         }
         // Store v1's blob files move inline or to the one-level layout; in
         // chunks that each commit, so an interrupted migration resumes here.
         try migrateLegacyBlobs()
+        blobs.ensureReserve()
         withExtendedLifetime(lock) {}
+    }
+
+    /// Opens the index and brings its schema up to date.
+    private static func openIndex(in directory: String, configuration: GRDB.Configuration) throws(StoreError) -> DatabasePool {
+        do {
+            let db = try DatabasePool(path: directory + "/index.sqlite", configuration: configuration)
+            let migrator = Schema.migrator
+            if try db.read({ try migrator.hasBeenSuperseded($0) }) {
+                throw StoreError(.incompatibleSchema, "\(directory) was written by a newer artcache (unknown schema version)")
+            }
+            try migrator.migrate(db)
+            try enableIncrementalVacuum(db)
+            return db
+        } catch let error as StoreError {
+            throw error
+        } catch {
+            throw storeError(error, writing: nil, opening: directory)
+        }
     }
 
     /// A cache made before v2 has `auto_vacuum = NONE`: switch it (VACUUM

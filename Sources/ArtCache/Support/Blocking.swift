@@ -1,13 +1,19 @@
 import Dispatch
+import Foundation
 
-/// Runs blocking work (file I/O, libvips, SQLite without GRDB's own queues)
-/// on a Dispatch queue, never on Swift's cooperative thread pool.
+/// Runs blocking work (file I/O, SQLite opens, unlink) on a bounded pool of
+/// threads of its own, never on Swift's cooperative thread pool, and never
+/// on an unbounded Dispatch queue (which grows a thread per blocked job).
 enum Blocking {
-    private static let queue = DispatchQueue(label: "artcache.blocking-io", qos: .utility, attributes: .concurrent)
+    /// Threads of the pool: enough to overlap disk waits, few enough that a
+    /// burst of file work cannot pile up threads. Jobs beyond them wait in order.
+    static let threadCount = max(4, min(16, ProcessInfo.processInfo.activeProcessorCount * 2))
+    private static let pool = WorkerThreads(count: threadCount, name: "artcache.blocking-io")
 
     static func run<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
-        try await withCheckedThrowingContinuation { continuation in
-            queue.async { continuation.resume(with: Result { try body() }) }
-        }
+        try await pool.run(priority: PriorityHandle(.normal), body)
     }
+
+    /// Jobs waiting for a thread and running (metrics, tests).
+    static var load: (waiting: Int, running: Int) { pool.load }
 }

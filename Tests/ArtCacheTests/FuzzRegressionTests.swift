@@ -1,0 +1,95 @@
+import Foundation
+import Testing
+@testable import ArtCache
+
+// Inputs found by the libFuzzer targets in Fuzz/ (their reproducers are
+// seeds in Fuzz/regressions/<target>/), each pinned by a test.
+
+private func be32(_ value: UInt32) -> [UInt8] { [24, 16, 8, 0].map { UInt8((value >> $0) & 0xFF) } }
+
+@Suite("Fuzz regressions")
+struct FuzzRegressionTests {}
+
+extension FuzzRegressionTests {
+    @Suite("Image headers")
+    struct ImageHeaders {
+        /// A PNG whose IHDR declares 4294967295 × 4294967295 pixels.
+        static let hugePNG = Data([0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A] + be32(13) + Array("IHDR".utf8)
+                                  + be32(.max) + be32(.max) + [8, 6, 0, 0, 0] + be32(0))
+
+        /// A HEIC with two `ispe` properties, the second 4294967295 × 4294967295
+        /// (fuzz-sniffer: comparing their areas overflowed).
+        static let hugeHEIC: Data = {
+            let ftyp = be32(24) + Array("ftypheic".utf8) + [0, 0, 0, 0] + Array("mif1heic".utf8)
+            func ispe(_ width: UInt32, _ height: UInt32) -> [UInt8] {
+                be32(20) + Array("ispe".utf8) + [0, 0, 0, 0] + be32(width) + be32(height)
+            }
+            return Data(ftyp + ispe(4000, 3000) + ispe(.max, .max))
+        }()
+
+        @Test("32-bit sides are capped, so width × height fits in an Int")
+        func extentsDoNotOverflow() throws {
+            let png = try #require(Sniffer.extent(Self.hugePNG, format: .png))
+            #expect(png.width == Sniffer.maxReportedSide && png.height == Sniffer.maxReportedSide)
+            #expect(!png.width.multipliedReportingOverflow(by: png.height).overflow)
+
+            #expect(Sniffer.sniff(Self.hugeHEIC).format == .heic)
+            let heic = try #require(Sniffer.heifExtent(Self.hugeHEIC))
+            #expect(heic.width == Sniffer.maxReportedSide && heic.height == Sniffer.maxReportedSide)
+            #expect(!heic.width.multipliedReportingOverflow(by: heic.height).overflow)
+
+            // Sides that fit are reported as they are.
+            let small = Data(Self.hugePNG.prefix(16) + be32(640) + be32(480) + Self.hugePNG.dropFirst(24))
+            #expect(Sniffer.extent(small, format: .png).map { [$0.width, $0.height] } == [640, 480])
+        }
+
+        @Test("The renderer refuses them as too large (it multiplied the sides and trapped)")
+        func rendererRefusesHugeHeaders() throws {
+            let renderer = Renderer(settings: ThumbnailSettings())
+            for data in [Self.hugePNG, Self.hugeHEIC] {
+                let error = #expect(throws: RenderError.self) {
+                    try renderer.renderBlocking(data, spec: VariantSpec(width: 10, height: 10))
+                }
+                #expect(error?.code == .tooLarge)
+            }
+        }
+    }
+
+    @Suite("HTTP caching headers")
+    struct HTTPHeaders {
+        static let now = Date(timeIntervalSince1970: 1_700_000_000)
+
+        @Test("A max-age that is not delta-seconds makes the response stale, never an infinite date",
+              arguments: ["max-age=1e400", "max-age=inf", "max-age=nan", "max-age=-1", "max-age=1.5", "max-age=0x10",
+                          "max-age=+5", "max-age=", "max-age=\"inf\""])
+        func invalidMaxAge(_ cacheControl: String) {
+            let headers = ["cache-control": cacheControl, "expires": "Sun Nov  6 08:49:37 1994"]
+            let policy = HTTPCachePolicy(headers: headers, now: Self.now)
+            #expect(policy.expiresAt == Self.now)
+            #expect(policy.lifetime == 0)
+            #expect(policy.isExplicit)
+        }
+
+        @Test("delta-seconds: digits, optionally quoted, capped at 2^31")
+        func validMaxAge() {
+            let policy = { (value: String) in HTTPCachePolicy(headers: ["cache-control": value], now: Self.now) }
+            #expect(policy("max-age=3600").lifetime == 3600)
+            #expect(policy("public, max-age=\"60\"").lifetime == 60)
+            #expect(policy("max-age=0").lifetime == 0)
+            #expect(policy("max-age=99999999999999999999999999").lifetime == 2_147_483_648)
+            #expect(policy("max-age=99999999999999999999999999").expiresAt?.timeIntervalSince1970.isFinite == true)
+        }
+
+        @Test("Retry-After: delay-seconds or an HTTP date; anything else is no Retry-After")
+        func retryAfter() {
+            #expect(HTTPCachePolicy.retryAfter("120", now: Self.now) == 120)
+            #expect(HTTPCachePolicy.retryAfter(" 7 ", now: Self.now) == 7)
+            #expect(HTTPCachePolicy.retryAfter("99999999999999999999999999", now: Self.now) == 2_147_483_648)
+            let date = HTTPDate.format(Self.now.addingTimeInterval(90))
+            #expect(HTTPCachePolicy.retryAfter(date, now: Self.now) == 90)
+            for value in ["inf", "nan", "1e400", "-5", "3.5", "0x10", "+1"] {
+                #expect(HTTPCachePolicy.retryAfter(value, now: Self.now) == nil, "\(value)")
+            }
+        }
+    }
+}

@@ -1,0 +1,114 @@
+import ArtCacheOrigin
+import Foundation
+import Testing
+@testable import ArtCache
+
+/// Review findings: offline is a state, not one timeout (and one backoff)
+/// per URL; the waiting line per host and the blocking pool are bounded.
+@Suite("Offline hosts and bounded queues", .timeLimit(.minutes(1)))
+struct OfflineTests {
+    /// A loopback port nobody listens on: every connect is refused at once.
+    static func refusedPort() async throws -> Int {
+        let origin = try await OriginServer.start()
+        let port = origin.port
+        origin.stop()
+        await origin.waitUntilStopped()
+        return port
+    }
+
+    /// 40 URLs to an unreachable host: after `offline_after` connect
+    /// failures the host is offline; the rest are not tried (no retries, no
+    /// backoff), all 40 are kept for `prefetch --retry`, and the summary says
+    /// which were refused as offline.
+    @Test func fortyURLsToAnUnreachableHostGoStraightToTheRetryQueue() async throws {
+        let port = try await Self.refusedPort()
+        let dir = TempDir()
+        let pipeline = try await Fixtures.pipeline(dir.path) {
+            // Without the breaker each URL would wait 1 + 2 + 4 s of backoff.
+            $0.download.retries = 3
+            $0.download.retryBaseDelay = 1
+            $0.download.retryMaxDelay = 4
+            $0.download.offlineAfter = 3
+        }
+        let urls = (0..<40).map { "http://127.0.0.1:\(port)/art/\($0).jpg" }
+        let (summary, _) = await pipeline.prefetch(urls, variants: [])
+        #expect(summary.failed == 40)
+        #expect(summary.failures["connect", default: 0] + summary.failures["host_offline", default: 0] == 40)
+        #expect(summary.failures["host_offline", default: 0] >= 40 - 8 - 3, "\(summary.failures)")
+        #expect(summary.failures.keys.allSatisfy { ["connect", "host_offline"].contains($0) })
+        #expect(try await pipeline.retryQueue().count == 40)
+        try await pipeline.close()
+    }
+
+    @Test func theBreakerOpensAfterRepeatedNetworkFailuresAndAnAnswerClosesIt() {
+        let breaker = HostBreaker(threshold: 2, coolDown: 60)
+        let connect = DownloadError(.connect, "refused")
+        let now = Date()
+        breaker.record(connect, host: "a.test", now: now)
+        #expect(!breaker.refuses("a.test", now: now))
+        breaker.record(DownloadError(.httpStatus, "500", status: 500), host: "a.test", now: now)  // not a network failure
+        #expect(!breaker.refuses("a.test", now: now))
+        breaker.record(connect, host: "a.test", now: now)
+        #expect(breaker.refuses("a.test", now: now.addingTimeInterval(1)))
+        #expect(!breaker.refuses("b.test", now: now), "per host")
+        // After the cool-down one attempt goes through; the others still wait.
+        #expect(!breaker.refuses("a.test", now: now.addingTimeInterval(61)))
+        #expect(breaker.refuses("a.test", now: now.addingTimeInterval(62)))
+        breaker.recordAnswer(host: "a.test")
+        #expect(!breaker.refuses("a.test", now: now.addingTimeInterval(63)))
+        #expect(breaker.offlineHosts.isEmpty)
+    }
+
+    /// A host that answers again (the probe after the cool-down) is online.
+    @Test func aLaterSuccessClosesTheBreaker() async throws {
+        let h = try await DownloaderTests.Harness { $0.retries = 0; $0.offlineAfter = 1 }
+        let authority = try NormalizedURL(h.origin.url("/img/a.jpg")).authority
+        h.pipeline.downloader.breaker.record(DownloadError(.connect, "refused"), host: authority)
+        #expect(await h.failure("/img/a.jpg")?.code == .hostOffline)
+        #expect(h.origin.requestCount("/img/a.jpg") == 0, "not tried while offline")
+
+        // With no cool-down, every URL is a probe: the first answer closes the breaker.
+        let probing = try await DownloaderTests.Harness { $0.retries = 0; $0.offlineAfter = 1; $0.offlineRetryAfter = 0 }
+        let host = try NormalizedURL(probing.origin.url("/img/a.jpg")).authority
+        probing.pipeline.downloader.breaker.record(DownloadError(.connect, "refused"), host: host)
+        #expect(probing.pipeline.downloader.breaker.offlineHosts.keys.contains(host))
+        #expect(try await probing.pipeline.original(probing.origin.url("/img/a.jpg")).source == .downloaded)
+        #expect(probing.pipeline.downloader.breaker.offlineHosts.isEmpty)
+    }
+
+    /// Past `queue_per_host` waiting transfers for one host, more fail at once.
+    @Test func theWaitingLineOfAHostIsBounded() async throws {
+        let h = try await DownloaderTests.Harness { $0.perHost = 1; $0.queuePerHost = 2; $0.retries = 0 }
+        let downloader = h.pipeline.downloader
+        let gated = (0..<3).map { h.origin.url("/gate/a.jpg?\($0)") }
+        let first = Task { try await downloader.fetch(gated[0]) }
+        await h.origin.waitForRequest("/gate/a.jpg")
+        let waiting = gated.dropFirst().map { url in Task { try await downloader.fetch(url) } }
+        while downloader.activity.queued < 2 { await Task.yield() }
+        let refused = await #expect(throws: DownloadError.self) { _ = try await downloader.fetch(h.origin.url("/img/a.jpg")) }
+        #expect(refused?.code == .queueFull)
+        #expect(refused?.isNetworkFailure == true, "kept for the retry queue")
+        h.origin.openGate()
+        #expect(try await first.value.status == 200)
+        for task in waiting { #expect(try await task.value.status == 200) }
+    }
+
+    /// The blocking-I/O pool has a fixed number of threads: a burst of
+    /// blocking jobs waits for them instead of growing threads.
+    @Test func theBlockingPoolIsBounded() async throws {
+        let running = Locked((now: 0, most: 0))
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for _ in 0..<(Blocking.threadCount * 4) {
+                group.addTask {
+                    try await Blocking.run {
+                        running.withLock { $0.now += 1; $0.most = max($0.most, $0.now) }
+                        usleep(2000)
+                        running.withLock { $0.now -= 1 }
+                    }
+                }
+            }
+            try await group.waitForAll()
+        }
+        #expect(running.withLock { $0.most } <= Blocking.threadCount)
+    }
+}
