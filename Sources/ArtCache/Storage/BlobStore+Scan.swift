@@ -176,10 +176,10 @@ enum SpaceReserve {
     static let size = 1 << 20
     static let name = "reserve"
 
-    /// Makes the reserve when missing and the disk has room for it several
-    /// times over. Best effort: without room the cache works without one.
+    /// Makes the reserve when missing and the disk has room for it twice
+    /// over. Best effort: without room the cache works without one.
     static func ensure(in root: DirectoryHandle, mode: mode_t) {
-        guard root.kind(of: name) != .file, freeBytes(root.fd) > Int64(size) * 8 else { return }
+        guard root.kind(of: name) != .file, freeBytes(root.fd) > Int64(size) * 2 else { return }
         let fd = root.openFile(name + ".new", flags: O_WRONLY | O_CREAT | O_TRUNC, mode: mode)
         guard fd >= 0 else { return }  // best effort (see above)
         let zeros = [UInt8](repeating: 0, count: 64 * 1024)
