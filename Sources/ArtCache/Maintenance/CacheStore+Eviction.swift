@@ -21,6 +21,10 @@ extension CacheStore {
     }
 
     func enforceLimitsBlocking(now: Date = Date()) throws {
+        try blobs.cleanup.shared { try enforceLimitsHoldingCleanup(now: now) }
+    }
+
+    private func enforceLimitsHoldingCleanup(now: Date) throws {
         let totals = try db.read { try Schema.totals($0) }
         let overSize = totals.bytes > settings.maxBytes || totals.entries > settings.maxEntries
         let ageDue = settings.maxAge > 0 && housekeeping.withLock { state in

@@ -53,47 +53,59 @@ extension CacheStore {
             // batched access times stay pending for the next flush.
             logger.warning("access times not written before purge: disk full", metadata: ["error": "\(error)"])
         }
-        let (report, garbage) = try await writeMakingRoom { db -> (PurgeReport, [String]) in
-            try Self.clearVictims(db)
-            var conditions: [String] = []
-            var arguments: [DatabaseValueConvertible?] = []
-            if let olderThan = request.olderThan {
-                conditions.append("accessed_at < ?")
-                arguments.append(now.timeIntervalSince1970 - olderThan)
+        let report = try await Blocking.run { () throws -> PurgeReport in
+            try self.blobs.cleanup.shared {
+                let (report, garbage) = try self.writeMakingRoomBlocking { db in
+                    try Self.purgeRows(db, request: request, urlKey: urlKey, host: host, now: now)
+                }
+                self.blobs.remove(garbage)
+                return report
             }
-            if let host {
-                conditions.append("host = ?")
-                arguments.append(host)
-            }
-            if let urlKey {
-                conditions.append("(key = ? OR parent_key = ?)")
-                arguments += [urlKey, urlKey]
-            }
-            if request.variantsOnly { conditions.append("kind = 'variant'") }
-            if request.all || request.hasFilter || (request.variantsOnly && request.toSize == nil) {
-                let whereClause = conditions.isEmpty ? "" : "WHERE " + conditions.joined(separator: " AND ")
-                try db.execute(sql: "INSERT OR IGNORE INTO temp.victim (key) SELECT key FROM entry \(whereClause)",
-                               arguments: StatementArguments(arguments))
-            }
-            if let toSize = request.toSize {
-                let remaining = try Schema.totals(db) - Self.victimTotals(db)
-                try Self.chooseLeastRecentlyUsed(db, bytes: remaining.bytes - toSize, entries: 0,
-                                                 variantsOnly: request.variantsOnly)
-            }
-            let going = try Self.victimTotals(db)
-            let report = PurgeReport(removed: going.entries, originals: going.originals,
-                                     variants: going.entries - going.originals, bytes: going.bytes, dryRun: request.dryRun)
-            guard !request.dryRun else {
-                try Self.clearVictims(db)
-                return (report, [])
-            }
-            return (report, try Self.deleteVictims(db).files)
         }
-        blobs.remove(garbage)
         try await Blocking.run {
             try self.reclaimSpace()
             if !request.dryRun { self.blobs.ensureReserve() }  // room again: keep some back for the next full disk
         }
         return report
+    }
+
+    /// Chooses the purge's victims in one transaction and deletes their rows
+    /// (not in a dry run); returns the report and the blob files to delete.
+    private static func purgeRows(_ db: Database, request: PurgeRequest, urlKey: String?, host: String?,
+                                  now: Date) throws -> (PurgeReport, [String]) {
+        try Self.clearVictims(db)
+        var conditions: [String] = []
+        var arguments: [DatabaseValueConvertible?] = []
+        if let olderThan = request.olderThan {
+            conditions.append("accessed_at < ?")
+            arguments.append(now.timeIntervalSince1970 - olderThan)
+        }
+        if let host {
+            conditions.append("host = ?")
+            arguments.append(host)
+        }
+        if let urlKey {
+            conditions.append("(key = ? OR parent_key = ?)")
+            arguments += [urlKey, urlKey]
+        }
+        if request.variantsOnly { conditions.append("kind = 'variant'") }
+        if request.all || request.hasFilter || (request.variantsOnly && request.toSize == nil) {
+            let whereClause = conditions.isEmpty ? "" : "WHERE " + conditions.joined(separator: " AND ")
+            try db.execute(sql: "INSERT OR IGNORE INTO temp.victim (key) SELECT key FROM entry \(whereClause)",
+                           arguments: StatementArguments(arguments))
+        }
+        if let toSize = request.toSize {
+            let remaining = try Schema.totals(db) - Self.victimTotals(db)
+            try Self.chooseLeastRecentlyUsed(db, bytes: remaining.bytes - toSize, entries: 0,
+                                             variantsOnly: request.variantsOnly)
+        }
+        let going = try Self.victimTotals(db)
+        let report = PurgeReport(removed: going.entries, originals: going.originals,
+                                 variants: going.entries - going.originals, bytes: going.bytes, dryRun: request.dryRun)
+        guard !request.dryRun else {
+            try Self.clearVictims(db)
+            return (report, [])
+        }
+        return (report, try Self.deleteVictims(db).files)
     }
 }

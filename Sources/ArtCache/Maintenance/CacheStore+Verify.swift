@@ -52,11 +52,13 @@ extension CacheStore {
         let stale = blobs.temporaryFiles().filter { !$0.writerAlive }
         report.tempFiles = stale.count
         for temp in stale { report.note("temp_file", nil, temp.path) }
-        guard repair else { return try await confirmingOrphans(report, scan.orphans) }
+        guard repair else { return try await confirming(report, scan) }
 
         let candidates = scan.bad
         let orphans = scan.orphans
-        let (garbage, cleared) = try await db.write { db -> ([String], Set<String>) in
+        let db = self.db
+        // Exclusive cleanup lock: no commit is between unnaming a blob and deleting it.
+        let (garbage, cleared) = try await Blocking.run { try blobs.cleanup.exclusive { try db.write { db -> ([String], Set<String>) in
             // Still bad: the row still names the same blob (file names are never
             // reused and files never rewritten, so that file is still missing or
             // wrong); an inline blob is checked again here.
@@ -81,7 +83,7 @@ extension CacheStore {
             try db.execute(sql: "DELETE FROM inline_blob WHERE key NOT IN (SELECT key FROM entry WHERE blob IS NULL)")
             try Schema.recount(db).store(db)
             return (garbage, cleared)
-        }
+        } } }
         for temp in stale { blobs.discardTemporary(temp.path) }
         blobs.remove(garbage)
         // What changed since the scan (a row rewritten, a blob committed) was no problem.
@@ -92,24 +94,35 @@ extension CacheStore {
         return report
     }
 
-    /// Without repair: an orphan of the snapshot may be a blob another process
-    /// is committing (renamed in its open transaction) or one a purge deletes
-    /// right after its commit. Taking the write lock once waits those
-    /// transactions out; what no row names then and still exists is an orphan.
-    private func confirmingOrphans(_ scanned: VerifyReport, _ orphans: [String]) async throws -> VerifyReport {
-        guard !orphans.isEmpty else { return scanned }
+    /// Without repair, what the snapshot found is confirmed: a blob another
+    /// process is committing (renamed inside its open transaction), a file a
+    /// commit just unnamed and is deleting, a row just deleted with its file,
+    /// are not problems. Under the exclusive cleanup lock and the write lock
+    /// no such commit is half done: an orphan is a file no row names that
+    /// still exists; a bad row is one that still names the same bad blob.
+    private func confirming(_ scanned: VerifyReport, _ scan: (report: VerifyReport, bad: [BadRow], orphans: [String])) async throws
+        -> VerifyReport {
+        guard !scan.orphans.isEmpty || !scan.bad.isEmpty else { return scanned }
         var report = scanned
-        let named = try await db.write { db -> Set<String> in
-            var named = Set<String>()
-            for orphan in orphans {
-                let key = BlobStore.key(ofBlob: orphan)
-                let blob = try key.map { try String.fetchOne(db, sql: "SELECT blob FROM entry WHERE key = ?", arguments: [$0]) } ?? nil
-                if blob == orphan { named.insert(orphan) }
+        let (db, blobs, orphans, bad) = (self.db, self.blobs, scan.orphans, scan.bad)
+        let cleared = try await Blocking.run { () throws -> Set<String> in
+            try blobs.cleanup.exclusive {
+                try db.write { db -> Set<String> in
+                    var cleared = Set<String>()
+                    for orphan in orphans {
+                        let key = BlobStore.key(ofBlob: orphan)
+                        let named = try key.map { try String.fetchOne(db, sql: "SELECT blob FROM entry WHERE key = ?", arguments: [$0]) } ?? nil
+                        if named == orphan || blobs.size(of: orphan) == nil { cleared.insert(orphan) }
+                    }
+                    for candidate in bad where try !Self.stillBad(db, candidate, blobs: blobs, hash: scanned.hashed) {
+                        cleared.insert(candidate.path)
+                    }
+                    return cleared
+                }
             }
-            return named
         }
-        let cleared = Set(orphans.filter { named.contains($0) || blobs.size(of: $0) == nil })
-        for _ in cleared { report.uncount("orphan_blob") }
+        for candidate in bad where cleared.contains(candidate.path) { report.uncount(candidate.kind) }
+        for orphan in orphans where cleared.contains(orphan) { report.uncount("orphan_blob") }
         report.problems.removeAll { cleared.contains($0.path) }
         return report
     }

@@ -29,6 +29,8 @@ struct BlobStore: Sendable {
     var objects: URL { root.appendingPathComponent("objects", isDirectory: true) }
     var temporary: URL { root.appendingPathComponent("tmp", isDirectory: true) }
     var fileMode: mode_t { directoryMode & 0o666 }
+    /// Held shared by whoever deletes blobs after a commit, exclusively by `verify`.
+    var cleanup: CleanupLock { CleanupLock(path: root.path + "/cleanup.lock", mode: fileMode) }
 
     /// Creates the folders (``createDirectories(root:mode:)``) and takes a writer lock.
     init(root: URL, mode: mode_t) throws(StoreError) {

@@ -10,21 +10,8 @@ extension CacheStore {
 
     /// A write that must work on a full disk (purge, eviction): when SQLite
     /// finds no room, the space reserve is freed and the write runs once more.
-    /// Errors come back typed (`storage_full`, `database`).
-    func writeMakingRoom<T: Sendable>(_ work: @escaping @Sendable (Database) throws -> T) async throws(StoreError) -> T {
-        do {
-            return try await db.write(work)
-        } catch {
-            guard Self.isDiskFull(error), blobs.releaseReserveIfFull() else { throw Self.storeError(error, writing: nil) }
-            do {
-                return try await db.write(work)
-            } catch {
-                throw Self.storeError(error, writing: nil)
-            }
-        }
-    }
-
-    /// The blocking twin of ``writeMakingRoom(_:)`` (the commit thread's eviction).
+    /// Errors come back typed (`storage_full`, `database`). Blocking: call it
+    /// from the commit thread or the blocking pool.
     func writeMakingRoomBlocking<T>(_ work: (Database) throws -> T) throws(StoreError) -> T {
         do {
             return try db.write(work)

@@ -129,6 +129,16 @@ extension CacheStore {
     /// One group commit (on the write queue's thread): every put in its own
     /// savepoint, one transaction, totals adjusted once.
     func commit(_ puts: [PendingPut]) -> [Result<CacheEntry, StoreError>] {
+        do {
+            return try blobs.cleanup.shared { commitHoldingCleanup(puts) }
+        } catch {
+            let failure = Self.storeError(error, writing: nil)
+            for put in puts { if let temporary = put.temporary { blobs.discardTemporary(temporary) } }
+            return puts.map { _ in .failure(failure) }
+        }
+    }
+
+    private func commitHoldingCleanup(_ puts: [PendingPut]) -> [Result<CacheEntry, StoreError>] {
         var results = [Result<CacheEntry, StoreError>](repeating: .failure(StoreError(.database, "not written")), count: puts.count)
         var garbage: [String] = []
         var renamed: [String] = []
