@@ -80,6 +80,19 @@ extension FuzzRegressionTests {
             #expect(policy("max-age=99999999999999999999999999").expiresAt?.timeIntervalSince1970.isFinite == true)
         }
 
+        @Test("HTTP dates: the three forms parse; non-ASCII text never reaches DateFormatter (it leaked)")
+        func httpDates() {
+            for text in ["Sun, 06 Nov 1994 08:49:37 GMT", "Sunday, 06-Nov-94 08:49:37 GMT", "Sun Nov  6 08:49:37 1994"] {
+                #expect(HTTPDate.parse(text)?.timeIntervalSince1970 == 784_111_777, "\(text)")
+            }
+            for text in ["Sun, 06 Nov 1994 08:49:37 GMT\u{1D11E}", "Sun, 06 Nov 1994 08:49:\u{1D11E}", "\u{1D11E}",
+                         "Sun, 06 Nov 1994 08:49:37 GMT\u{0}", String(repeating: "Sun, 06 Nov 1994 08:49:37 GMT ", count: 4)] {
+                #expect(HTTPDate.parse(text) == nil, "\(text.debugDescription)")
+            }
+            let policy = HTTPCachePolicy(headers: ["expires": "Sun, 06 Nov 1994 08:49:\u{1D11E}"], now: Self.now)
+            #expect(policy.expiresAt == Self.now)  // unparseable Expires: already expired
+        }
+
         @Test("Retry-After: delay-seconds or an HTTP date; anything else is no Retry-After")
         func retryAfter() {
             #expect(HTTPCachePolicy.retryAfter("120", now: Self.now) == 120)
@@ -90,6 +103,47 @@ extension FuzzRegressionTests {
             for value in ["inf", "nan", "1e400", "-5", "3.5", "0x10", "+1"] {
                 #expect(HTTPCachePolicy.retryAfter(value, now: Self.now) == nil, "\(value)")
             }
+        }
+    }
+
+    @Suite("URLs and configuration")
+    struct URLsAndConfiguration {
+        /// fuzz-url: Foundation re-spelled hosts (xn-- ↔ Unicode), so a
+        /// normalized URL could be refused when normalized again.
+        @Test("Normalizing is idempotent; hosts are taken as written, punycode kept, raw Unicode refused",
+              arguments: ["http://xn--bcher-kva.example/a.png", "http://xn--bcher-kv%61.example/", "http://a%62%63.example/x",
+                          "http://EXAMPLE.com./a/../b.png?", "http://[0:0::1]:8080/x"])
+        func idempotent(_ input: String) throws {
+            let once = try NormalizedURL(input)
+            #expect(try NormalizedURL(once.string) == once)
+            #expect(!once.host.isEmpty)
+        }
+
+        @Test func unicodeHostsAreRefusedNotRespelled() throws {
+            for input in ["http://a%62\u{e9}/", "http://b\u{fc}cher.example/", "http://%C3%A9.example/"] {
+                let error = #expect(throws: ArtCacheError.self) { try NormalizedURL(input) }
+                #expect(error?.code == .invalidURL, "\(input)")
+            }
+            #expect(try NormalizedURL("http://xn--bcher-kva.example/").host == "xn--bcher-kva.example")
+            // fuzz-url: the host was looked for at a later `://` (in the path or query).
+            let error = #expect(throws: ArtCacheError.self) { try NormalizedURL("http:x/[::f1]:8/p?u=http://evil.example/") }
+            #expect(error?.code == .invalidURL)
+        }
+
+        /// fuzz-config: toml++ aborted the process on these table headers.
+        @Test("Table headers toml++ would abort on are a syntax error",
+              arguments: ["[.]", "[~]", "[ #]", "[[\u{e9}]]", "[   ", "  [\t.x]"])
+        func badTableHeader(_ toml: String) {
+            let error = #expect(throws: ConfigError.self) { try Configuration.parse(toml: toml, source: "fuzz.conf") }
+            #expect(error?.code == .syntax)
+        }
+
+        @Test("Units never return infinity")
+        func finiteUnits() {
+            let huge = "1" + String(repeating: "0", count: 305)
+            #expect(Units.parseDuration(huge + "w") == nil)
+            #expect(Units.parseSize(huge + "TiB") == nil)
+            #expect(Units.parseDuration("2w") == 1_209_600)
         }
     }
 }

@@ -194,6 +194,7 @@ public struct Configuration: Sendable, Equatable {
 
     /// Parses TOML text into checked values (every key known, every value of its type).
     static func parse(toml text: String, source: String) throws(ConfigError) -> [String: ConfigValue] {
+        try checkTableHeaders(text, source: source)
         let table: TOMLTable
         do {
             table = try TOMLTable(string: text)
@@ -233,6 +234,24 @@ public struct Configuration: Sendable, Equatable {
             }
         }
         return values
+    }
+
+    /// toml++ (under TOMLKit) aborts the process on a table header whose
+    /// name starts with anything but a bare-key character or a quote (`[.]`,
+    /// `[~]`, `[ #]`): such headers are a syntax error here, before it sees them.
+    static func checkTableHeaders(_ text: String, source: String) throws(ConfigError) {
+        for (index, line) in text.split(omittingEmptySubsequences: false, whereSeparator: \.isNewline).enumerated() {
+            var rest = line.drop { $0 == " " || $0 == "\t" }
+            guard rest.hasPrefix("[") else { continue }
+            rest = rest.dropFirst()
+            if rest.hasPrefix("[") { rest = rest.dropFirst() }
+            rest = rest.drop { $0 == " " || $0 == "\t" }
+            let ok = rest.first.map { $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "_" || $0 == "-" || $0 == "\"" || $0 == "'") } ?? false
+            guard ok else {
+                throw ConfigError(code: .syntax, source: source, key: nil,
+                                  message: "TOML syntax error at line \(index + 1): a table name must start with a letter, digit, _, - or a quote")
+            }
+        }
     }
 
     private static func convert(_ value: TOMLValueConvertible, key: ConfigKey, source: String) throws(ConfigError) -> ConfigValue {

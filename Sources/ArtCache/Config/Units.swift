@@ -16,7 +16,7 @@ public enum Units {
         ]
         guard let multiplier = multipliers[unit.lowercased()] else { return nil }
         let bytes = (number * multiplier).rounded()
-        guard bytes < Double(Int64.max) else { return nil }
+        guard bytes.isFinite, bytes < Double(Int64.max) else { return nil }
         return Int64(bytes)
     }
 
@@ -29,7 +29,8 @@ public enum Units {
             "": 1, "s": 1, "sec": 1, "m": 60, "min": 60, "h": 3600, "d": 86400, "w": 604_800,
         ]
         guard let multiplier = multipliers[unit.lowercased()] else { return nil }
-        return number * multiplier
+        let seconds = number * multiplier
+        return seconds.isFinite ? seconds : nil
     }
 
     /// Formats a byte count for people: `1.5 MB`.

@@ -32,11 +32,14 @@ public struct NormalizedURL: Hashable, Sendable, CustomStringConvertible {
         guard let scheme = components.scheme?.lowercased(), scheme == "http" || scheme == "https" else {
             throw ArtCacheError(.invalidURL, "only http and https URLs can be cached: \(trimmed)")
         }
-        guard let rawHost = components.percentEncodedHost, !rawHost.isEmpty else {
-            throw ArtCacheError(.invalidURL, "URL has no host: \(trimmed)")
-        }
         guard components.percentEncodedUser == nil, components.percentEncodedPassword == nil else {
-            throw ArtCacheError(.invalidURL, "URLs with credentials (user:password@) are refused: \(scheme)://…@\(rawHost)")
+            throw ArtCacheError(.invalidURL, "URLs with credentials (user:password@) are refused: \(scheme)://…")
+        }
+        // The host as written, not as Foundation re-spells it (it turns
+        // `xn--` labels into Unicode and Unicode into `xn--`, so its answer
+        // would not survive a second normalization).
+        guard let rawHost = Self.writtenHost(trimmed), !rawHost.isEmpty else {
+            throw ArtCacheError(.invalidURL, "URL has no host: \(trimmed)")
         }
         let host = try Self.canonicalHost(rawHost, url: trimmed)
         var result = "\(scheme)://"
@@ -55,6 +58,20 @@ public struct NormalizedURL: Hashable, Sendable, CustomStringConvertible {
 }
 
 extension NormalizedURL {
+    /// The host part of an absolute URL as written: after `scheme://` and any
+    /// `userinfo@`, before the port, path, query or fragment (IPv6 with its brackets).
+    static func writtenHost(_ url: String) -> String? {
+        // The authority starts right after the scheme's `://`, nowhere else.
+        guard let colon = url.firstIndex(of: ":"), url[colon...].hasPrefix("://") else { return nil }
+        var authority = url[url.index(colon, offsetBy: 3)...].prefix { $0 != "/" && $0 != "?" && $0 != "#" && $0 != "\\" }
+        if let at = authority.lastIndex(of: "@") { authority = authority[authority.index(after: at)...] }
+        if authority.hasPrefix("[") {
+            guard let close = authority.firstIndex(of: "]") else { return String(authority) }
+            return String(authority[...close])
+        }
+        return String(authority.prefix { $0 != ":" })
+    }
+
     /// The host in its one spelling: IPv6 in RFC 5952 form, IPv4 as a dotted
     /// quad (from any of the decimal, octal, hex and short forms browsers and
     /// libcurl accept), names lowercased without a trailing dot.
@@ -68,6 +85,9 @@ extension NormalizedURL {
             return address.description
         }
         guard let decoded = raw.removingPercentEncoding else { throw invalid("malformed escape in host") }
+        guard decoded.utf8.allSatisfy({ $0 < 0x80 }) else {
+            throw invalid("non-ASCII host: give its punycode (xn--) form")
+        }
         var host = decoded.lowercased()
         if host.hasSuffix(".") { host.removeLast() }
         let labels = host.split(separator: ".", omittingEmptySubsequences: false)

@@ -73,7 +73,12 @@ struct HTTPCachePolicy: Sendable, Equatable {
 enum HTTPDate {
     private static let formats = ["EEE, dd MMM yyyy HH:mm:ss zzz", "EEEE, dd-MMM-yy HH:mm:ss zzz", "EEE MMM d HH:mm:ss yyyy"]
 
+    /// An HTTP-date (RFC 9110 §5.6.7: IMF-fixdate, RFC 850 or asctime form).
+    /// Only short printable ASCII reaches DateFormatter: an HTTP-date is
+    /// nothing else, and on Linux `date(from:)` leaks ~150 bytes whenever
+    /// the text it could not parse holds a character outside the BMP.
     static func parse(_ text: String) -> Date? {
+        guard text.utf8.count <= 64, text.utf8.allSatisfy({ $0 >= 0x20 && $0 < 0x7F }) else { return nil }
         for format in formats {
             let formatter = DateFormatter()
             formatter.locale = Locale(identifier: "en_US_POSIX")

@@ -1,0 +1,32 @@
+// swift-tools-version:6.0
+// libFuzzer targets for artcache's parsers, kept out of the main build.
+// Build and run them all: Fuzz/run (FUZZ_SECONDS=N per target).
+// The `artcache` symlink (-> ..) gives the root package a stable identity
+// whatever the checkout folder is called.
+//
+// Each target is built with `-sanitize=fuzzer,address` (see `run`); its
+// main.swift hands control to libFuzzer through LLVMFuzzerRunDriver, because
+// SwiftPM links executables with `--defsym main=<module>_main`, which
+// shadows libFuzzer's own main. `@testable import ArtCache` reaches the
+// internal parsers: debug builds compile every module with -enable-testing.
+import PackageDescription
+
+let fuzzTargets = ["fuzz-sniffer", "fuzz-resultset", "fuzz-url", "fuzz-config", "fuzz-headers"]
+
+let package = Package(
+    name: "artcache-fuzz",
+    platforms: [.macOS(.v14)],
+    dependencies: [
+        .package(path: "artcache"),
+    ],
+    targets: [
+        // Declares LLVMFuzzerRunDriver (defined by the libFuzzer runtime).
+        .target(name: "CFuzzerDriver"),
+        .target(name: "FuzzSupport", dependencies: ["CFuzzerDriver"]),
+    ] + fuzzTargets.map { name in
+        .executableTarget(
+            name: name,
+            dependencies: ["FuzzSupport", .product(name: "ArtCache", package: "artcache")]
+        )
+    }
+)
