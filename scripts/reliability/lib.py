@@ -547,3 +547,13 @@ def env_float(name, default):
         return float(os.environ.get(name, default))
     except ValueError:
         return float(default)
+
+
+def workdirs(work):
+    """Makes and returns (pool, logs) under `work`: the images the origin
+    serves, and the CLI runs' logs."""
+    pool = os.path.join(work, "pool")
+    logs = os.path.join(work, "logs")
+    os.makedirs(pool)
+    os.makedirs(logs)
+    return pool, logs

@@ -39,10 +39,7 @@ def body(rep, work, binary):
     seed = int(os.environ.get("R1_SEED", int(time.time())))
     rng = random.Random(seed)
     ac = lib.Artcache(binary, work)
-    pool = os.path.join(work, "pool")
-    logs = os.path.join(work, "logs")
-    os.makedirs(pool)
-    os.makedirs(logs)
+    pool, logs = lib.workdirs(work)
     files = []
     for i in range(6):
         name = "large%d.jpg" % i

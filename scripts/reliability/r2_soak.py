@@ -65,10 +65,7 @@ class Loop:
 def body(rep, work, binary):
     rng = random.Random()
     ac = lib.Artcache(binary, work)
-    pool = os.path.join(work, "pool")
-    logs = os.path.join(work, "logs")
-    os.makedirs(pool)
-    os.makedirs(logs)
+    pool, logs = lib.workdirs(work)
     files = []
     for i in range(6):
         files.append("large%d.jpg" % i)

@@ -58,10 +58,7 @@ def body(rep, work, binary):
 def run_full(rep, work, binary, mnt):
     cache = os.path.join(mnt, "cache")
     ac = lib.Artcache(binary, work)
-    pool = os.path.join(work, "pool")
-    logs = os.path.join(work, "logs")
-    os.makedirs(pool)
-    os.makedirs(logs)
+    pool, logs = lib.workdirs(work)
     names = []
     for i in range(3):
         name = "big%d.jpg" % i
