@@ -7,7 +7,7 @@
 
 static pthread_once_t init_once = PTHREAD_ONCE_INIT;
 static int init_result = 0;
-static const char *init_argv0 = "artcache";
+static const char *const init_argv0 = "artcache";
 
 /* libvips warnings (corrupt tiles, ignored profiles) would go to stderr from
  * library code; the typed errors say what matters. */
@@ -40,7 +40,9 @@ static void init_once_body(void) {
 }
 
 int cvips_init(const char *argv0) {
-    if (argv0) init_argv0 = argv0;
+    /* The program name libvips gets is fixed: writing it here, outside the
+     * once, raced with other threads' first calls (found by ThreadSanitizer). */
+    (void) argv0;
     pthread_once(&init_once, init_once_body);
     return init_result;
 }

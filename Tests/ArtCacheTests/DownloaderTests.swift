@@ -290,10 +290,9 @@ struct DownloaderTests {
         try await store.close()
 
         // Through the pipeline, with the configured bound.
-        let origin = try await OriginServer.start()
-        let port = origin.port
-        origin.stop()
-        await origin.waitUntilStopped()
+        // A port bound but not listening: refused at once, and no other test's server can take it.
+        let refusing = try OfflineTests.RefusingPort()
+        let port = refusing.port
         let other = TempDir()
         let pipeline = try await Fixtures.pipeline(other.path) {
             $0.download.retries = 0
@@ -305,6 +304,7 @@ struct DownloaderTests {
         #expect(try await pipeline.retryQueue().count == 3)
         #expect(try await pipeline.stats().retryDropped == 3)
         try await pipeline.close()
+        withExtendedLifetime(refusing) {}
     }
 
     /// Regression: every transfer used CURLOPT_PIPEWAIT, so on plain http

@@ -7,13 +7,31 @@ import Testing
 /// per URL; the waiting line per host and the blocking pool are bounded.
 @Suite("Offline hosts and bounded queues", .timeLimit(.minutes(1)))
 struct OfflineTests {
-    /// A loopback port nobody listens on: every connect is refused at once.
-    static func refusedPort() async throws -> Int {
-        let origin = try await OriginServer.start()
-        let port = origin.port
-        origin.stop()
-        await origin.waitUntilStopped()
-        return port
+    /// A loopback port bound but never listening: every connect is refused
+    /// at once, and no other test's server can take the port meanwhile.
+    final class RefusingPort {
+        let fd: Int32
+        let port: Int
+
+        init() throws {
+            let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+            var address = sockaddr_in()
+            address.sin_family = sa_family_t(AF_INET)
+            address.sin_addr.s_addr = inet_addr("127.0.0.1")
+            address.sin_port = 0
+            var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+            let bound = withUnsafeMutablePointer(to: &address) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) == 0 && getsockname(fd, $0, &length) == 0 }
+            }
+            guard fd >= 0, bound else {
+                if fd >= 0 { close(fd) }
+                throw POSIXError(.EADDRNOTAVAIL)
+            }
+            self.fd = fd
+            port = Int(UInt16(bigEndian: address.sin_port))
+        }
+
+        deinit { close(fd) }
     }
 
     /// 40 URLs to an unreachable host: after `offline_after` connect
@@ -21,7 +39,8 @@ struct OfflineTests {
     /// backoff), all 40 are kept for `prefetch --retry`, and the summary says
     /// which were refused as offline.
     @Test func fortyURLsToAnUnreachableHostGoStraightToTheRetryQueue() async throws {
-        let port = try await Self.refusedPort()
+        let refusing = try RefusingPort()
+        let port = refusing.port
         let dir = TempDir()
         let pipeline = try await Fixtures.pipeline(dir.path) {
             // Without the breaker each URL would wait 1 + 2 + 4 s of backoff.
@@ -38,6 +57,7 @@ struct OfflineTests {
         #expect(summary.failures.keys.allSatisfy { ["connect", "host_offline"].contains($0) })
         #expect(try await pipeline.retryQueue().count == 40)
         try await pipeline.close()
+        withExtendedLifetime(refusing) {}
     }
 
     @Test func theBreakerOpensAfterRepeatedNetworkFailuresAndAnAnswerClosesIt() {
