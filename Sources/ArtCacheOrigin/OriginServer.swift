@@ -42,7 +42,7 @@ public final class OriginServer: Sendable {
         }
     }
 
-    typealias Waiter = (condition: @Sendable (State) -> Bool, continuation: CheckedContinuation<Void, Never>)
+    typealias Waiter = (id: Int, condition: @Sendable (State) -> Bool, continuation: CheckedContinuation<Void, Never>)
 
     struct State {
         var resources: [String: Resource] = [:]
@@ -58,6 +58,7 @@ public final class OriginServer: Sendable {
         var stopping = false
         var stopped = false
         var waiters: [Waiter] = []
+        var nextWaiterID = 0
 
         /// Takes the waiters whose condition now holds.
         mutating func satisfiedWaiters() -> [CheckedContinuation<Void, Never>] {
@@ -145,14 +146,31 @@ public final class OriginServer: Sendable {
     /// Returns once a body for `path` was cut off because the client left.
     public func waitForAbortedStream(_ path: String) async { await waitFor { ($0.abortedStreams[path] ?? 0) > 0 } }
 
+    /// Returns once `condition` holds, or once the waiting task is cancelled
+    /// (a test's time limit then ends the test instead of hanging the run).
     func waitFor(_ condition: @escaping @Sendable (State) -> Bool) async {
-        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-            let ready = state.withLock { s -> Bool in
-                if condition(s) { return true }
-                s.waiters.append((condition, continuation))
-                return false
+        let id = state.withLock { s -> Int in
+            s.nextWaiterID += 1
+            return s.nextWaiterID
+        }
+        await withTaskCancellationHandler {
+            await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+                // Task.isCancelled is read under the lock: a cancellation that
+                // came before this registration is seen here, a later one
+                // finds the waiter in onCancel.
+                let ready = state.withLock { s -> Bool in
+                    if condition(s) || Task.isCancelled { return true }
+                    s.waiters.append((id, condition, continuation))
+                    return false
+                }
+                if ready { continuation.resume() }
             }
-            if ready { continuation.resume() }
+        } onCancel: {
+            let waiter = state.withLock { s -> Waiter? in
+                guard let index = s.waiters.firstIndex(where: { $0.id == id }) else { return nil }
+                return s.waiters.remove(at: index)
+            }
+            waiter?.continuation.resume()
         }
     }
 

@@ -121,11 +121,14 @@ struct EmbeddingTests {
 
     @Test func theLastWaiterLeavingDropsTheConnection() async throws {
         let h = try await Self.harness()
-        let url = h.url("/slow/20/a.jpg")
+        // 200 ms a chunk: a.jpg (~6 KB) takes ~5 s to send, so the client
+        // leaves before the body ends even on a loaded machine (under TSan
+        // with 20 ms the whole body could go out first, and no abort came).
+        let url = h.url("/slow/200/a.jpg")
         let tasks = (0..<3).map { _ in h.pipeline.task(ImageRequest(url: url, width: 64, height: 64)) }
-        await h.origin.waitForRequest("/slow/20/a.jpg")
+        await h.origin.waitForRequest("/slow/200/a.jpg")
         for task in tasks { task.cancel() }
-        await h.origin.waitForAbortedStream("/slow/20/a.jpg")
+        await h.origin.waitForAbortedStream("/slow/200/a.jpg")
         for task in tasks { #expect(await task.result.failureCode == .cancelled) }
         #expect(h.pipeline.renderer.activity.started == 0)
         #expect(try await h.pipeline.stats().entries == 0)
