@@ -61,10 +61,7 @@ public final class Downloader: Sendable {
         var attempt = 0
         while true {
             attempt += 1
-            if breaker.refuses(normalized.authority) {
-                throw DownloadError(.hostOffline, "\(url): \(normalized.authority) is offline (\(settings.offlineAfter) network failures in a row); "
-                                    + "not tried, kept for `prefetch --retry`")
-            }
+            if breaker.refuses(normalized.authority) { throw offline(url, normalized.authority) }
             do {
                 let response = try await once(request, attempt: attempt, priority: priority)
                 breaker.recordAnswer(host: normalized.authority)
@@ -73,10 +70,7 @@ public final class Downloader: Sendable {
                 breaker.record(error, host: normalized.authority)
                 if error.status != nil { breaker.recordAnswer(host: normalized.authority) }
                 // Offline now: no backoff for a host that is not there.
-                if breaker.refuses(normalized.authority) {
-                    throw DownloadError(.hostOffline, "\(url): \(normalized.authority) is offline (\(settings.offlineAfter) network failures "
-                                        + "in a row); not tried again, kept for `prefetch --retry`")
-                }
+                if breaker.refuses(normalized.authority) { throw offline(url, normalized.authority) }
                 let delay = backoff(attempt: attempt, retryAfter: error.retryAfter)
                 logger.debug("retrying", metadata: ["url": "\(url)", "reason": "\(error.reason)", "delay": "\(delay)"])
                 do {
@@ -90,6 +84,12 @@ public final class Downloader: Sendable {
                 throw error
             }
         }
+    }
+
+    /// The refusal of a URL whose host's breaker is open.
+    private func offline(_ url: String, _ authority: String) -> DownloadError {
+        DownloadError(.hostOffline, "\(url): \(authority) is offline (\(settings.offlineAfter) network failures in a row); "
+                      + "not tried, kept for `prefetch --retry`")
     }
 
     private func once(_ request: TransferRequest, attempt: Int, priority: PriorityHandle) async throws(DownloadError) -> HTTPResponse {
