@@ -114,21 +114,33 @@ struct OfflineTests {
     }
 
     /// The blocking-I/O pool has a fixed number of threads: a burst of
-    /// blocking jobs waits for them instead of growing threads.
+    /// blocking jobs waits for them instead of growing threads. The jobs hold
+    /// their thread until a gate opens, which happens only once every thread
+    /// is taken and the rest of the burst is waiting (or, were the pool to
+    /// grow, once the whole burst is running).
     @Test func theBlockingPoolIsBounded() async throws {
-        let running = Locked((now: 0, most: 0))
+        let threads = Blocking.threadCount, burst = threads * 4
+        let gate = DispatchSemaphore(value: 0)
+        let running = Locked((started: 0, now: 0, most: 0))
         try await withThrowingTaskGroup(of: Void.self) { group in
-            for _ in 0..<(Blocking.threadCount * 4) {
+            for _ in 0..<burst {
                 group.addTask {
                     try await Blocking.run {
-                        running.withLock { $0.now += 1; $0.most = max($0.most, $0.now) }
-                        usleep(2000)
+                        running.withLock { $0.started += 1; $0.now += 1; $0.most = max($0.most, $0.now) }
+                        gate.wait()
                         running.withLock { $0.now -= 1 }
                     }
                 }
             }
+            while true {
+                let started = running.withLock { $0.started }
+                if started >= threads && Blocking.load.waiting >= burst - started { break }
+                await Task.yield()
+            }
+            #expect(running.withLock { $0.most } == threads, "every thread taken, no more")
+            for _ in 0..<burst { gate.signal() }
             try await group.waitForAll()
         }
-        #expect(running.withLock { $0.most } <= Blocking.threadCount)
+        #expect(running.withLock { $0.most } == threads)
     }
 }
