@@ -130,6 +130,20 @@ extension FuzzRegressionTests {
             #expect(error?.code == .invalidURL)
         }
 
+        /// fuzz-url: a colon followed by a combining mark is one Character
+        /// that is not ":", so the host was looked for at a later `://`; and
+        /// inet_pton read an IPv6 host only up to a NUL (`[::\0 0]` became `[::]`).
+        @Test func delimitersAreFoundByteByByte() throws {
+            for input in ["https:\u{31A}bhttp://[::\u{0}0]:6553\u{1}6/1", "http://[::1\u{0}ff]/", "http://a.example@\u{31A}b.example/",
+                          "http://[::1]:8080\u{31A}/x"] {
+                let error = #expect(throws: ArtCacheError.self) { try NormalizedURL(input) }
+                #expect(error?.code == .invalidURL, "\(input)")
+            }
+            #expect(IPAddress("127.0.0.1\u{0}.example") == nil)
+            #expect(IPAddress("::\u{0}0") == nil)
+            #expect(IPAddress("::") != nil)
+        }
+
         /// fuzz-config: toml++ aborted the process on these table headers.
         @Test("Table headers toml++ would abort on are a syntax error",
               arguments: ["[.]", "[~]", "[ #]", "[[\u{e9}]]", "[   ", "  [\t.x]"])

@@ -62,14 +62,20 @@ extension NormalizedURL {
     /// `userinfo@`, before the port, path, query or fragment (IPv6 with its brackets).
     static func writtenHost(_ url: String) -> String? {
         // The authority starts right after the scheme's `://`, nowhere else.
-        guard let colon = url.firstIndex(of: ":"), url[colon...].hasPrefix("://") else { return nil }
-        var authority = url[url.index(colon, offsetBy: 3)...].prefix { $0 != "/" && $0 != "?" && $0 != "#" && $0 != "\\" }
-        if let at = authority.lastIndex(of: "@") { authority = authority[authority.index(after: at)...] }
-        if authority.hasPrefix("[") {
-            guard let close = authority.firstIndex(of: "]") else { return String(authority) }
-            return String(authority[...close])
+        // Read byte by byte: as Characters, a delimiter followed by a
+        // combining mark is one grapheme that is not the delimiter (a search
+        // for ":" would go on to a later `://`).
+        let bytes = url.utf8
+        guard let colon = bytes.firstIndex(of: UInt8(ascii: ":")),
+              bytes[colon...].starts(with: "://".utf8) else { return nil }
+        let start = bytes.index(colon, offsetBy: 3)
+        var authority = bytes[start...].prefix { !"/?#\\".utf8.contains($0) }
+        if let at = authority.lastIndex(of: UInt8(ascii: "@")) { authority = authority[authority.index(after: at)...] }
+        if authority.first == UInt8(ascii: "[") {
+            guard let close = authority.firstIndex(of: UInt8(ascii: "]")) else { return String(Substring(authority)) }
+            return String(Substring(authority[...close]))
         }
-        return String(authority.prefix { $0 != ":" })
+        return String(Substring(authority.prefix { $0 != UInt8(ascii: ":") }))
     }
 
     /// The host in its one spelling: IPv6 in RFC 5952 form, IPv4 as a dotted

@@ -7,6 +7,8 @@ public enum IPAddress: Sendable, Hashable, CustomStringConvertible {
 
     /// Parses dotted-quad IPv4 or textual IPv6 (inet_pton: no short or octal forms).
     public init?(_ text: String) {
+        // inet_pton reads a C string: a NUL would end the text early.
+        guard !text.utf8.contains(0) else { return nil }
         var v4 = in_addr()
         if inet_pton(AF_INET, text, &v4) == 1 {
             self = .v4(UInt32(bigEndian: v4.s_addr))
