@@ -47,4 +47,15 @@ struct HTTPValidatorTests {
         #expect(entry.etag == nil)
         #expect(entry.lastModified == nil)
     }
+
+    /// Response header lines split at the first colon byte. As Characters,
+    /// ":" followed by a combining mark is not ":", and such a line (a
+    /// `Location` included, which the redirect policy must see) was skipped.
+    @Test func headerLinesSplitAtTheColonByte() throws {
+        let plain = try #require(HTTPHeaderLine.field("ETag: \"a:b\"\r\n"))
+        #expect(plain.name == "etag" && plain.value == "\"a:b\"")
+        let combined = try #require(HTTPHeaderLine.field("Location:\u{31A}http://127.0.0.2/x\r\n"))
+        #expect(combined.name == "location" && combined.value == "\u{31A}http://127.0.0.2/x")
+        #expect(HTTPHeaderLine.field("no colon here\r\n") == nil)
+    }
 }

@@ -1,6 +1,7 @@
 // The HTTP header parsers of HTTPCachePolicy.swift. Input: up to three lines,
 // the Cache-Control, Expires and Retry-After values (a missing line is a
-// missing header); every line is also parsed as an HTTP date.
+// missing header); every line is also parsed as an HTTP date and as a
+// header line.
 import Foundation
 import FuzzSupport
 @testable import ArtCache
@@ -31,6 +32,11 @@ runFuzzer { data in
     for line in lines {
         if let date = HTTPDate.parse(line) {
             require(date.timeIntervalSince1970.isFinite, "HTTPDate.parse(\(shown(line))) = \(date.timeIntervalSince1970)")
+        }
+        if let (name, value) = HTTPHeaderLine.field(line) {
+            require(!name.utf8.contains(UInt8(ascii: ":")), "header name \(shown(name)) (value \(shown(value))) from \(shown(line))")
+        } else {
+            require(!line.utf8.contains(UInt8(ascii: ":")), "a line with a colon gave no header field: \(shown(line))")
         }
     }
 }

@@ -417,9 +417,7 @@ private let transferHeader: ccurl_data_fn = { data, size, count, userdata in
     if line.hasPrefix("HTTP/") {
         state.headers = [:]
         state.status = line.split(separator: " ").dropFirst().first.flatMap { Int($0) } ?? 0
-    } else if let colon = line.firstIndex(of: ":") {
-        let name = line[..<colon].trimmingCharacters(in: .whitespaces).lowercased()
-        let value = line[line.index(after: colon)...].trimmingCharacters(in: .whitespacesAndNewlines)
+    } else if let (name, value) = HTTPHeaderLine.field(line) {
         if name == "location", !state.allowsRedirect(to: value) { return 0 }  // CURLE_WRITE_ERROR, blockedSource set
         if let existing = state.headers[name] { state.headers[name] = existing + ", " + value } else { state.headers[name] = value }
     }
