@@ -5,11 +5,16 @@ let package = Package(
     name: "artcache",
     platforms: [.macOS(.v14)],
     products: [
+        // The embedding API: `import ArtCache` (it re-exports the public
+        // value types of the stages below; nothing else of theirs is public).
         .library(name: "ArtCache", targets: ["ArtCache"]),
         // The thumbnail HTTP service (`artcache serve`) as a library: fronts
         // and tests build the same application.
         .library(name: "ArtCacheServer", targets: ["ArtCacheServer"]),
         .executable(name: "artcache", targets: ["artcache"]),
+        // The stages under the pipeline, for the nested Benchmarks and Fuzz
+        // packages only (`@_spi(Benchmarks)`, `@testable`): no API promise.
+        .library(name: "ArtCacheStages", targets: ["ArtCacheCore", "ArtCacheFetch", "ArtCacheStore", "ArtCacheRender"]),
         // Generated images for tests, benchmarks and examples; never linked
         // into the `artcache` binary.
         .library(name: "ArtCacheFixtures", targets: ["ArtCacheFixtures"]),
@@ -41,13 +46,45 @@ let package = Package(
         .target(name: "CVipsFixtures", dependencies: ["CVipsShim", "CVipsSystem"]),
         .target(name: "ArtCacheFixtures", dependencies: ["CVipsFixtures", "CVipsShim"]),
         .systemLibrary(name: "CZlib", pkgConfig: "zlib", providers: [.apt(["zlib1g-dev"])]),
+        // The target graph is the architecture (arrows point down only):
+        //
+        //   artcache (CLI) ── ArtCacheServer ── Examples (fronts)
+        //                 \        |        /
+        //                        ArtCache            pipeline, prefetcher, memory tier,
+        //                   /        |       \        configuration, result sets, signer
+        //        ArtCacheFetch  ArtCacheStore  ArtCacheRender
+        //                   \        |       /
+        //                       ArtCacheCore         URL + key, validators, priority,
+        //                                            ArtCacheError, locks and threads
+        //
+        // Cross-target internals are `package`; `public` is the embedding API.
+        .target(
+            name: "ArtCacheCore",
+            dependencies: [.product(name: "Crypto", package: "swift-crypto")]
+        ),
+        // libcurl engine, address policy, host breaker, HTTP cache policy.
+        .target(
+            name: "ArtCacheFetch",
+            dependencies: ["ArtCacheCore", "CCurlShim", .product(name: "Logging", package: "swift-log")]
+        ),
+        // SQLite index, blobs, group commit, eviction, verify, purge, migration.
+        .target(
+            name: "ArtCacheStore",
+            dependencies: ["ArtCacheCore", .product(name: "GRDB", package: "GRDB.swift"),
+                           .product(name: "Logging", package: "swift-log")]
+        ),
+        // Sniffing and libvips.
+        .target(
+            name: "ArtCacheRender",
+            dependencies: ["ArtCacheCore", "CVipsShim", "CZlib"]
+        ),
         .target(
             name: "ArtCache",
             dependencies: [
-                "CVipsShim",
-                "CCurlShim",
-                "CZlib",
-                .product(name: "GRDB", package: "GRDB.swift"),
+                "ArtCacheCore",
+                "ArtCacheFetch",
+                "ArtCacheStore",
+                "ArtCacheRender",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "TOMLKit", package: "TOMLKit"),
@@ -59,6 +96,9 @@ let package = Package(
             name: "ArtCacheServer",
             dependencies: [
                 "ArtCache",
+                "ArtCacheCore",
+                "ArtCacheStore",
+                "ArtCacheRender",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "UnixSignals", package: "swift-service-lifecycle"),
@@ -77,6 +117,10 @@ let package = Package(
             name: "artcache",
             dependencies: [
                 "ArtCache",
+                "ArtCacheCore",
+                "ArtCacheFetch",
+                "ArtCacheStore",
+                "ArtCacheRender",
                 "ArtCacheServer",
                 "ArtCacheOrigin",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
@@ -87,11 +131,12 @@ let package = Package(
         // Test-only: concurrent writers for the crash and multi-process tests.
         .executableTarget(
             name: "artcache-stress",
-            dependencies: ["ArtCache", .product(name: "ArgumentParser", package: "swift-argument-parser")]
+            dependencies: ["ArtCache", "ArtCacheCore", "ArtCacheStore", .product(name: "ArgumentParser", package: "swift-argument-parser")]
         ),
         .testTarget(
             name: "ArtCacheTests",
-            dependencies: ["ArtCache", "ArtCacheServer", "ArtCacheOrigin", "ArtCacheFixtures", "artcache", "artcache-stress",
+            dependencies: ["ArtCache", "ArtCacheCore", "ArtCacheFetch", "ArtCacheStore", "ArtCacheRender",
+                           "ArtCacheServer", "ArtCacheOrigin", "ArtCacheFixtures", "artcache", "artcache-stress",
                            "CVipsShim", "CZlib",
                            .product(name: "HummingbirdTesting", package: "hummingbird")]
         ),

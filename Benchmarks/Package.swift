@@ -19,6 +19,7 @@ let package = Package(
             dependencies: [
                 .product(name: "Benchmark", package: "benchmark"),
                 .product(name: "ArtCache", package: "artcache"),
+                .product(name: "ArtCacheStages", package: "artcache"),
                 .product(name: "ArtCacheFixtures", package: "artcache"),
             ],
             path: "Benchmarks/ArtCacheBenchmarks",
@@ -30,6 +31,7 @@ let package = Package(
             name: "artcache-bench",
             dependencies: [
                 .product(name: "ArtCache", package: "artcache"),
+                .product(name: "ArtCacheStages", package: "artcache"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             path: "Tools/artcache-bench"

@@ -7,7 +7,7 @@
 // Each target is built with `-sanitize=fuzzer,address` (see `run`); its
 // main.swift hands control to libFuzzer through LLVMFuzzerRunDriver, because
 // SwiftPM links executables with `--defsym main=<module>_main`, which
-// shadows libFuzzer's own main. `@testable import ArtCache` reaches the
+// shadows libFuzzer's own main. `@testable import ArtCache…` reaches the
 // internal parsers: debug builds compile every module with -enable-testing.
 import PackageDescription
 
@@ -26,7 +26,8 @@ let package = Package(
     ] + fuzzTargets.map { name in
         .executableTarget(
             name: name,
-            dependencies: ["FuzzSupport", .product(name: "ArtCache", package: "artcache")]
+            dependencies: ["FuzzSupport", .product(name: "ArtCache", package: "artcache"),
+                           .product(name: "ArtCacheStages", package: "artcache")]
         )
     }
 )

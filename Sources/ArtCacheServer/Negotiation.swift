@@ -1,4 +1,7 @@
 import ArtCache
+@_spi(Benchmarks) import ArtCacheCore
+@_spi(Benchmarks) import ArtCacheRender
+@_spi(Benchmarks) import ArtCacheStore
 import Foundation
 
 /// `f=auto`: the best format the client says it takes, from `Accept`.

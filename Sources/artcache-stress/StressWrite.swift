@@ -1,5 +1,7 @@
 import ArgumentParser
 import ArtCache
+@_spi(Benchmarks) import ArtCacheCore
+@_spi(Benchmarks) import ArtCacheStore
 import Foundation
 
 /// A test-only writer (not part of the `artcache` product) used by the crash
@@ -33,10 +35,11 @@ struct StressWrite: AsyncParsableCommand {
                         let size = sizes[index % sizes.count]
                         var bytes = signature
                         bytes += (0..<max(0, size - signature.count)).map { _ in UInt8.random(in: 0...255) }
-                        let stored = try await store.put(url: "\(prefix)\(index).png", data: Data(bytes), declaredType: "image/png")
+                        let stored = try await store.put(url: "\(prefix)\(index).png", data: Data(bytes), contentType: "image/png",
+                                                         declaredType: "image/png")
                         if variants {
-                            try await store.putVariant(parent: stored.entry.cacheKey, spec: "32x32",
-                                                       data: Data(bytes.prefix(size / 4 + 8)), width: 32, height: 32)
+                            try await store.putVariant(parent: stored.cacheKey, spec: "32x32", data: Data(bytes.prefix(size / 4 + 8)),
+                                                       contentType: "image/png", width: 32, height: 32)
                         }
                         _ = try await store.lookup(url: "\(prefix)\(index / 2).png")
                         if progress { FileHandle.standardOutput.write(Data("stored \(index)\n".utf8)) }

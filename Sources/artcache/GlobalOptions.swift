@@ -1,5 +1,8 @@
 import ArgumentParser
 import ArtCache
+@_spi(Benchmarks) import ArtCacheCore
+@_spi(Benchmarks) import ArtCacheRender
+@_spi(Benchmarks) import ArtCacheStore
 import Foundation
 import Logging
 
@@ -60,9 +63,6 @@ func reportingErrors(json: Bool = false, _ body: () async throws -> Void) async 
         try await body()
     } catch let error as ExitCode {
         throw error
-    } catch let error as ConfigError {
-        Output.error("configuration error: \(error)")
-        throw ExitCode(78)  // EX_CONFIG
     } catch let error as ArtCacheError where error.code == .configuration {
         Output.error("configuration error: \(error)")
         throw ExitCode(78)

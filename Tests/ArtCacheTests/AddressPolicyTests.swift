@@ -2,6 +2,10 @@ import ArtCacheOrigin
 import Foundation
 import Testing
 @testable import ArtCache
+@_spi(Benchmarks) @testable import ArtCacheCore
+@_spi(Benchmarks) @testable import ArtCacheFetch
+@_spi(Benchmarks) @testable import ArtCacheRender
+@_spi(Benchmarks) @testable import ArtCacheStore
 
 /// Where origins may be fetched from: the classifier as a pure function
 /// (no traffic), and connect-time refusal proven against loopback only.
@@ -43,10 +47,10 @@ struct AddressPolicyTests {
         #expect(!policy.allows(try #require(IPAddress("10.0.0.1"))))
         // In cache.conf / the environment: a bad range names the key.
         let error = #expect(throws: ConfigError.self) {
-            try Configuration.load(path: nil, environment: ["ARTCACHE_DOWNLOAD_ALLOWED_NETWORKS": "127.0.0.1/32,10.0.0.0/99"])
+            try Configuration.read(path: nil, environment: ["ARTCACHE_DOWNLOAD_ALLOWED_NETWORKS": "127.0.0.1/32,10.0.0.0/99"])
         }
         #expect(error?.key == "download.allowed_networks")
-        #expect(try Configuration.load(path: nil, environment: [:]).download.allowedNetworks.isEmpty)
+        #expect(try Configuration.read(path: nil, environment: [:]).download.allowedNetworks.isEmpty)
     }
 
     @Test func credentialsInURLsAreRefused() {

@@ -1,6 +1,10 @@
 import Foundation
 import Testing
 @testable import ArtCache
+@_spi(Benchmarks) @testable import ArtCacheCore
+@_spi(Benchmarks) @testable import ArtCacheFetch
+@_spi(Benchmarks) @testable import ArtCacheRender
+@_spi(Benchmarks) @testable import ArtCacheStore
 
 /// Review findings: every numeric key has a documented range; a value outside
 /// it (a huge duration that used to crash on conversion, a zero that used to
@@ -47,7 +51,7 @@ struct ConfigRangeTests {
     @Test func environmentValueOutOfRangeNamesTheVariable() {
         for (variable, text) in [("ARTCACHE_DOWNLOAD_TIMEOUT", "0"), ("ARTCACHE_DOWNLOAD_LOW_SPEED_LIMIT", "0"),
                                  ("ARTCACHE_CACHE_ACCESS_FLUSH_INTERVAL", "1e300w"), ("ARTCACHE_DOWNLOAD_RETRY_BASE_DELAY", "inf")] {
-            let error = #expect(throws: ConfigError.self) { try Configuration.load(path: nil, environment: [variable: text]) }
+            let error = #expect(throws: ConfigError.self) { try Configuration.read(path: nil, environment: [variable: text]) }
             #expect(error?.key == variable)
             #expect(error?.code == .invalidValue)
         }
@@ -57,14 +61,14 @@ struct ConfigRangeTests {
     @Test func codeBuiltValuesAreChecked() {
         var configuration = Configuration()
         configuration.download.timeout = .infinity
-        #expect(throws: ConfigError.self) { try configuration.validate() }
+        #expect(throws: ConfigError.self) { try configuration.check() }
         configuration = Configuration()
         configuration.download.lowSpeedLimit = 0
-        let error = #expect(throws: ConfigError.self) { try configuration.validate() }
+        let error = #expect(throws: ConfigError.self) { try configuration.check() }
         #expect(error?.key == "download.low_speed_limit")
         configuration = Configuration()
         configuration.cache.accessFlushInterval = 1e300
-        #expect(throws: ConfigError.self) { try configuration.validate() }
+        #expect(throws: ConfigError.self) { try configuration.check() }
         #expect(throws: Never.self) { try Configuration().validate() }
     }
 
@@ -94,11 +98,11 @@ struct ConfigRangeTests {
     /// directory even when the file was named by a relative path.
     @Test func relativeDirectoryIsMadeAbsoluteAtLoad() throws {
         let cwd = FileManager.default.currentDirectoryPath
-        let fromEnv = try Configuration.load(path: nil, environment: ["ARTCACHE_CACHE_DIRECTORY": "data/./art"])
+        let fromEnv = try Configuration.read(path: nil, environment: ["ARTCACHE_CACHE_DIRECTORY": "data/./art"])
         #expect(fromEnv.cache.directory == (cwd as NSString).appendingPathComponent("data/art"))
         let dir = TempDir()
         let path = dir.write("cache.conf", "[cache]\ndirectory = \"../store\"\n")
-        let fromFile = try Configuration.load(path: path, environment: [:])
+        let fromFile = try Configuration.read(path: path, environment: [:])
         #expect(fromFile.cache.directory == (dir.path as NSString).deletingLastPathComponent + "/store")
         #expect(fromFile.file == path)
     }

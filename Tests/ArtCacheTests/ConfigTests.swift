@@ -1,11 +1,15 @@
 import Foundation
 import Testing
 @testable import ArtCache
+@_spi(Benchmarks) @testable import ArtCacheCore
+@_spi(Benchmarks) @testable import ArtCacheFetch
+@_spi(Benchmarks) @testable import ArtCacheRender
+@_spi(Benchmarks) @testable import ArtCacheStore
 
 @Suite("cache.conf parsing")
 struct ConfigTests {
     @Test func defaultsWithoutFile() throws {
-        let config = try Configuration.load(path: nil, environment: [:])
+        let config = try Configuration.read(path: nil, environment: [:])
         #expect(config.cache.maxBytes == 2_000_000_000)
         #expect(config.cache.maxEntries == 1_000_000)
         #expect(config.cache.maxAge == 30 * 86400)
@@ -27,7 +31,7 @@ struct ConfigTests {
             allow_http = false
             timeout = 90
             """)
-        let config = try Configuration.load(path: path, environment: [:])
+        let config = try Configuration.read(path: path, environment: [:])
         #expect(config.cache.directory == dir.path + "/data")  // relative to the file
         #expect(config.cache.maxBytes == 2 * 1_073_741_824)
         #expect(config.cache.maxEntries == 500)
@@ -41,7 +45,7 @@ struct ConfigTests {
     @Test func environmentOverridesFile() throws {
         let dir = TempDir()
         let path = dir.write("cache.conf", "[cache]\nmax_size = \"1GB\"\nmax_entries = 10\n")
-        let config = try Configuration.load(path: path, environment: [
+        let config = try Configuration.read(path: path, environment: [
             "ARTCACHE_CACHE_MAX_SIZE": "500MB", "ARTCACHE_DOWNLOAD_PER_HOST": "3", "ARTCACHE_CONFIG": "/ignored",
         ])
         #expect(config.cache.maxBytes == 500_000_000)
@@ -107,7 +111,7 @@ struct ConfigTests {
     func badFileFailsNamingFileAndKey(_ bad: BadCase) throws {
         let dir = TempDir()
         let path = dir.write("bad.conf", bad.toml)
-        let error = #expect(throws: ConfigError.self) { try Configuration.load(path: path, environment: [:]) }
+        let error = #expect(throws: ConfigError.self) { try Configuration.read(path: path, environment: [:]) }
         #expect(error?.code == bad.code)
         #expect(error?.key == bad.key)
         #expect(error?.source == path)
@@ -116,18 +120,18 @@ struct ConfigTests {
     }
 
     @Test func missingFile() {
-        let error = #expect(throws: ConfigError.self) { try Configuration.load(path: "/nonexistent/cache.conf", environment: [:]) }
+        let error = #expect(throws: ConfigError.self) { try Configuration.read(path: "/nonexistent/cache.conf", environment: [:]) }
         #expect(error?.code == .fileNotFound)
     }
 
     @Test func badEnvironment() {
         let unknown = #expect(throws: ConfigError.self) {
-            try Configuration.load(path: nil, environment: ["ARTCACHE_CACHE_MAXSIZE": "1GB"])
+            try Configuration.read(path: nil, environment: ["ARTCACHE_CACHE_MAXSIZE": "1GB"])
         }
         #expect(unknown?.code == .unknownKey)
         #expect(unknown?.key == "ARTCACHE_CACHE_MAXSIZE")
         let invalid = #expect(throws: ConfigError.self) {
-            try Configuration.load(path: nil, environment: ["ARTCACHE_DOWNLOAD_CONCURRENCY": "lots"])
+            try Configuration.read(path: nil, environment: ["ARTCACHE_DOWNLOAD_CONCURRENCY": "lots"])
         }
         #expect(invalid?.code == .invalidValue)
         #expect(invalid?.source == "environment")

@@ -2,6 +2,10 @@ import ArtCacheOrigin
 import Foundation
 import Testing
 @testable import ArtCache
+@_spi(Benchmarks) @testable import ArtCacheCore
+@_spi(Benchmarks) @testable import ArtCacheFetch
+@_spi(Benchmarks) @testable import ArtCacheRender
+@_spi(Benchmarks) @testable import ArtCacheStore
 
 /// Real libcurl against a real loopback origin that misbehaves on purpose.
 @Suite("Downloader and pipeline", .timeLimit(.minutes(2)))
@@ -58,10 +62,11 @@ struct DownloaderTests {
 
     @Test func htmlWithStatus200IsRefusedAndNotCached() async throws {
         let h = try await Harness()
-        let error = try #require(await h.failure("/html200"))
-        #expect(error.code == .notAnImage)
-        #expect(error.sniffed == .html)
-        #expect(error.message.hasSuffix("HTML served as image/jpeg"))
+        // Refusing is the pipeline's (it sniffs before it stores), not the downloader's.
+        let error = await #expect(throws: ArtCacheError.self) { _ = try await h.pipeline.original(h.origin.url("/html200")) }
+        #expect(error?.code == .notAnImage)
+        #expect((error?.underlying as? Sniffer.Refusal)?.sniffed == .html)
+        #expect(error?.message.hasSuffix("HTML served as image/jpeg") == true)
         #expect(try await h.store.stats().entries == 0)
         #expect(try await h.store.retryQueue().isEmpty)
     }

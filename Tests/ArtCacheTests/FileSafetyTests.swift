@@ -1,6 +1,10 @@
 import Foundation
 import Testing
 @testable import ArtCache
+@_spi(Benchmarks) @testable import ArtCacheCore
+@_spi(Benchmarks) @testable import ArtCacheFetch
+@_spi(Benchmarks) @testable import ArtCacheRender
+@_spi(Benchmarks) @testable import ArtCacheStore
 
 /// Review findings on the file system: documented permissions, blobs never
 /// opened through symlinks, temp files live by their writer's lock (not a
@@ -41,9 +45,9 @@ struct FileSafetyTests {
         #expect(Self.mode(cache + "/index.sqlite") == 0o640)
         #expect(Self.mode(cache + "/" + stored.entry.blob!) == 0o640)
         try await store.close()
-        let error = #expect(throws: ConfigError.self) { try Configuration.load(path: nil, environment: ["ARTCACHE_CACHE_MODE": "0077"]) }
+        let error = #expect(throws: ConfigError.self) { try Configuration.read(path: nil, environment: ["ARTCACHE_CACHE_MODE": "0077"]) }
         #expect(error?.key == "cache.mode")
-        #expect(try Configuration.load(path: nil, environment: ["ARTCACHE_CACHE_MODE": "770"]).cache.mode == 0o770)
+        #expect(try Configuration.read(path: nil, environment: ["ARTCACHE_CACHE_MODE": "770"]).cache.mode == 0o770)
     }
 
     /// A blob file replaced by a symlink is not followed: the row reads as

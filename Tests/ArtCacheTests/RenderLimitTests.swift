@@ -3,6 +3,10 @@ import CZlib
 import Foundation
 import Testing
 @testable import ArtCache
+@_spi(Benchmarks) @testable import ArtCacheCore
+@_spi(Benchmarks) @testable import ArtCacheFetch
+@_spi(Benchmarks) @testable import ArtCacheRender
+@_spi(Benchmarks) @testable import ArtCacheStore
 
 /// Review findings on libvips: a render has a deadline enforced through
 /// libvips' kill flag, and ImageMagick decodes BMP and ICO only, called

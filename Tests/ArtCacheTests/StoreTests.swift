@@ -2,6 +2,10 @@ import Foundation
 import GRDB
 import Testing
 @testable import ArtCache
+@_spi(Benchmarks) @testable import ArtCacheCore
+@_spi(Benchmarks) @testable import ArtCacheFetch
+@_spi(Benchmarks) @testable import ArtCacheRender
+@_spi(Benchmarks) @testable import ArtCacheStore
 
 @Suite("Store and index")
 struct StoreTests {
@@ -48,13 +52,13 @@ struct StoreTests {
         try await store.put(url: "https://h/b", data: webp, declaredType: "image/png")
         try await store.put(url: "https://h/c", data: try Fixtures.image(suffix: ".jpg"), declaredType: "application/octet-stream")
         let html = Data("<!DOCTYPE html><html><body>502 Bad Gateway</body></html>".utf8)
-        let error = await #expect(throws: StoreError.self) {
+        // The check every stored body goes through (the pipeline's, before the store).
+        let error = await #expect(throws: Sniffer.Refusal.self) {
             try await store.put(url: "https://h/d", data: html, declaredType: "image/jpeg")
         }
-        #expect(error?.code == .notAnImage)
         #expect(error?.sniffed == .html)
         #expect(error?.message == "HTML served as image/jpeg")
-        let empty = await #expect(throws: StoreError.self) { try await store.put(url: "https://h/e", data: Data(), declaredType: "image/png") }
+        let empty = await #expect(throws: Sniffer.Refusal.self) { try await store.put(url: "https://h/e", data: Data(), declaredType: "image/png") }
         #expect(empty?.sniffed == .empty)
         let stats = try await store.stats()
         #expect(stats.repairs == ["image/png -> image/webp": 2, "application/octet-stream -> image/jpeg": 1])

@@ -4,6 +4,10 @@ import CZlib
 import Foundation
 import Testing
 @testable import ArtCache
+@_spi(Benchmarks) @testable import ArtCacheCore
+@_spi(Benchmarks) @testable import ArtCacheFetch
+@_spi(Benchmarks) @testable import ArtCacheRender
+@_spi(Benchmarks) @testable import ArtCacheStore
 
 /// A unique temporary directory, removed when released.
 final class TempDir: Sendable {
@@ -233,5 +237,34 @@ enum CLI {
             throw StoreError(.io, "not JSON (status \(result.status)): \(result.stdout) \(result.stderr)")
         }
         return object
+    }
+}
+
+/// What storing an original did, as the pipeline stores it: sniffed and
+/// checked first, then put (the store itself keeps what it is given).
+struct StoredOriginal {
+    let entry: CacheEntry
+    let sniffed: SniffResult
+    let repaired: Bool
+}
+
+extension CacheStore {
+    /// Stores `data` as the pipeline does: ``Sniffer/check(_:declaredType:)``
+    /// (a body that is not an image throws `Sniffer.Refusal`), then the put.
+    @discardableResult
+    func put(url: String, data: Data, declaredType: String? = nil, validators: HTTPValidators = HTTPValidators(),
+             now: Date = Date()) async throws -> StoredOriginal {
+        let checked = try Sniffer.check(data, declaredType: declaredType)
+        let entry = try await put(url: url, data: data, contentType: checked.sniffed.mimeType, declaredType: checked.declared,
+                                  repaired: checked.repaired, validators: validators, now: now)
+        return StoredOriginal(entry: entry, sniffed: checked.sniffed, repaired: checked.repaired)
+    }
+
+    /// A variant whose type is sniffed from its bytes.
+    @discardableResult
+    func putVariant(parent: CacheKey, spec: String, data: Data, width: Int?, height: Int?, sourceSHA256: String? = nil,
+                    now: Date = Date()) async throws -> CacheEntry {
+        try await putVariant(parent: parent, spec: spec, data: data, contentType: Sniffer.sniff(data).mimeType, width: width,
+                             height: height, sourceSHA256: sourceSHA256, now: now)
     }
 }

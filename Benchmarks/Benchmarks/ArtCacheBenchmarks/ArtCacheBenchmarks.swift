@@ -3,6 +3,9 @@
 // Metrics: wall clock, throughput, malloc count, peak resident memory.
 
 @_spi(Benchmarks) import ArtCache
+@_spi(Benchmarks) import ArtCacheCore
+@_spi(Benchmarks) import ArtCacheRender
+@_spi(Benchmarks) import ArtCacheStore
 import ArtCacheFixtures
 import Benchmark
 import Foundation
@@ -86,7 +89,7 @@ let benchmarks: @Sendable () -> Void = {
                                        teardown: { await removeCache(insertStore.value) })) { benchmark in
             for iteration in benchmark.scaledIterations {
                 blackHole(try! await insertStore.value!.put(url: "https://insert.test/\(iteration)-\(UUID()).jpg", data: body,
-                                                           declaredType: "image/jpeg"))
+                                                           contentType: "image/jpeg", declaredType: "image/jpeg"))
             }
         }
     }

@@ -1,5 +1,8 @@
 import ArgumentParser
 @_spi(Benchmarks) import ArtCache
+@_spi(Benchmarks) import ArtCacheCore
+@_spi(Benchmarks) import ArtCacheRender
+@_spi(Benchmarks) import ArtCacheStore
 import Foundation
 
 /// Whole-process benchmark tools for `Benchmarks/compare/run`.

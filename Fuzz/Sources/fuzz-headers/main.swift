@@ -5,6 +5,9 @@
 import Foundation
 import FuzzSupport
 @testable import ArtCache
+@_spi(Benchmarks) @testable import ArtCacheCore
+@_spi(Benchmarks) @testable import ArtCacheFetch
+@_spi(Benchmarks) @testable import ArtCacheRender
 
 let now = Date(timeIntervalSince1970: 1_700_000_000)
 

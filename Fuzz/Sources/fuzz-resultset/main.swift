@@ -3,6 +3,9 @@
 import Foundation
 import FuzzSupport
 @testable import ArtCache
+@_spi(Benchmarks) @testable import ArtCacheCore
+@_spi(Benchmarks) @testable import ArtCacheFetch
+@_spi(Benchmarks) @testable import ArtCacheRender
 
 func parse(_ data: Data, _ format: ResultSetFormat?) -> Result<ResultSet, ResultSetError> {
     do { return .success(try ResultSetParser.parse(data, format: format)) } catch { return .failure(error) }

@@ -1,58 +1,17 @@
+@_spi(Benchmarks) import ArtCacheCore
+@_spi(Benchmarks) import ArtCacheFetch
+@_spi(Benchmarks) import ArtCacheRender
+@_spi(Benchmarks) import ArtCacheStore
 import Foundation
 
-/// How each stage's own error becomes the public `ArtCacheError`: by its
-/// typed code, never by its text. The stage error is kept as `underlying`.
+/// How any stage's error becomes the public `ArtCacheError`: each stage
+/// maps its own error by its typed code, never by its text (see
+/// `ArtCacheError.init(_:)` next to `DownloadError`, `StoreError`,
+/// `RenderError` and `ConfigError`); the stage error is kept as `underlying`.
 extension ArtCacheError {
-    init(_ error: DownloadError) {
-        let code: Code = switch error.code {
-        case .dns: .network(.dns)
-        case .connect: .network(.connect)
-        case .timeout: .network(.timeout)
-        case .tls: .network(.tls)
-        case .network: .network(.connection)
-        case .truncated: .network(.truncated)
-        case .tooManyRedirects: .network(.tooManyRedirects)
-        case .refusedScheme: .network(.refusedScheme)
-        case .blockedAddress: .network(.blockedAddress)
-        case .blockedSource: .network(.blockedSource)
-        case .hostOffline: .network(.hostOffline)
-        case .queueFull: .network(.queueFull)
-        case .tooLarge: .tooLarge
-        case .httpStatus: .httpStatus(error.status ?? 0)
-        case .notAnImage: .notAnImage
-        case .invalidURL: .invalidURL
-        case .cancelled: .cancelled
-        }
-        self.init(code, error.message, underlying: error)
-    }
-
-    init(_ error: RenderError) {
-        let code: Code = switch error.code {
-        case .unsupported, .encode: .unsupported
-        case .tooLarge, .timedOut: .tooLarge
-        case .decode: .decode
-        }
-        self.init(code, error.message, underlying: error)
-    }
-
-    init(_ error: StoreError) {
-        let code: Code = switch error.code {
-        case .invalidURL: .invalidURL
-        case .notAnImage: .notAnImage
-        case .invalidRequest: .invalidRequest
-        case .missingParent, .staleSource, .io, .database, .incompatibleSchema: .storage
-        case .storageFull: .storageFull
-        }
-        self.init(code, error.message, underlying: error)
-    }
-
-    init(_ error: ConfigError) {
-        self.init(.configuration, error.description, underlying: error)
-    }
-
     /// Any error a stage may throw, mapped by type. Swift's own
     /// `CancellationError` is `.cancelled`.
-    init(any error: any Error, context: String) {
+    package init(any error: any Error, context: String) {
         switch error {
         case let error as ArtCacheError: self = error
         case let error as DownloadError: self.init(error)

@@ -1,3 +1,7 @@
+@_spi(Benchmarks) import ArtCacheCore
+@_spi(Benchmarks) import ArtCacheFetch
+@_spi(Benchmarks) import ArtCacheRender
+@_spi(Benchmarks) import ArtCacheStore
 import Foundation
 
 /// The cache's maintenance, for the CLI and operators: every call goes
@@ -5,7 +9,7 @@ import Foundation
 extension ImagePipeline {
     /// What the cache holds and how it has been used, with this process's
     /// memory tier.
-    public func stats() async throws(ArtCacheError) -> CacheStats {
+    package func stats() async throws(ArtCacheError) -> CacheStats {
         var stats = try await storage("cannot read stats") { try await $0.stats() }
         stats.memory = memory.stats
         return stats
@@ -13,14 +17,14 @@ extension ImagePipeline {
 
     /// Removes what `request` selects (originals take their variants), from
     /// disk and from the memory tier.
-    public func purge(_ request: PurgeRequest) async throws(ArtCacheError) -> PurgeReport {
+    package func purge(_ request: PurgeRequest) async throws(ArtCacheError) -> PurgeReport {
         let report = try await storage("cannot purge") { try await $0.purge(request) }
         if !request.dryRun && report.removed > 0 { memory.removeAll() }
         return report
     }
 
     /// Checks the index against the blobs; `repair` fixes what it finds.
-    public func verify(repair: Bool = false, hash: Bool = false) async throws(ArtCacheError) -> VerifyReport {
+    package func verify(repair: Bool = false, hash: Bool = false) async throws(ArtCacheError) -> VerifyReport {
         try await storage("cannot verify") { try await $0.verify(repair: repair, hash: hash) }
     }
 
@@ -30,7 +34,7 @@ extension ImagePipeline {
     }
 
     /// One PNG tiling `cells` (nil: a blank cell) in order.
-    public func contactSheet(_ cells: [Data?], cell: Int = 100, columns: Int = 8) async throws(ArtCacheError) -> Data {
+    package func contactSheet(_ cells: [Data?], cell: Int = 100, columns: Int = 8) async throws(ArtCacheError) -> Data {
         do {
             return try await renderer.contactSheet(cells, cell: cell, columns: columns)
         } catch {
@@ -42,12 +46,12 @@ extension ImagePipeline {
     /// `path`); nil for a blob kept inside the database. Not a way to read
     /// the bytes: another process's eviction may remove the file at any time;
     /// ``ImageResponse/data`` holds them.
-    public func blobLocation(of entry: CacheEntry) -> String? {
+    package func blobLocation(of entry: CacheEntry) -> String? {
         entry.blob.map { store.directory.path + "/" + $0 }
     }
 
     /// Work under way in this process, for metrics and health pages.
-    public var activity: PipelineActivity {
+    package var activity: PipelineActivity {
         let downloads = downloader.activity
         let renders = renderer.activity
         return PipelineActivity(downloadsActive: downloads.active, downloadsQueued: downloads.queued,
@@ -57,7 +61,7 @@ extension ImagePipeline {
 
     /// Liveness: the index answers a read and libvips renders a 1x1 image.
     /// Throws the first failure (`.storage` or a render error).
-    public func checkHealth() async throws(ArtCacheError) {
+    package func checkHealth() async throws(ArtCacheError) {
         _ = try await storage("the index does not answer") { try await $0.ping() }
         let renderer = self.renderer
         do {
@@ -70,7 +74,7 @@ extension ImagePipeline {
     }
 
     /// Whether this libvips writes `format` (AVIF needs libheif with an AV1 encoder).
-    public func canEncode(_ format: VariantSpec.Format) async -> Bool {
+    package func canEncode(_ format: VariantSpec.Format) async -> Bool {
         let renderer = self.renderer
         do {
             _ = try await renderer.onRenderThread(priority: PriorityHandle(.veryHigh)) {
@@ -83,7 +87,7 @@ extension ImagePipeline {
     }
 
     /// The libvips version the renderer uses.
-    public var libvipsVersion: String { renderer.libvipsVersion }
+    package var libvipsVersion: String { renderer.libvipsVersion }
 
     private func storage<T: Sendable>(_ context: String, _ body: (CacheStore) async throws -> T) async throws(ArtCacheError) -> T {
         do {
@@ -95,11 +99,11 @@ extension ImagePipeline {
 }
 
 /// Work under way in one pipeline (a snapshot).
-public struct PipelineActivity: Sendable, Equatable {
-    public var downloadsActive: Int
-    public var downloadsQueued: Int
-    public var rendersActive: Int
-    public var rendersQueued: Int
-    public var memoryEntries: Int
-    public var memoryBytes: Int64
+package struct PipelineActivity: Sendable, Equatable {
+    package var downloadsActive: Int
+    package var downloadsQueued: Int
+    package var rendersActive: Int
+    package var rendersQueued: Int
+    package var memoryEntries: Int
+    package var memoryBytes: Int64
 }

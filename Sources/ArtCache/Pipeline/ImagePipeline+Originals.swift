@@ -1,26 +1,33 @@
+@_spi(Benchmarks) import ArtCacheCore
+@_spi(Benchmarks) import ArtCacheFetch
+@_spi(Benchmarks) import ArtCacheRender
+@_spi(Benchmarks) import ArtCacheStore
 import Foundation
 
 /// How an original was obtained.
-public struct FetchOutcome: Sendable {
-    public enum Source: String, Sendable, Codable {
-        /// Fresh in the cache: no network.
-        case cached
-        /// Expired, and the origin answered 304: expiry refreshed, no body.
-        case revalidated
-        /// Downloaded and stored.
-        case downloaded
-        /// Downloaded, but the origin said `no-store`: not kept.
-        case uncacheable
-    }
+public enum OriginalSource: String, Sendable, Codable {
+    /// Fresh in the cache: no network.
+    case cached
+    /// Expired, and the origin answered 304: expiry refreshed, no body.
+    case revalidated
+    /// Downloaded and stored.
+    case downloaded
+    /// Downloaded, but the origin said `no-store`: not kept.
+    case uncacheable
+}
 
-    public let source: Source
+/// An original, and how it was obtained.
+package struct FetchOutcome: Sendable {
+    package typealias Source = OriginalSource
+
+    package let source: Source
     /// The index row (nil for `.uncacheable`).
-    public let entry: CacheEntry?
-    public let data: Data
+    package let entry: CacheEntry?
+    package let data: Data
     /// The declared Content-Type was wrong and was corrected.
-    public let repaired: Bool
+    package let repaired: Bool
     /// Bytes transferred for this item.
-    public let downloadedBytes: Int
+    package let downloadedBytes: Int
 }
 
 extension ImagePipeline {
@@ -40,21 +47,26 @@ extension ImagePipeline {
             do {
                 return try await load(url, reload: mode == .reload, priority: priority)
             } catch let error as DownloadError {
-                await recordOutcome(of: url, error: error)
+                await recordOutcome(of: url, networkFailure: error.isNetworkFailure ? error : nil, final: error.code != .cancelled)
+                throw error
+            } catch let error as ArtCacheError where error.code == .notAnImage {
+                await recordOutcome(of: url, networkFailure: nil, final: true)  // the origin answered
                 throw error
             }
         }
     }
 
-    /// Keeps the retry queue in step with a failed download. A queue write
-    /// that fails is logged (the download error is what the caller gets).
-    private func recordOutcome(of url: NormalizedURL, error: DownloadError) async {
+    /// Keeps the retry queue in step with a failed download: a network
+    /// failure waits there; a final answer from the origin takes the URL
+    /// out. A queue write that fails is logged (the download error is what
+    /// the caller gets).
+    private func recordOutcome(of url: NormalizedURL, networkFailure: DownloadError?, final: Bool) async {
         do {
-            if error.isNetworkFailure {
+            if let error = networkFailure {
                 try await store.enqueueRetry(url: url.string, reason: error.reason, message: error.message,
                                              limit: configuration.download.retryQueueMax)
-            } else if error.code != .cancelled {
-                try await store.dequeueRetry(url: url.string)  // the origin answered: final
+            } else if final {
+                try await store.dequeueRetry(url: url.string)
             }
         } catch {
             logger.error("cannot update the retry queue", metadata: ["url": "\(url)", "error": "\(error)"])
@@ -69,17 +81,25 @@ extension ImagePipeline {
         case .revalidated: .revalidated
         case .downloaded, .uncacheable: .network
         }
-        let (width, height) = await dimensions(of: outcome.data)
+        let (width, height) = try await dimensions(of: outcome.data, priority: priority)
         return ImageResponse(data: outcome.data, contentType: outcome.entry?.contentType ?? Sniffer.sniff(outcome.data).mimeType,
                              width: width, height: height, source: source, cacheKey: outcome.entry?.cacheKey,
                              entry: outcome.entry, repaired: outcome.repaired)
     }
 
-    /// Width and height from the header (no pixel decoded); 0 x 0 for bytes
-    /// this renderer does not open (a format that is not enabled).
-    func dimensions(of data: Data) async -> (Int, Int) {
+    /// Width and height from the header (no pixel decoded), read on a render
+    /// thread (libvips' own) at the request's priority; 0 x 0 for bytes this
+    /// renderer does not open (a format that is not enabled, a damaged
+    /// header). Cancellation is not swallowed: it throws.
+    func dimensions(of data: Data, priority: PriorityHandle) async throws -> (Int, Int) {
         let renderer = self.renderer
-        guard let header = try? await Blocking.run({ try renderer.header(of: data) }) else { return (0, 0) }
+        let header: ImageHeader?
+        do {
+            header = try await renderer.onRenderThread(priority: priority) { try? renderer.header(of: data) }
+        } catch is CancellationError {
+            throw CancellationError()
+        }
+        guard let header else { return (0, 0) }
         let rotated = header.orientation >= 5 && header.orientation <= 8
         return rotated ? (header.height, header.width) : (header.width, header.height)
     }
@@ -103,7 +123,7 @@ extension ImagePipeline {
             }
             let response = try revalidation.get()
             if response.status == 304 {
-                let validators = HTTPCachePolicy.afterNotModified(response.headers, stored: hit.entry, now: now)
+                let validators = HTTPCachePolicy.afterNotModified(response.headers, stored: hit.entry.validators, now: now)
                 try await store.refresh(key: url.key, validators: validators, now: now)
                 let entry = try await store.entry(forKey: url.key) ?? hit.entry
                 return FetchOutcome(source: .revalidated, entry: entry, data: hit.data, repaired: false, downloadedBytes: 0)
@@ -117,35 +137,38 @@ extension ImagePipeline {
         return try await keep(response, url: url, now: now)
     }
 
-    /// Sniffs and stores a 2xx body (or only checks it, under `no-store`).
+    /// Sniffs a 2xx body and stores it (or only checks it, under
+    /// `no-store`). Refusing a body that is not an image is the pipeline's
+    /// job, before anything is stored: the store keeps what it is given.
     private func keep(_ response: HTTPResponse, url: NormalizedURL, now: Date) async throws -> FetchOutcome {
         let declared = response.headers["content-type"]
         let policy = HTTPCachePolicy(headers: response.headers, now: now)
+        let checked: Sniffer.Checked
+        do {
+            checked = try await Self.check(response.body, declaredType: declared)
+        } catch let refusal as Sniffer.Refusal {
+            throw ArtCacheError(.notAnImage, "\(url): \(refusal.message)", underlying: refusal)
+        }
         if policy.noStore {
-            let checked: Sniffer.Checked
-            do {
-                checked = try Sniffer.check(response.body, declaredType: declared)
-            } catch {
-                throw Self.notAnImage(error.sniffed ?? .unknown, declared: declared, url: url)
-            }
             return FetchOutcome(source: .uncacheable, entry: nil, data: response.body, repaired: checked.repaired,
                                 downloadedBytes: response.body.count)
         }
-        do {
-            let stored = try await store.put(
-                url: url.string, data: response.body, declaredType: declared,
-                validators: HTTPValidators(etag: response.headers["etag"], lastModified: response.headers["last-modified"],
-                                           expiresAt: policy.expiresAt, freshFor: policy.lifetime),
-                now: now)
-            return FetchOutcome(source: .downloaded, entry: stored.entry, data: response.body, repaired: stored.repaired,
-                                downloadedBytes: response.body.count)
-        } catch let error as StoreError where error.code == .notAnImage {
-            throw Self.notAnImage(error.sniffed ?? .unknown, declared: declared, url: url)
-        }
+        let entry = try await store.put(
+            url: url.string, data: response.body, contentType: checked.sniffed.mimeType, declaredType: checked.declared,
+            repaired: checked.repaired,
+            validators: HTTPValidators(etag: response.headers["etag"], lastModified: response.headers["last-modified"],
+                                       expiresAt: policy.expiresAt, freshFor: policy.lifetime),
+            now: now)
+        return FetchOutcome(source: .downloaded, entry: entry, data: response.body, repaired: checked.repaired,
+                            downloadedBytes: response.body.count)
     }
 
-    static func notAnImage(_ format: SniffedFormat, declared: String?, url: NormalizedURL) -> DownloadError {
-        let type = Sniffer.mediaType(ofContentType: declared) ?? "no content type"
-        return DownloadError(.notAnImage, "\(url): \(format.displayName) served as \(type)", status: 200, sniffed: format)
+    /// ``Sniffer/check(_:declaredType:)`` off Swift's cooperative threads
+    /// when it may inflate an svgz (up to 32 MiB): gzip bodies go to the
+    /// blocking pool; everything else is a bounded look at the first bytes.
+    static func check(_ body: Data, declaredType: String?) async throws -> Sniffer.Checked {
+        let gzip = body.count >= 2 && body[body.startIndex] == 0x1F && body[body.startIndex + 1] == 0x8B
+        guard gzip else { return try Sniffer.check(body, declaredType: declaredType) }
+        return try await Blocking.run { try Sniffer.check(body, declaredType: declaredType) }
     }
 }

@@ -1,3 +1,6 @@
+@_spi(Benchmarks) import ArtCacheCore
+@_spi(Benchmarks) import ArtCacheRender
+@_spi(Benchmarks) import ArtCacheStore
 import Foundation
 
 /// How a variant was obtained.
@@ -8,6 +11,7 @@ struct VariantOutcome: Sendable {
     /// The variant's index row (nil when its original is `no-store`).
     let entry: CacheEntry?
     let data: Data
+    let contentType: String
     let width: Int
     let height: Int
 }
@@ -22,7 +26,7 @@ extension ImagePipeline {
         let key = CacheKey(parent: url.key, spec: canonical)
         return try await variants.run(key: mode.prefix + key.hex, priority: priority) { [self] priority in
             if mode != .reload, let hit = try await store.lookup(key: key) {
-                return VariantOutcome(renderedFrom: nil, entry: hit.entry, data: hit.data,
+                return VariantOutcome(renderedFrom: nil, entry: hit.entry, data: hit.data, contentType: hit.entry.contentType,
                                       width: hit.entry.width ?? 0, height: hit.entry.height ?? 0)
             }
             let original = try await self.original(url, mode: mode, priority: priority)
@@ -32,7 +36,7 @@ extension ImagePipeline {
                 entry = try await storeVariant(rendered, spec: canonical, of: parent, url: url)
             }
             return VariantOutcome(renderedFrom: original.source, entry: entry, data: rendered.data,
-                                  width: rendered.width, height: rendered.height)
+                                  contentType: rendered.contentType, width: rendered.width, height: rendered.height)
         }
     }
 
@@ -45,7 +49,7 @@ extension ImagePipeline {
         case .revalidated?: .revalidated
         case .downloaded?, .uncacheable?: .network
         }
-        return ImageResponse(data: outcome.data, contentType: Sniffer.sniff(outcome.data).mimeType,
+        return ImageResponse(data: outcome.data, contentType: outcome.contentType,
                              width: outcome.width, height: outcome.height, source: source,
                              cacheKey: outcome.entry?.cacheKey, entry: outcome.entry, rendered: outcome.renderedFrom != nil)
     }
@@ -93,7 +97,7 @@ extension ImagePipeline {
     /// the caller's to hand out; other store errors are thrown.
     private func storeVariant(_ image: RenderedImage, spec: String, of parent: CacheEntry, url: NormalizedURL) async throws -> CacheEntry? {
         do {
-            return try await store.putVariant(parent: parent.cacheKey, spec: spec, data: image.data,
+            return try await store.putVariant(parent: parent.cacheKey, spec: spec, data: image.data, contentType: image.contentType,
                                               width: image.width, height: image.height, sourceSHA256: parent.sha256)
         } catch let error as StoreError where error.code == .missingParent || error.code == .staleSource {
             logger.debug("variant not stored", metadata: ["url": "\(url)", "reason": "\(error.code.rawValue)"])

@@ -1,3 +1,6 @@
+@_spi(Benchmarks) import ArtCacheCore
+@_spi(Benchmarks) import ArtCacheRender
+@_spi(Benchmarks) import ArtCacheStore
 import Foundation
 
 /// What a front asks the pipeline for: an image URL, and either the original
@@ -6,27 +9,7 @@ public struct ImageRequest: Sendable, Hashable {
     public typealias Priority = ImagePriority
 
     /// A thumbnail's bounding box in pixels.
-    public struct Size: Sendable, Hashable, CustomStringConvertible {
-        public var width: Int
-        public var height: Int
-
-        public init(width: Int, height: Int) {
-            self.width = width
-            self.height = height
-        }
-
-        /// A square box.
-        public init(_ side: Int) { self.init(width: side, height: side) }
-
-        /// From `WIDTHxHEIGHT` (e.g. `100x100`); nil when malformed.
-        public init?(_ text: String) {
-            let parts = text.lowercased().split(separator: "x")
-            guard parts.count == 2, let w = Int(parts[0]), let h = Int(parts[1]) else { return nil }
-            self.init(width: w, height: h)
-        }
-
-        public var description: String { "\(width)x\(height)" }
-    }
+    public typealias Size = ImageSize
 
     public struct Options: OptionSet, Sendable, Hashable {
         public let rawValue: Int
@@ -104,15 +87,22 @@ public struct ImageResponse: Sendable {
     public let cacheKey: CacheKey?
     /// For a placeholder: why the real image is not there.
     public internal(set) var error: ArtCacheError?
-    /// The index row of the stored image, when there is one.
-    public let entry: CacheEntry?
+    /// The index row of the stored image, when there is one (for the CLI's
+    /// `--json` and the service's headers).
+    package let entry: CacheEntry?
     /// The origin declared a wrong Content-Type that was corrected (originals).
     public let repaired: Bool
     /// A thumbnail rendered for this request (not found in the cache).
     public let rendered: Bool
 
     public init(data: Data, contentType: String, width: Int, height: Int, source: Source, cacheKey: CacheKey?,
-                error: ArtCacheError? = nil, entry: CacheEntry? = nil, repaired: Bool = false, rendered: Bool = false) {
+                error: ArtCacheError? = nil, repaired: Bool = false, rendered: Bool = false) {
+        self.init(data: data, contentType: contentType, width: width, height: height, source: source, cacheKey: cacheKey,
+                  error: error, entry: nil, repaired: repaired, rendered: rendered)
+    }
+
+    package init(data: Data, contentType: String, width: Int, height: Int, source: Source, cacheKey: CacheKey?,
+                 error: ArtCacheError? = nil, entry: CacheEntry?, repaired: Bool = false, rendered: Bool = false) {
         self.data = data
         self.contentType = contentType
         self.width = width
@@ -135,5 +125,12 @@ public struct ImageResponse: Sendable {
         var copy = self
         copy.error = error
         return copy
+    }
+}
+
+extension ThumbnailOptions {
+    /// The pipeline request these (resolved) options ask for.
+    public func request(url: String, priority: ImagePriority = .normal, options: ImageRequest.Options = []) -> ImageRequest {
+        ImageRequest(url: url, size: size, fit: fit, format: format, quality: quality, priority: priority, options: options)
     }
 }

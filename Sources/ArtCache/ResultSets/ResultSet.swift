@@ -1,3 +1,7 @@
+@_spi(Benchmarks) import ArtCacheCore
+@_spi(Benchmarks) import ArtCacheFetch
+@_spi(Benchmarks) import ArtCacheRender
+@_spi(Benchmarks) import ArtCacheStore
 import Foundation
 
 /// The kinds of API result set the prefetcher knows how to mine for image URLs.

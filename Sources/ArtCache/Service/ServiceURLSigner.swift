@@ -1,4 +1,5 @@
 import Crypto
+@_spi(Benchmarks) import ArtCacheCore
 import Foundation
 
 /// Builds and checks thumbnail-service paths:

@@ -1,3 +1,5 @@
+@_spi(Benchmarks) import ArtCacheCore
+@_spi(Benchmarks) import ArtCacheRender
 import Foundation
 
 /// The options segment of a service URL: what to make of the source image.
@@ -16,13 +18,13 @@ import Foundation
 /// `description` writes the canonical form: size, fit, format, quality,
 /// preset — the form `artcache sign` prints and signatures are made over.
 public struct ThumbnailOptions: Sendable, Hashable, CustomStringConvertible {
-    public var size: ImageRequest.Size?
+    public var size: ImageSize?
     public var fit: VariantSpec.Fit?
     public var format: VariantSpec.Format?
     public var quality: Int?
     public var preset: String?
 
-    public init(size: ImageRequest.Size? = nil, fit: VariantSpec.Fit? = nil, format: VariantSpec.Format? = nil,
+    public init(size: ImageSize? = nil, fit: VariantSpec.Fit? = nil, format: VariantSpec.Format? = nil,
                 quality: Int? = nil, preset: String? = nil) {
         self.size = size
         self.fit = fit
@@ -56,7 +58,7 @@ public struct ThumbnailOptions: Sendable, Hashable, CustomStringConvertible {
             guard seen.insert(name).inserted else { throw Self.invalid(text, "`\(name)` given twice") }
             switch name {
             case "size":
-                guard let size = ImageRequest.Size(value), size.width >= 1, size.height >= 1,
+                guard let size = ImageSize(value), size.width >= 1, size.height >= 1,
                       value.allSatisfy({ $0.isASCII && ($0.isNumber || $0 == "x") }) else {
                     throw Self.invalid(text, "`\(token)` is not a size like 300x300 or a known option")
                 }
@@ -116,12 +118,7 @@ public struct ThumbnailOptions: Sendable, Hashable, CustomStringConvertible {
         return result
     }
 
-    /// The pipeline request these (resolved) options ask for.
-    public func request(url: String, priority: ImagePriority = .normal, options: ImageRequest.Options = []) -> ImageRequest {
-        ImageRequest(url: url, size: size, fit: fit, format: format, quality: quality, priority: priority, options: options)
-    }
-
-    static func isPresetName(_ name: String) -> Bool {
+    package static func isPresetName(_ name: String) -> Bool {
         !name.isEmpty && name.count <= 64
             && name.unicodeScalars.allSatisfy { ("a"..."z").contains($0) || ("0"..."9").contains($0) || $0 == "_" || $0 == "-" }
     }

@@ -1,0 +1,144 @@
+@_spi(Benchmarks) import ArtCacheCore
+import Foundation
+import TOMLKit
+
+/// Reading: TOML text and `ARTCACHE_<SECTION>_<KEY>` variables into values
+/// checked against the `ConfigKey` table (every key known, every value of
+/// its kind and in its range).
+extension Configuration {
+    /// Parses TOML text into checked values (every key known, every value of its type).
+    package static func parse(toml text: String, source: String) throws(ConfigError) -> [String: ConfigValue] {
+        try checkTableHeaders(text, source: source)
+        let table: TOMLTable
+        do {
+            table = try TOMLTable(string: text)
+        } catch let error as TOMLParseError {
+            throw ConfigError(code: .syntax, source: source, key: nil,
+                              message: "TOML syntax error at line \(error.source.begin.line), column \(error.source.begin.column): \(error.description)")
+        } catch {
+            throw ConfigError(code: .syntax, source: source, key: nil, message: "TOML syntax error: \(error)")
+        }
+        var values: [String: ConfigValue] = [:]
+        for (sectionName, sectionValue) in table {
+            guard ConfigKey.sections.contains(sectionName) else {
+                throw ConfigError(code: .unknownSection, source: source, key: sectionName,
+                                  message: "unknown section [\(sectionName)] (known: \(ConfigKey.sections.joined(separator: ", ")))")
+            }
+            guard let section = sectionValue.table else {
+                throw ConfigError(code: .wrongType, source: source, key: sectionName,
+                                  message: "expected a [\(sectionName)] table, found \(sectionValue.type)")
+            }
+            if sectionName == ConfigKey.presetsSection {
+                for (name, value) in section {
+                    guard let text = value.string else {
+                        throw ConfigError(code: .wrongType, source: source, key: "presets.\(name)",
+                                          message: "expected an options string like \"100x100,fit=cover\", found \(value.type)")
+                    }
+                    values["presets.\(name)"] = .string(text)
+                }
+                continue
+            }
+            for (name, value) in section {
+                guard let key = ConfigKey.lookup(section: sectionName, name: name) else {
+                    let known = ConfigKey.all.filter { $0.section == sectionName }.map(\.name)
+                    throw ConfigError(code: .unknownKey, source: source, key: "\(sectionName).\(name)",
+                                      message: "unknown key (known in [\(sectionName)]: \(known.joined(separator: ", ")))")
+                }
+                values[key.path] = try convert(value, key: key, source: source)
+            }
+        }
+        return values
+    }
+
+    /// toml++ (under TOMLKit) aborts the process on a table header whose
+    /// name starts with anything but a bare-key character or a quote (`[.]`,
+    /// `[~]`, `[ #]`): such headers are a syntax error here, before it sees them.
+    package static func checkTableHeaders(_ text: String, source: String) throws(ConfigError) {
+        for (index, line) in text.split(omittingEmptySubsequences: false, whereSeparator: \.isNewline).enumerated() {
+            var rest = line.drop { $0 == " " || $0 == "\t" }
+            guard rest.hasPrefix("[") else { continue }
+            rest = rest.dropFirst()
+            if rest.hasPrefix("[") { rest = rest.dropFirst() }
+            rest = rest.drop { $0 == " " || $0 == "\t" }
+            let ok = rest.first.map { $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "_" || $0 == "-" || $0 == "\"" || $0 == "'") } ?? false
+            guard ok else {
+                throw ConfigError(code: .syntax, source: source, key: nil,
+                                  message: "TOML syntax error at line \(index + 1): a table name must start with a letter, digit, _, - or a quote")
+            }
+        }
+    }
+
+    private static func convert(_ value: TOMLValueConvertible, key: ConfigKey, source: String) throws(ConfigError) -> ConfigValue {
+        func wrongType() -> ConfigError {
+            ConfigError(code: .wrongType, source: source, key: key.path,
+                        message: "expected \(key.kind.typeName), found \(value.type)")
+        }
+        func invalid(_ shown: String) -> ConfigError {
+            ConfigError(code: .invalidValue, source: source, key: key.path,
+                        message: "invalid value \(shown): expected \(key.kind.typeName)")
+        }
+        switch key.kind {
+        case .string:
+            guard let string = value.string else { throw wrongType() }
+            return .string(string)
+        case .choice, .color:
+            guard let string = value.string else { throw wrongType() }
+            guard let parsed = key.kind.parse(text: string) else { throw invalid("\"\(string)\"") }
+            return parsed
+        case .bool:
+            guard let bool = value.bool else { throw wrongType() }
+            return .bool(bool)
+        case .list:
+            guard let array = value.array else { throw wrongType() }
+            var items: [String] = []
+            for element in array {
+                guard let string = element.string else { throw wrongType() }
+                items.append(string)
+            }
+            return .list(items)
+        case .size, .duration, .integer, .ratio:
+            if let string = value.string {
+                if case .integer = key.kind { throw wrongType() }
+                if case .ratio = key.kind { throw wrongType() }
+                guard let parsed = key.kind.parse(text: string) else {
+                    if string.trimmingCharacters(in: .whitespaces).hasPrefix("-") {
+                        throw ConfigError(code: .invalidValue, source: source, key: key.path,
+                                          message: "invalid value \"\(string)\": must not be negative")
+                    }
+                    throw invalid("\"\(string)\"")
+                }
+                return parsed
+            }
+            let number: Double
+            if let int = value.int { number = Double(int) } else if let double = value.double { number = double } else { throw wrongType() }
+            if case .integer = key.kind, value.int == nil { throw wrongType() }
+            guard number >= 0 else {
+                throw ConfigError(code: .invalidValue, source: source, key: key.path,
+                                  message: "invalid value \(value.int.map { String($0) } ?? String(number)): must not be negative")
+            }
+            guard let parsed = key.kind.parse(number: number) else {
+                throw invalid(value.int.map { String($0) } ?? String(number))
+            }
+            return parsed
+        }
+    }
+
+    package static func applyEnvironment(_ environment: [String: String], to values: inout [String: ConfigValue]) throws(ConfigError) {
+        let prefixes = ConfigKey.sections.map { "ARTCACHE_\($0.uppercased())_" }
+        for (variable, text) in environment.sorted(by: { $0.key < $1.key }) where prefixes.contains(where: variable.hasPrefix) {
+            if variable.hasPrefix("ARTCACHE_PRESETS_") {
+                values["presets.\(variable.dropFirst("ARTCACHE_PRESETS_".count).lowercased())"] = .string(text)
+                continue
+            }
+            guard let key = ConfigKey.all.first(where: { $0.environmentName == variable }) else {
+                throw ConfigError(code: .unknownKey, source: "environment", key: variable,
+                                  message: "unknown setting (variables are ARTCACHE_<SECTION>_<KEY> for keys of cache.conf)")
+            }
+            guard let value = key.kind.parse(text: text) else {
+                throw ConfigError(code: .invalidValue, source: "environment", key: variable,
+                                  message: "invalid value \"\(text)\": expected \(key.kind.typeName)")
+            }
+            values[key.path] = value
+        }
+    }
+}

@@ -1,0 +1,10 @@
+// `import ArtCache` is the whole embedding API. The stages below the
+// pipeline keep their internals `package`; what they declare `public` is
+// exactly the value types the API is made of (`ArtCacheError`,
+// `ImagePriority`, `CacheKey`; `DownloadSettings`, `IPNetwork`,
+// `HostPattern`; `CacheSettings`, `RetryItem`; `ThumbnailSettings`,
+// `VariantSpec`, `ImageSize`), re-exported here so a front needs one import.
+@_exported import ArtCacheCore
+@_exported import ArtCacheFetch
+@_exported import ArtCacheRender
+@_exported import ArtCacheStore

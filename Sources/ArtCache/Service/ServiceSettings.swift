@@ -1,0 +1,89 @@
+@_spi(Benchmarks) import ArtCacheCore
+@_spi(Benchmarks) import ArtCacheFetch
+import Foundation
+
+/// `[service]`: the thumbnail HTTP service (`artcache serve`) and the
+/// signer fronts use. `ServiceSettings()` holds the documented defaults of
+/// `cache.conf` (the configuration table reads them from here).
+public struct ServiceSettings: Sendable, Equatable {
+    /// Listener host (an address or `localhost`) and port (0: any free port).
+    public var host = "127.0.0.1"
+    public var port = 8080
+    /// Signing keys (raw bytes, from hex): the first signs, all verify.
+    public var keys: [[UInt8]] = []
+    /// Bytes prefixed to every signed text (from hex; may be empty).
+    public var salt: [UInt8] = []
+    /// Accept `/unsafe/…` paths. Refused at startup unless the listener is on loopback.
+    public var allowUnsigned = false
+    /// What failed images answer with: "" (the error status), `placeholder`
+    /// (the pipeline's placeholder) or an image file.
+    public var fallback = ""
+    /// Image requests worked on at once; beyond that they wait in `queue`.
+    public var maxInflight = 64
+    /// Requests that may wait for a slot; beyond that 429.
+    public var queue = 256
+    /// Per-request deadline (queueing included); past it 503.
+    public var timeout: TimeInterval = 30
+    /// `Cache-Control: max-age` of image responses (signed ones are also `immutable`).
+    public var cacheMaxAge: TimeInterval = 365 * 86400
+    /// On SIGTERM/SIGINT, how long in-flight requests may take to finish.
+    public var shutdownGrace: TimeInterval = 10
+    /// One log line per image request (info level).
+    public var accessLog = true
+
+    /// The documented defaults of `cache.conf`; set the fields to change them.
+    public init() {}
+
+    /// `host:port` as a URL authority (`[::1]:8080` for IPv6).
+    public var listen: String { host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)" }
+
+    /// True when the listener accepts loopback connections only.
+    public var isLoopback: Bool {
+        if host == "localhost" { return true }
+        guard let address = IPAddress(host) else { return false }
+        return AddressClass.of(address) == .loopback
+    }
+
+    /// Parses `HOST:PORT` (`[v6]:PORT` for IPv6); nil when malformed.
+    public static func parseListen(_ text: String) -> (host: String, port: Int)? {
+        let host: Substring
+        let port: Substring
+        if text.hasPrefix("[") {
+            guard let close = text.firstIndex(of: "]"), text[text.index(after: close)...].hasPrefix(":") else { return nil }
+            host = text[text.index(after: text.startIndex)..<close]
+            port = text[text.index(close, offsetBy: 2)...]
+            guard IPAddress(String(host)) != nil else { return nil }
+        } else {
+            guard let colon = text.lastIndex(of: ":") else { return nil }
+            host = text[..<colon]
+            port = text[text.index(after: colon)...]
+            guard !host.isEmpty, !host.contains(":") else { return nil }
+        }
+        guard let number = Int(port), (0...65535).contains(number), port.allSatisfy(\.isASCII) else { return nil }
+        return (String(host), number)
+    }
+
+    /// Raw bytes of a hex string; nil when not an even number of hex digits.
+    public static func parseHex(_ text: String) -> [UInt8]? {
+        let digits = Array(text.utf8)
+        guard digits.count % 2 == 0 else { return nil }
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(digits.count / 2)
+        var index = 0
+        while index < digits.count {
+            guard let high = hexValue(digits[index]), let low = hexValue(digits[index + 1]) else { return nil }
+            bytes.append(high << 4 | low)
+            index += 2
+        }
+        return bytes
+    }
+
+    private static func hexValue(_ c: UInt8) -> UInt8? {
+        switch c {
+        case UInt8(ascii: "0")...UInt8(ascii: "9"): c - UInt8(ascii: "0")
+        case UInt8(ascii: "a")...UInt8(ascii: "f"): c - UInt8(ascii: "a") + 10
+        case UInt8(ascii: "A")...UInt8(ascii: "F"): c - UInt8(ascii: "A") + 10
+        default: nil
+        }
+    }
+}

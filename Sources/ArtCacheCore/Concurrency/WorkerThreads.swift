@@ -1,0 +1,140 @@
+import Foundation
+
+/// The render pool: a fixed set of long-lived threads taking blocking jobs
+/// by priority (highest first, then first come).
+///
+/// A free thread takes the next job itself, so back-to-back renders need no
+/// hop through Swift's cooperative pool, and each render runs on a thread
+/// that rendered before (libvips' per-thread buffers and the allocator's
+/// arenas stay warm), as a plain C loop over libvips would. A queued job whose
+/// task is cancelled leaves the queue at once; its priority may change while
+/// it waits.
+///
+/// `@unchecked Sendable` is sound: every stored var (`jobs`, `queues`,
+/// `heads`, `cancelled`, `nextID`, `stopped`, `running`) is read and written
+/// only while `condition` is locked; the jobs are `@Sendable` closures.
+package final class WorkerThreads: @unchecked Sendable {
+    private struct Job {
+        var priority: ImagePriority
+        let run: @Sendable () -> Void
+        let cancel: @Sendable () -> Void
+    }
+
+    private let condition = NSCondition()
+    private var jobs: [Int: Job] = [:]
+    /// Job ids in arrival order, one queue per priority (index = raw value).
+    /// Stale ids (cancelled, or moved by a priority change) are skipped.
+    private var queues = [[Int]](repeating: [], count: ImagePriority.allCases.count)
+    private var heads = [Int](repeating: 0, count: ImagePriority.allCases.count)
+    private var cancelled: Set<Int> = []
+    private var nextID = 0
+    private var stopped = false
+    private var running = 0
+
+    package init(count: Int, name: String) {
+        for index in 0..<max(1, count) {
+            let thread = Thread { [self] in loop() }
+            thread.name = "\(name)-\(index)"
+            thread.stackSize = 8 << 20  // libvips and its loaders recurse deeply
+            thread.start()
+        }
+    }
+
+    /// Jobs waiting for a thread, and jobs running.
+    package var load: (waiting: Int, running: Int) { locked { (jobs.count, running) } }
+
+    /// Runs `body` on one of the threads once it is the best job waiting.
+    /// Throws `CancellationError` (without running it) when the calling task
+    /// is cancelled while it waits.
+    package func run<T: Sendable>(priority: PriorityHandle, _ body: @escaping @Sendable () throws -> T) async throws -> T {
+        let id = locked { nextID += 1; return nextID }
+        defer { locked { _ = cancelled.remove(id) } }
+        return try await priority.whileObserving({ [self] newValue in
+            locked {
+                guard jobs[id] != nil, jobs[id]?.priority != newValue else { return }
+                jobs[id]?.priority = newValue
+                queues[newValue.rawValue].append(id)
+            }
+        }) {
+            try await withTaskCancellationHandler {
+                try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<T, Error>) in
+                    let queued = locked { () -> Bool in
+                        if cancelled.remove(id) != nil { return false }
+                        let value = priority.value
+                        jobs[id] = Job(priority: value,
+                                       run: { continuation.resume(with: Result { try body() }) },
+                                       cancel: { continuation.resume(throwing: CancellationError()) })
+                        queues[value.rawValue].append(id)
+                        condition.signal()
+                        return true
+                    }
+                    if !queued { continuation.resume(throwing: CancellationError()) }
+                }
+            } onCancel: {
+                let job = locked { () -> Job? in
+                    if let job = jobs.removeValue(forKey: id) { return job }
+                    cancelled.insert(id)  // not queued yet, or already running (then it finishes)
+                    return nil
+                }
+                job?.cancel()
+            }
+        }
+    }
+
+    /// Lets the threads finish the queued jobs and exit.
+    package func stop() {
+        locked {
+            stopped = true
+            condition.broadcast()
+        }
+    }
+
+    private func loop() {
+        while true {
+            condition.lock()
+            while jobs.isEmpty && !stopped { condition.wait() }
+            guard let job = takeBest() else {
+                condition.unlock()
+                return
+            }
+            running += 1
+            condition.unlock()
+            job.run()
+            locked { running -= 1 }
+        }
+    }
+
+    /// The highest-priority job that came first (call with the lock held).
+    private func takeBest() -> Job? {
+        for level in queues.indices.reversed() {
+            while heads[level] < queues[level].count {
+                let id = queues[level][heads[level]]
+                heads[level] += 1
+                if let job = jobs[id], job.priority.rawValue == level {
+                    jobs[id] = nil
+                    compact(level)
+                    return job
+                }
+            }
+            compact(level)
+        }
+        return nil
+    }
+
+    /// Drops the consumed front of a queue once it is large.
+    private func compact(_ level: Int) {
+        if heads[level] == queues[level].count {
+            queues[level].removeAll(keepingCapacity: true)
+            heads[level] = 0
+        } else if heads[level] > 1024 {
+            queues[level].removeFirst(heads[level])
+            heads[level] = 0
+        }
+    }
+
+    private func locked<R>(_ body: () throws -> R) rethrows -> R {
+        condition.lock()
+        defer { condition.unlock() }
+        return try body()
+    }
+}

@@ -1,0 +1,39 @@
+import Foundation
+
+/// HTTP caching facts kept with an original so it can be revalidated.
+///
+/// `etag` and `lastModified` come from an origin and are sent back to it
+/// (If-None-Match, If-Modified-Since): a value that could not be a sane
+/// header (CR, LF or another control byte, non-ASCII, or longer than
+/// `maxValidatorLength`) is dropped when the value is made, and again
+/// before it is sent, never replayed.
+@_spi(Benchmarks) public struct HTTPValidators: Sendable, Equatable, Codable {
+    @_spi(Benchmarks) public var etag: String?
+    @_spi(Benchmarks) public var lastModified: String?
+    /// When the origin's freshness ends; nil means no expiry was given.
+    @_spi(Benchmarks) public var expiresAt: Date?
+    /// The freshness lifetime the origin gave (0 for `no-cache`); what a
+    /// later 304 without caching headers renews.
+    @_spi(Benchmarks) public var freshFor: TimeInterval?
+
+    /// Longest ETag or Last-Modified value kept (real ones are under 100 bytes).
+    @_spi(Benchmarks) public static let maxValidatorLength = 256
+
+    @_spi(Benchmarks) public init(etag: String? = nil, lastModified: String? = nil, expiresAt: Date? = nil, freshFor: TimeInterval? = nil) {
+        self.etag = Self.replayable(etag)
+        self.lastModified = Self.replayable(lastModified)
+        self.expiresAt = expiresAt
+        self.freshFor = freshFor
+    }
+
+    /// `value` when it may be sent back as a header value: 1 to
+    /// `maxValidatorLength` bytes of visible ASCII and inner spaces; else nil.
+    package static func replayable(_ value: String?) -> String? {
+        guard let value else { return nil }
+        let bytes = value.utf8
+        guard !bytes.isEmpty, bytes.count <= maxValidatorLength,
+              bytes.allSatisfy({ $0 == 0x20 || (0x21...0x7E).contains($0) }),
+              bytes.first != 0x20, bytes.last != 0x20 else { return nil }
+        return value
+    }
+}

@@ -1,0 +1,127 @@
+@_spi(Benchmarks) import ArtCacheCore
+import Foundation
+
+/// Why a download failed: a stable code, a human message, and for HTTP
+/// errors the status.
+package struct DownloadError: Error, Sendable, Equatable, CustomStringConvertible {
+    package enum Code: String, Sendable, Codable {
+        case dns
+        case connect
+        case timeout
+        case tls
+        /// The connection broke or the body ended short of its Content-Length.
+        case network
+        case truncated
+        case tooLarge = "too_large"
+        case tooManyRedirects = "too_many_redirects"
+        case httpStatus = "http_status"
+        /// The scheme is not allowed (plain http refused by config, or not http/https).
+        case refusedScheme = "refused_scheme"
+        /// The source (or a redirect hop) resolves to an address that is not
+        /// public and not in `[download] allowed_networks`: never connected to.
+        case blockedAddress = "blocked_address"
+        /// The source's host (or a redirect's) is not in `[download] allowed_sources`.
+        case blockedSource = "blocked_source"
+        case invalidURL = "invalid_url"
+        case cancelled
+        /// The host failed at the network level (DNS, connect) again and
+        /// again in this run: its breaker is open, so the URL was not tried
+        /// (it goes to the retry queue). A later success closes the breaker.
+        case hostOffline = "host_offline"
+        /// `[download] queue_per_host` transfers already wait for this host.
+        case queueFull = "queue_full"
+    }
+
+    package let code: Code
+    package let message: String
+    package var status: Int?
+    /// Seconds the origin asked us to wait (429/503 Retry-After).
+    package var retryAfter: TimeInterval?
+    package init(_ code: Code, _ message: String, status: Int? = nil, retryAfter: TimeInterval? = nil) {
+        self.code = code
+        self.message = message
+        self.status = status
+        self.retryAfter = retryAfter
+    }
+
+    package var description: String { message }
+
+    /// The key under which failures are counted: `dns`, `timeout`, `http_404`, ...
+    package var reason: String {
+        if code == .httpStatus, let status { return "http_\(status)" }
+        return code.rawValue
+    }
+
+    /// Caused by the network rather than by the origin's answer: such URLs go
+    /// to the persistent retry queue.
+    package var isNetworkFailure: Bool {
+        switch code {
+        case .dns, .connect, .timeout, .tls, .network, .truncated, .hostOffline, .queueFull: true
+        default: false
+        }
+    }
+
+    /// Worth another attempt now: network failures, 5xx and 429. Never other
+    /// 4xx, and not a host whose breaker is open or whose queue is full
+    /// (those go to the retry queue for a later run).
+    package var isRetryable: Bool {
+        if code == .hostOffline || code == .queueFull { return false }
+        if isNetworkFailure { return true }
+        if code == .httpStatus, let status { return status >= 500 || status == 429 }
+        return false
+    }
+
+    /// Maps a finished libcurl transfer that failed at the transport level.
+    static func fromCurl(_ result: TransferResult, url: String, settings: DownloadSettings) -> DownloadError {
+        let detail = result.curlMessage
+        if let host = result.blockedSource {
+            return DownloadError(.blockedSource, "\(url): refused: a redirect goes to host \(host), not in download.allowed_sources")
+        }
+        if let blocked = result.blockedAddress {
+            return DownloadError(.blockedAddress, "\(url): refused: the source resolves to a \(AddressClass.of(blocked).rawValue) "
+                                 + "address (\(blocked)), not allowed by download.allowed_networks")
+        }
+        switch result.curlCode {
+        case 1: return DownloadError(.refusedScheme, "\(url): scheme not allowed (\(settings.allowHTTP ? "http and https only" : "https only")): \(detail)")
+        case 3: return DownloadError(.invalidURL, "\(url): malformed URL: \(detail)")
+        case 5, 6: return DownloadError(.dns, "\(url): cannot resolve host: \(detail)")
+        case 7: return DownloadError(.connect, "\(url): cannot connect: \(detail)")
+        case 28: return DownloadError(.timeout, "\(url): timed out: \(detail)")
+        case 35, 51, 53, 54, 58, 59, 60, 64, 66, 77, 80, 82, 83, 90, 91:
+            return DownloadError(.tls, "\(url): TLS error: \(detail)")
+        case 47: return DownloadError(.tooManyRedirects, "\(url): more than \(settings.maxRedirects) redirects")
+        case 18: return DownloadError(.truncated, "\(url): body ended before its Content-Length (\(result.body.count) bytes received)")
+        case 63: return DownloadError(.tooLarge, "\(url): body larger than \(Units.formatSize(settings.maxBodyBytes))")
+        case 23 where result.tooLarge:
+            return DownloadError(.tooLarge, "\(url): body larger than \(Units.formatSize(settings.maxBodyBytes)) (aborted while streaming)")
+        case 42: return DownloadError(.cancelled, "\(url): cancelled")
+        default: return DownloadError(.network, "\(url): \(detail) (curl error \(result.curlCode))")
+        }
+    }
+}
+
+extension ArtCacheError {
+    /// A download failure in the public error's terms: by its typed code,
+    /// never by its text; the download error is kept as `underlying`.
+    package init(_ error: DownloadError) {
+        let code: Code = switch error.code {
+        case .dns: .network(.dns)
+        case .connect: .network(.connect)
+        case .timeout: .network(.timeout)
+        case .tls: .network(.tls)
+        case .network: .network(.connection)
+        case .truncated: .network(.truncated)
+        case .tooManyRedirects: .network(.tooManyRedirects)
+        case .refusedScheme: .network(.refusedScheme)
+        case .blockedAddress: .network(.blockedAddress)
+        case .blockedSource: .network(.blockedSource)
+        case .hostOffline: .network(.hostOffline)
+        case .queueFull: .network(.queueFull)
+        case .tooLarge: .tooLarge
+        case .httpStatus: .httpStatus(error.status ?? 0)
+        case .invalidURL: .invalidURL
+        case .cancelled: .cancelled
+        }
+        self.init(code, error.message, underlying: error)
+    }
+}

@@ -1,0 +1,51 @@
+@_spi(Benchmarks) import ArtCacheCore
+import Foundation
+
+/// `[download]`: how the downloader talks to origins. `DownloadSettings()`
+/// holds the documented defaults of `cache.conf` (the configuration table
+/// reads them from here).
+public struct DownloadSettings: Sendable, Equatable {
+    /// Transfers at once, in total.
+    public var concurrency = 32
+    /// Transfers at once per host.
+    public var perHost = 8
+    public var connectTimeout: TimeInterval = 10
+    public var timeout: TimeInterval = 60
+    /// Bytes per second below which, for `lowSpeedTime`, a transfer is aborted.
+    public var lowSpeedLimit: Int64 = 1024
+    public var lowSpeedTime: TimeInterval = 20
+    public var maxRedirects = 5
+    public var maxBodyBytes: Int64 = 25_000_000
+    public var userAgent = "artcache/0.1 (+https://github.com/artcache/artcache)"
+    public var allowHTTP = true
+    public var retries = 3
+    public var retryBaseDelay: TimeInterval = 0.5
+    public var retryMaxDelay: TimeInterval = 30
+    /// URLs kept in the persistent retry queue; the oldest failures go first.
+    public var retryQueueMax = 10_000
+    /// Transfers that may wait for one host; more fail at once (`queue_full`).
+    public var queuePerHost = 10_000
+    /// Network failures (DNS, connect, connect timeout) in a row after which
+    /// a host counts as offline for this run: its other URLs go straight to
+    /// the retry queue (`host_offline`) until the breaker's cool-down lets
+    /// one try again.
+    public var offlineAfter = 3
+    /// How long an offline host's URLs are not tried; then one goes through
+    /// (and its answer closes the breaker, its failure reopens it).
+    public var offlineRetryAfter: TimeInterval = 30
+    /// Non-public networks origins may be fetched from anyway (CIDR), e.g.
+    /// `127.0.0.1/32` for a local origin. Everything else that is not a public
+    /// address is refused at connect time (`blocked_address`).
+    public var allowedNetworks: [IPNetwork] = []
+    /// Hosts sources may come from (`example.com`, `*.example.com`); empty:
+    /// any public host. Checked on the URL and on every redirect hop.
+    public var allowedSources: [HostPattern] = []
+
+    /// The documented defaults of `cache.conf`; set the fields to change them.
+    public init() {}
+
+    /// Where connections may go under these settings.
+    package var addressPolicy: AddressPolicy { AddressPolicy(allowedNetworks: allowedNetworks) }
+    /// Which hosts sources may come from under these settings.
+    package var sourcePolicy: SourcePolicy { SourcePolicy(patterns: allowedSources) }
+}

@@ -1,0 +1,126 @@
+@_spi(Benchmarks) import ArtCacheCore
+import Foundation
+import Logging
+
+/// An HTTP response as the downloader hands it over.
+package struct HTTPResponse: Sendable {
+    package var status: Int
+    /// Lowercased header names.
+    package var headers: [String: String]
+    package var body: Data
+    package var effectiveURL: String
+    package var httpVersion: Int
+    package var attempts: Int
+}
+
+/// Downloads over libcurl (see `CurlTransport`) with the `[download]` limits,
+/// and retries network errors, 5xx and 429 with exponential backoff and jitter.
+package final class Downloader: Sendable {
+    package let settings: DownloadSettings
+    let transport: CurlTransport
+    let logger: Logger
+    /// Per-host offline state for this downloader's life (see ``HostBreaker``).
+    let breaker: HostBreaker
+
+    package init(settings: DownloadSettings, logger: Logger = Logger(label: "artcache.download")) throws {
+        self.settings = settings
+        self.logger = logger
+        transport = try CurlTransport(maxTotal: settings.concurrency, maxPerHost: settings.perHost)
+        breaker = HostBreaker(threshold: settings.offlineAfter, coolDown: settings.offlineRetryAfter)
+    }
+
+    /// GETs `url`. With `validators`, sends If-None-Match / If-Modified-Since,
+    /// and a 304 comes back as a response with status 304.
+    package func fetch(_ url: String, validators: HTTPValidators? = nil,
+                      priority: ImagePriority = .normal) async throws(DownloadError) -> HTTPResponse {
+        try await fetch(url, validators: validators, priority: PriorityHandle(priority))
+    }
+
+    /// Stops the transport thread (the pipeline's `close()` calls this).
+    package func shutdown() { transport.shutdown() }
+
+    /// Downloads waiting for admission and under way.
+    package var activity: (queued: Int, active: Int) { transport.load }
+
+    package func fetch(_ url: String, validators: HTTPValidators?, priority: PriorityHandle) async throws(DownloadError) -> HTTPResponse {
+        let normalized: NormalizedURL
+        do {
+            normalized = try NormalizedURL(url)
+        } catch {
+            throw DownloadError(.invalidURL, error.message)
+        }
+        if normalized.scheme == "http", !settings.allowHTTP {
+            throw DownloadError(.refusedScheme, "\(url): plain http is refused by configuration (download.allow_http = false)")
+        }
+        guard settings.sourcePolicy.allows(host: normalized.host) else {
+            throw DownloadError(.blockedSource, "\(url): refused: host \(normalized.host) is not in download.allowed_sources")
+        }
+        let request = TransferRequest(url: normalized.string, host: normalized.host,
+                                      ifNoneMatch: HTTPValidators.replayable(validators?.etag),
+                                      ifModifiedSince: HTTPValidators.replayable(validators?.lastModified),
+                                      settings: settings)
+        var attempt = 0
+        while true {
+            attempt += 1
+            if breaker.refuses(normalized.authority) { throw offline(url, normalized.authority) }
+            do {
+                let response = try await once(request, attempt: attempt, priority: priority)
+                breaker.recordAnswer(host: normalized.authority)
+                return response
+            } catch let error where error.isRetryable && attempt <= settings.retries {
+                breaker.record(error, host: normalized.authority)
+                if error.status != nil { breaker.recordAnswer(host: normalized.authority) }
+                // Offline now: no backoff for a host that is not there.
+                if breaker.refuses(normalized.authority) { throw offline(url, normalized.authority) }
+                let delay = backoff(attempt: attempt, retryAfter: error.retryAfter)
+                logger.debug("retrying", metadata: ["url": "\(url)", "reason": "\(error.reason)", "delay": "\(delay)"])
+                do {
+                    try await Task.sleep(nanoseconds: UInt64(delay * 1_000_000_000))
+                } catch {
+                    throw DownloadError(.cancelled, "\(url): cancelled")
+                }
+            } catch {
+                breaker.record(error, host: normalized.authority)
+                if error.status != nil { breaker.recordAnswer(host: normalized.authority) }
+                throw error
+            }
+        }
+    }
+
+    /// The refusal of a URL whose host's breaker is open.
+    private func offline(_ url: String, _ authority: String) -> DownloadError {
+        DownloadError(.hostOffline, "\(url): \(authority) is offline (\(settings.offlineAfter) network failures in a row); "
+                      + "not tried, kept for `prefetch --retry`")
+    }
+
+    private func once(_ request: TransferRequest, attempt: Int, priority: PriorityHandle) async throws(DownloadError) -> HTTPResponse {
+        if Task.isCancelled { throw DownloadError(.cancelled, "\(request.url): cancelled") }
+        let result: TransferResult
+        do {
+            result = try await transport.perform(request, priority: priority)
+        } catch let error as DownloadError {
+            throw error
+        } catch {
+            throw DownloadError(.cancelled, "\(request.url): cancelled")
+        }
+        guard result.curlCode == 0 else { throw DownloadError.fromCurl(result, url: request.url, settings: settings) }
+        if result.status == 304 || (200..<300).contains(result.status) {
+            return HTTPResponse(status: result.status, headers: result.headers, body: result.body,
+                                effectiveURL: result.effectiveURL, httpVersion: result.httpVersion, attempts: attempt)
+        }
+        if (300..<400).contains(result.status) {
+            throw DownloadError(.tooManyRedirects, "\(request.url): redirect (\(result.status)) not followed",
+                                status: result.status)
+        }
+        throw DownloadError(.httpStatus, "\(request.url): HTTP status \(result.status)", status: result.status,
+                            retryAfter: HTTPCachePolicy.retryAfter(result.headers["retry-after"]))
+    }
+
+    /// Full-jitter exponential backoff; an origin's Retry-After wins, capped
+    /// at `retry_max_delay`.
+    func backoff(attempt: Int, retryAfter: TimeInterval?) -> TimeInterval {
+        if let retryAfter { return min(retryAfter, settings.retryMaxDelay) }
+        let ceiling = min(settings.retryMaxDelay, settings.retryBaseDelay * pow(2, Double(attempt - 1)))
+        return Double.random(in: ceiling / 2...max(ceiling / 2, ceiling))
+    }
+}

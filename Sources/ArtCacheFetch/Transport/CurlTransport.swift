@@ -1,0 +1,74 @@
+@_spi(Benchmarks) import ArtCacheCore
+import CCurlShim
+import Foundation
+
+/// One HTTP GET as the transport sees it.
+struct TransferRequest: Sendable {
+    var url: String
+    var host: String
+    var ifNoneMatch: String?
+    var ifModifiedSince: String?
+    var settings: DownloadSettings
+}
+
+/// What libcurl reported for one finished transfer.
+struct TransferResult: Sendable {
+    var curlCode: Int32
+    var curlMessage: String
+    var status: Int
+    /// Headers of the last response in a redirect chain; lowercased names.
+    var headers: [String: String]
+    var body: Data
+    var effectiveURL: String
+    var httpVersion: Int
+    var redirects: Int
+    /// The body passed `max_body_size` while streaming and was aborted.
+    var tooLarge: Bool
+    /// A connection (first or a redirect hop) went to an address the policy refuses.
+    var blockedAddress: IPAddress? = nil
+    /// A redirect pointed at a host `allowed_sources` refuses (not followed).
+    var blockedSource: String? = nil
+}
+
+/// libcurl's multi interface driven from one dedicated thread, bridged to
+/// async/await. Transfers are admitted under a total and a per-host limit;
+/// connections (keep-alive, HTTP/2 multiplexing) are reused across transfers.
+final class CurlTransport: Sendable {
+    private let engine: CurlEngine
+
+    init(maxTotal: Int, maxPerHost: Int) throws(DownloadError) {
+        guard ccurl_global_init() == 0 else { throw DownloadError(.network, "curl_global_init failed") }
+        guard let multi = ccurl_multi_create(maxTotal, maxPerHost) else {
+            throw DownloadError(.network, "cannot create a libcurl multi handle")
+        }
+        engine = CurlEngine(multi: multi, maxTotal: maxTotal, maxPerHost: maxPerHost)
+        let engine = self.engine
+        let thread = Thread { engine.run() }
+        thread.name = "artcache.curl"
+        thread.start()
+    }
+
+    deinit { engine.shutdown() }
+
+    /// Runs one transfer, admitted by `priority` (which may change while it
+    /// waits). Cancelling the calling task aborts it, at any point.
+    func perform(_ request: TransferRequest, priority: PriorityHandle) async throws -> TransferResult {
+        let id = engine.nextID()
+        let engine = self.engine
+        return try await priority.whileObserving({ engine.reprioritize(id: id, to: $0) }) {
+            try await withTaskCancellationHandler {
+                try await withCheckedThrowingContinuation { continuation in
+                    engine.submit(id: id, request: request, priority: priority.value, continuation: continuation)
+                }
+            } onCancel: {
+                engine.cancel(id: id)
+            }
+        }
+    }
+
+    /// Stops the transport thread; transfers under way or waiting fail as cancelled.
+    func shutdown() { engine.shutdown() }
+
+    /// Transfers submitted and not yet started, and transfers under way.
+    var load: (queued: Int, active: Int) { engine.load.withLock { ($0.queued, $0.active) } }
+}

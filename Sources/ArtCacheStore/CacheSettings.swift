@@ -1,0 +1,48 @@
+@_spi(Benchmarks) import ArtCacheCore
+import Foundation
+
+/// `[cache]`: where the cache lives and how big it may grow.
+/// `CacheSettings()` holds the documented defaults of `cache.conf` (the
+/// configuration table reads them from here).
+public struct CacheSettings: Sendable, Equatable {
+    /// An absolute path (the configuration makes a relative one absolute
+    /// once, when it is read). Default: `~/.cache/artcache`.
+    public var directory: String = CacheSettings.defaultDirectory
+    public var maxBytes: Int64 = 2_000_000_000
+    public var maxEntries = 1_000_000
+    /// Entries not accessed for this long are evicted; 0 disables age eviction.
+    public var maxAge: TimeInterval = 30 * 86400
+    /// After an eviction the cache is at most this fraction of its limits.
+    public var lowWater = 0.9
+    public var accessFlushInterval: TimeInterval = 2
+    public var accessFlushBatch = 512
+    /// Blobs of at most this many bytes live inside the SQLite database;
+    /// larger ones are files under `objects/`. 0: every blob is a file.
+    public var inlineMax: Int64 = 65_536
+    /// Most puts committed in one transaction (group commit).
+    public var writeBatchMax = 256
+    /// Permission bits of the folders artcache creates (`[cache] mode`);
+    /// files get the same bits without execute. Default 0o700: owner only.
+    public var mode = 0o700
+
+    /// The documented defaults of `cache.conf`; set the fields to change them.
+    public init() {}
+
+    /// `[cache] directory` as documented, before `~` is expanded.
+    package static let documentedDirectory = "~/.cache/artcache"
+
+    /// ``documentedDirectory`` with `~` expanded from `$HOME`.
+    static var defaultDirectory: String {
+        (ProcessInfo.processInfo.environment["HOME"] ?? NSHomeDirectory()) + "/.cache/artcache"
+    }
+
+    /// `0700`, `750`, `0o770`: octal permission bits the owner keeps rwx of; nil otherwise.
+    public static func parseMode(_ text: String) -> Int? {
+        var digits = Substring(text.trimmingCharacters(in: .whitespaces))
+        if digits.hasPrefix("0o") { digits = digits.dropFirst(2) }
+        guard (3...4).contains(digits.count), let mode = Int(digits, radix: 8), mode & 0o700 == 0o700, mode <= 0o777 else {
+            return nil
+        }
+        return mode
+    }
+}

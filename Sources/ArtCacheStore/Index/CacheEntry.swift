@@ -1,0 +1,126 @@
+@_spi(Benchmarks) import ArtCacheCore
+import Foundation
+internal import GRDB
+
+/// Whether a stored item is a downloaded original or a rendered variant of one.
+@_spi(Benchmarks) public enum EntryKind: String, Sendable, Codable {
+    case original
+    case variant
+}
+
+/// One row of the index: everything known about a stored item.
+@_spi(Benchmarks) public struct CacheEntry: Sendable, Equatable, Codable {
+    @_spi(Benchmarks) public var key: String
+    @_spi(Benchmarks) public var url: String
+    @_spi(Benchmarks) public var host: String
+    @_spi(Benchmarks) public var kind: EntryKind
+    @_spi(Benchmarks) public var parentKey: String?
+    /// Canonical spec of a variant (e.g. `100x100,contain,jpeg,q80`).
+    @_spi(Benchmarks) public var spec: String?
+    /// Where the blob file was when this row was read, relative to the cache
+    /// directory; nil when the bytes live inside the database (blobs up to
+    /// `[cache] inline_max`). Informational only: another process's eviction
+    /// may remove the file at any time. Read the bytes through the API.
+    @_spi(Benchmarks) public var blob: String?
+    /// MIME type decided from the bytes.
+    @_spi(Benchmarks) public var contentType: String
+    /// Media type the origin declared, if any.
+    @_spi(Benchmarks) public var declaredType: String?
+    @_spi(Benchmarks) public var size: Int64
+    /// SHA-256 of the blob's bytes.
+    @_spi(Benchmarks) public var sha256: String
+    /// For a variant: the SHA-256 of the original bytes it was rendered from.
+    @_spi(Benchmarks) public var sourceSHA256: String?
+    @_spi(Benchmarks) public var width: Int?
+    @_spi(Benchmarks) public var height: Int?
+    @_spi(Benchmarks) public var etag: String?
+    @_spi(Benchmarks) public var lastModified: String?
+    @_spi(Benchmarks) public var expiresAt: Date?
+    /// The freshness lifetime the origin gave, renewed by a 304 without caching headers.
+    @_spi(Benchmarks) public var freshFor: TimeInterval?
+    @_spi(Benchmarks) public var createdAt: Date
+    @_spi(Benchmarks) public var accessedAt: Date
+    @_spi(Benchmarks) public var hitCount: Int
+
+    @_spi(Benchmarks) public var cacheKey: CacheKey { CacheKey(hex: key) }
+    /// The bytes live inside the SQLite database, not in a file.
+    @_spi(Benchmarks) public var isInline: Bool { blob == nil }
+    package var validators: HTTPValidators {
+        HTTPValidators(etag: etag, lastModified: lastModified, expiresAt: expiresAt, freshFor: freshFor)
+    }
+
+    /// True while the origin's freshness lasts (no expiry recorded: always fresh).
+    package func isFresh(at now: Date = Date()) -> Bool {
+        guard let expiresAt else { return true }
+        return expiresAt > now
+    }
+}
+
+/// The SQLite mapping, internal so that no GRDB type is part of the public API.
+extension CacheEntry {
+    /// The columns every entry query selects, in this order: rows are
+    /// decoded by position (by-name lookups cost more than the SQLite read
+    /// on the hot path). Prefix with a table name via ``columns(of:)``.
+    static let columnNames = ["key", "url", "host", "kind", "parent_key", "spec", "blob", "content_type", "declared_type",
+                              "size", "sha256", "source_sha256", "width", "height", "etag", "last_modified", "expires_at",
+                              "fresh_for", "created_at", "accessed_at", "hit_count"]
+    static let columns = columnNames.joined(separator: ", ")
+    static func columns(of table: String) -> String { columnNames.map { "\(table).\($0)" }.joined(separator: ", ") }
+
+    /// Decodes a row selected with ``columns`` (first, in that order).
+    init(row: Row) {
+        key = row[0]
+        url = row[1]
+        host = row[2]
+        kind = EntryKind(rawValue: row[3]) ?? .original
+        parentKey = row[4]
+        spec = row[5]
+        blob = row[6]
+        contentType = row[7]
+        declaredType = row[8]
+        size = row[9]
+        sha256 = row[10]
+        sourceSHA256 = row[11]
+        width = row[12]
+        height = row[13]
+        etag = row[14]
+        lastModified = row[15]
+        expiresAt = (row[16] as Double?).map(Date.init(timeIntervalSince1970:))
+        freshFor = row[17]
+        createdAt = Date(timeIntervalSince1970: row[18])
+        accessedAt = Date(timeIntervalSince1970: row[19])
+        hitCount = row[20]
+    }
+
+    static func fetchOne(_ db: Database, key: String) throws -> CacheEntry? {
+        try Row.fetchOne(db.cachedStatement(sql: "SELECT \(columns) FROM entry WHERE key = ?"), arguments: [key]).map(CacheEntry.init(row:))
+    }
+
+    /// The values in ``columnNames`` order.
+    private var databaseValues: [(any DatabaseValueConvertible)?] {
+        [key, url, host, kind.rawValue, parentKey, spec, blob, contentType, declaredType, size, sha256, sourceSHA256,
+         width, height, etag, lastModified, expiresAt?.timeIntervalSince1970, freshFor, createdAt.timeIntervalSince1970,
+         accessedAt.timeIntervalSince1970, hitCount]
+    }
+
+    /// INSERT, or UPDATE of the row with the same key when `replacing`.
+    func save(_ db: Database, replacing: Bool) throws {
+        let values = databaseValues
+        if replacing {
+            let assignments = Self.columnNames.dropFirst().map { "\($0) = ?" }.joined(separator: ", ")
+            try db.execute(sql: "UPDATE entry SET \(assignments) WHERE key = ?",
+                           arguments: StatementArguments(values.dropFirst() + [key]))
+        } else {
+            let marks = Array(repeating: "?", count: values.count).joined(separator: ", ")
+            try db.execute(sql: "INSERT INTO entry (\(Self.columns)) VALUES (\(marks))", arguments: StatementArguments(values))
+        }
+    }
+}
+
+/// A stored item with its bytes, as returned by a lookup. The bytes were
+/// read whole (from the database or from a file opened before any eviction
+/// could remove it), so they stay valid whatever other processes do.
+@_spi(Benchmarks) public struct CachedImage: Sendable {
+    @_spi(Benchmarks) public let entry: CacheEntry
+    @_spi(Benchmarks) public let data: Data
+}

@@ -1,0 +1,217 @@
+import Crypto
+@_spi(Benchmarks) import ArtCacheCore
+import Foundation
+internal import GRDB
+
+extension CacheStore {
+    /// Stores the bytes of `url` as an original. The store keeps what it is
+    /// given: deciding that the bytes are an image (and their type) is the
+    /// caller's (the pipeline sniffs before it stores). `contentType` is the
+    /// type decided from the bytes; `declaredType` the origin's media type;
+    /// `repaired` (they disagreed) is counted under `declared -> contentType`.
+    @discardableResult
+    @_spi(Benchmarks) public func put(url: String, data: Data, contentType: String, declaredType: String? = nil,
+                                      repaired: Bool = false, validators: HTTPValidators = HTTPValidators(),
+                                      now: Date = Date()) async throws -> CacheEntry {
+        let normalized = try NormalizedURL.forStore(url)
+        let declared = declaredType
+        let key = normalized.key
+        let entry = CacheEntry(
+            key: key.hex, url: normalized.string, host: normalized.host, kind: .original,
+            parentKey: nil, spec: nil, blob: blobPath(for: key, size: data.count),
+            contentType: contentType, declaredType: declared, size: Int64(data.count),
+            sha256: CacheKey.sha256Hex(data), sourceSHA256: nil, width: nil, height: nil,
+            etag: validators.etag, lastModified: validators.lastModified, expiresAt: validators.expiresAt,
+            freshFor: validators.freshFor, createdAt: now, accessedAt: now, hitCount: 0)
+        return try await write(entry, data: data, extra: { db, old in
+            // Stored at last: it leaves the offline retry queue, in the same transaction.
+            try db.execute(sql: "DELETE FROM retry_queue WHERE url = ?", arguments: [normalized.string])
+            if repaired {
+                try db.execute(sql: """
+                    INSERT INTO repair (declared, sniffed, count) VALUES (?, ?, 1)
+                    ON CONFLICT(declared, sniffed) DO UPDATE SET count = count + 1
+                    """, arguments: [declared ?? "none", contentType])
+            }
+            // New bytes make old variants stale.
+            guard let old, old.sha256 != entry.sha256 else { return [] }
+            let stale = try String.fetchAll(db, sql: "SELECT key FROM entry WHERE parent_key = ?", arguments: [key.hex])
+            return try Self.deleteEntries(db, keys: stale)
+        })
+    }
+
+    /// Stores a rendered variant of the original `parent`, under `spec`;
+    /// `contentType` is the type of the rendered bytes.
+    ///
+    /// `sourceSHA256` is the SHA-256 of the original bytes it was rendered
+    /// from: checked against the original's row inside the write transaction,
+    /// so a variant of old bytes never lands beside a newer original
+    /// (`.staleSource`). A parent evicted meanwhile throws `.missingParent`.
+    @discardableResult
+    package func putVariant(parent: CacheKey, spec: String, data: Data, contentType: String, width: Int?, height: Int?,
+                           sourceSHA256: String? = nil, now: Date = Date()) async throws -> CacheEntry {
+        guard let parentRow = try await entry(forKey: parent), parentRow.kind == .original else {
+            throw StoreError(.missingParent, "original \(parent.hex) is not in the cache (evicted?)")
+        }
+        let source = sourceSHA256 ?? parentRow.sha256
+        let key = CacheKey(parent: parent, spec: spec)
+        let entry = CacheEntry(
+            key: key.hex, url: parentRow.url, host: parentRow.host, kind: .variant, parentKey: parent.hex, spec: spec,
+            blob: blobPath(for: key, size: data.count), contentType: contentType, declaredType: nil,
+            size: Int64(data.count), sha256: CacheKey.sha256Hex(data), sourceSHA256: source, width: width, height: height,
+            etag: nil, lastModified: nil, expiresAt: nil, freshFor: nil, createdAt: now, accessedAt: now, hitCount: 0)
+        return try await write(entry, data: data, check: { db in
+            let current = try String.fetchOne(db, sql: "SELECT sha256 FROM entry WHERE key = ? AND kind = 'original'",
+                                              arguments: [parent.hex])
+            guard let current else {
+                throw StoreError(.missingParent, "original \(parent.hex) was evicted while its variant was stored")
+            }
+            guard current == source else {
+                throw StoreError(.staleSource, "original \(parent.hex) changed after its \(spec) variant was rendered")
+            }
+        })
+    }
+
+    /// Records a successful revalidation (HTTP 304): new validators and expiry,
+    /// no new bytes.
+    package func refresh(key: CacheKey, validators: HTTPValidators, now: Date = Date()) async throws {
+        try await db.write { db in
+            try db.execute(sql: """
+                UPDATE entry SET etag = coalesce(?, etag), last_modified = coalesce(?, last_modified),
+                    expires_at = ?, fresh_for = ?, accessed_at = max(accessed_at, ?) WHERE key = ?
+                """, arguments: [validators.etag, validators.lastModified, validators.expiresAt?.timeIntervalSince1970,
+                                 validators.freshFor, now.timeIntervalSince1970, key.hex])
+        }
+    }
+
+    /// nil (inline) for blobs up to `inline_max`, else a new file path.
+    func blobPath(for key: CacheKey, size: Int) -> String? {
+        Int64(size) <= settings.inlineMax ? nil : blobs.newBlobPath(for: key)
+    }
+
+    /// The crash-safe write path shared by originals and variants:
+    /// 1. a file blob's bytes go to a temp file, fsync'd (outside any lock);
+    /// 2. the put joins the next group commit (``WriteQueue``), where in its
+    ///    own savepoint: `check`, rename into place, upsert the row (and the
+    ///    inline bytes), `extra`; the shard folders of the batch's renames are
+    ///    fsync'd, then the batch commits;
+    /// 3. after commit, replaced blob files are deleted, the limits enforced.
+    /// A SIGKILL anywhere leaves only complete blobs behind committed rows;
+    /// what may be left over (temp file, orphan blob) is for `verify --repair`.
+    private func write(_ entry: CacheEntry, data: Data, check: @escaping @Sendable (Database) throws -> Void = { _ in },
+                       extra: @escaping @Sendable (Database, CacheEntry?) throws -> [String] = { _, _ in [] }) async throws -> CacheEntry {
+        let blobs = self.blobs
+        var put = PendingPut(entry: entry, inlineData: nil, temporary: nil) { db, old in
+            try check(db)
+            return try extra(db, old)
+        }
+        if entry.isInline {
+            put.inlineData = data
+        } else {
+            put.temporary = try await Blocking.run { try blobs.writeTemporary(data) }
+        }
+        return try await writes.submit(put)
+    }
+
+    /// One group commit (on the write queue's thread): every put in its own
+    /// savepoint, one transaction, totals adjusted once.
+    func commit(_ puts: [PendingPut]) -> [Result<CacheEntry, StoreError>] {
+        do {
+            return try blobs.cleanup.shared { commitHoldingCleanup(puts) }
+        } catch {
+            let failure = Self.storeError(error, writing: nil)
+            for put in puts { if let temporary = put.temporary { blobs.discardTemporary(temporary) } }
+            return puts.map { _ in .failure(failure) }
+        }
+    }
+
+    private func commitHoldingCleanup(_ puts: [PendingPut]) -> [Result<CacheEntry, StoreError>] {
+        var results = [Result<CacheEntry, StoreError>](repeating: .failure(StoreError(.database, "not written")), count: puts.count)
+        var garbage: [String] = []
+        var renamed: [String] = []
+        do {
+            try db.write { db in
+                var delta = Totals()
+                for (index, put) in puts.enumerated() {
+                    var outcome: (row: CacheEntry, garbage: [String], delta: Totals)?
+                    do {
+                        try db.inSavepoint {
+                            outcome = try Self.apply(put, db: db, blobs: blobs)
+                            return .commit
+                        }
+                    } catch {
+                        results[index] = .failure(Self.storeError(error, writing: put.entry))
+                        if let temporary = put.temporary { blobs.discardTemporary(temporary) }
+                        if let blob = put.entry.blob { blobs.remove([blob]) }
+                        continue
+                    }
+                    guard let outcome else { continue }
+                    if let blob = put.entry.blob { renamed.append(blob) }
+                    results[index] = .success(outcome.row)
+                    garbage += outcome.garbage
+                    delta.entries += outcome.delta.entries
+                    delta.originals += outcome.delta.originals
+                    delta.bytes += outcome.delta.bytes
+                    delta.inlineBytes += outcome.delta.inlineBytes
+                }
+                // The renames must be on disk before any row naming them commits.
+                try blobs.syncDirectories(of: renamed)
+                try delta.apply(db)
+            }
+        } catch {
+            // The whole batch is undone: nothing it renamed is named by a row.
+            let failure = Self.storeError(error, writing: nil)
+            for (index, put) in puts.enumerated() {
+                if let temporary = put.temporary { blobs.discardTemporary(temporary) }
+                results[index] = .failure(failure)
+            }
+            blobs.remove(renamed)
+            return results
+        }
+        blobs.remove(garbage)
+        return results
+    }
+
+    /// Writes one put inside its savepoint: the row it replaced (if any) is
+    /// counted out, the new one in; returns blob files to delete after commit.
+    private static func apply(_ put: PendingPut, db: Database, blobs: BlobStore) throws
+        -> (row: CacheEntry, garbage: [String], delta: Totals) {
+        let entry = put.entry
+        let old = try CacheEntry.fetchOne(db, key: entry.key)
+        var delta = Totals()
+        var row = entry
+        if let old {
+            row.createdAt = old.kind == entry.kind ? old.createdAt : entry.createdAt
+            row.hitCount = old.hitCount
+        }
+        var garbage = try put.extra(db, old)
+        if let temporary = put.temporary, let blob = entry.blob {
+            try blobs.commitTemporary(temporary, to: blob)
+        }
+        try row.save(db, replacing: old != nil)
+        if let data = put.inlineData {
+            try db.execute(sql: "INSERT OR REPLACE INTO inline_blob (key, data) VALUES (?, ?)", arguments: [entry.key, data])
+        } else if old?.isInline == true {
+            try db.execute(sql: "DELETE FROM inline_blob WHERE key = ?", arguments: [entry.key])
+        }
+        if let old {
+            delta.add(old, -1)
+            if let oldBlob = old.blob { garbage.append(oldBlob) }
+        }
+        delta.add(row)
+        return (row, garbage, delta)
+    }
+
+    /// A typed store error from whatever a write threw: `storage_full` when
+    /// SQLite found the disk full (SQLITE_FULL), `database` for other SQLite errors.
+    static func storeError(_ error: any Error, writing entry: CacheEntry?, opening folder: String? = nil) -> StoreError {
+        if let error = error as? StoreError { return error }
+        let what = folder.map { "cannot open index in \($0)" }
+            ?? "cannot index \(entry.map { $0.url.isEmpty ? $0.key : $0.url } ?? "a batch of puts")"
+        let sqlite = error as? DatabaseError
+        if sqlite?.resultCode == .SQLITE_FULL {
+            return StoreError(.storageFull, "\(what): the cache's disk is full (purge or free space): \(error)",
+                              sqliteCode: sqlite?.extendedResultCode.rawValue)
+        }
+        return StoreError(.database, "\(what): \(error)", sqliteCode: sqlite?.extendedResultCode.rawValue)
+    }
+}

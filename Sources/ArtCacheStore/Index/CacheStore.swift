@@ -1,0 +1,221 @@
+@_spi(Benchmarks) import ArtCacheCore
+import Foundation
+internal import GRDB
+import Logging
+
+/// The content store: the SQLite index (GRDB, WAL) holding small blobs
+/// inline, plus files for large ones, shared safely by several tasks and
+/// several processes on one cache directory.
+///
+/// Open it once per process with ``open(settings:logger:)`` and call
+/// ``close()`` before exiting so batched access times are written.
+@_spi(Benchmarks) public final class CacheStore: Sendable {
+    @_spi(Benchmarks) public let settings: CacheSettings
+    @_spi(Benchmarks) public let directory: URL
+    let db: DatabasePool
+    let blobs: BlobStore
+    let logger: Logger
+    let pending = Locked(PendingAccess())
+    let writes: WriteQueue
+    let housekeeping = Locked(Housekeeping())
+
+    struct Housekeeping {
+        var lastAgeSweep: Date = .distantPast
+        var flusher: Task<Void, Never>?
+        /// A flush started because the batch grew large, if one runs.
+        var batchFlush: Task<Void, Never>?
+        var closed = false
+    }
+
+    /// Opens (creating if needed) the cache in `settings.directory`. The cost
+    /// does not depend on how many items the cache holds: nothing is listed.
+    @_spi(Benchmarks) public static func open(settings: CacheSettings, logger: Logger = Logger(label: "artcache.store")) async throws -> CacheStore {
+        try await Blocking.run { try openBlocking(settings: settings, logger: logger) }
+    }
+
+    /// Synchronous open, for callers outside Swift concurrency.
+    package static func openBlocking(settings: CacheSettings, logger: Logger = Logger(label: "artcache.store")) throws -> CacheStore {
+        let store = try CacheStore(settings: settings, logger: logger)
+        store.writes.attach(commit: { [weak store] puts in
+            store?.commit(puts) ?? puts.map { _ in .failure(StoreError(.database, "the store is closed")) }
+        }, afterBatch: { [weak store] in
+            store?.enforceLimitsLogging()
+        })
+        store.startFlusher()
+        return store
+    }
+
+    private init(settings: CacheSettings, logger: Logger) throws {
+        self.settings = settings
+        self.logger = logger
+        directory = URL(fileURLWithPath: settings.directory, isDirectory: true).standardizedFileURL
+        let mode = mode_t(settings.mode)
+        blobs = try BlobStore(root: directory, mode: mode)
+        writes = WriteQueue(maxBatch: settings.writeBatchMax)
+
+        var config = GRDB.Configuration()
+        config.busyMode = .timeout(60)  // other processes' writes wait, never surface as SQLITE_BUSY
+        config.maximumReaderCount = 4
+        config.label = "artcache.index"
+        config.prepareDatabase { db in
+            // NORMAL in WAL mode: a commit survives a crash of the process
+            // (kill -9); after a power loss the newest commits may be missing,
+            // never half there. File blobs are synced before their rows commit.
+            try db.execute(sql: "PRAGMA synchronous = NORMAL; PRAGMA temp_store = MEMORY")
+            // Takes effect only while the database is empty (a new cache); on
+            // an existing one it would still need room to run (a full disk).
+            if !db.configuration.readonly, try Int.fetchOne(db, sql: "PRAGMA page_count") == 0 {
+                try db.execute(sql: "PRAGMA auto_vacuum = INCREMENTAL")
+            }
+        }
+        let lock = try DirectoryLock(path: directory.path + "/lock", mode: mode & 0o666)
+        // SQLite gives the -wal and -shm files the mode of the database file:
+        // made here first, with the cache's file mode.
+        let index = Glibc.open(directory.path + "/index.sqlite", O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, mode & 0o666)
+        guard index >= 0 else { throw StoreError.io("cannot open \(directory.path)/index.sqlite", errno: errno) }
+        Glibc.close(index)
+        do {
+            db = try Self.openIndex(in: directory.path, configuration: config)
+        } catch {
+            // A full disk: the reserve makes room for the WAL and shared memory.
+            guard error.code != .incompatibleSchema, blobs.releaseReserveIfFull() else { throw error }
+            db = try Self.openIndex(in: directory.path, configuration: config)
+        }
+        // Store v1's blob files move inline or to the one-level layout; in
+        // chunks that each commit, so an interrupted migration resumes here.
+        try migrateLegacyBlobs()
+        blobs.ensureReserve()
+        withExtendedLifetime(lock) {}
+    }
+
+    /// Opens the index and brings its schema up to date.
+    private static func openIndex(in directory: String, configuration: GRDB.Configuration) throws(StoreError) -> DatabasePool {
+        do {
+            let db = try DatabasePool(path: directory + "/index.sqlite", configuration: configuration)
+            let migrator = Schema.migrator
+            if try db.read({ try migrator.hasBeenSuperseded($0) }) {
+                throw StoreError(.incompatibleSchema, "\(directory) was written by a newer artcache (unknown schema version)")
+            }
+            try migrator.migrate(db)
+            try enableIncrementalVacuum(db)
+            return db
+        } catch let error as StoreError {
+            throw error
+        } catch {
+            throw storeError(error, writing: nil, opening: directory)
+        }
+    }
+
+    /// A cache made before v2 has `auto_vacuum = NONE`: switch it (VACUUM
+    /// rewrites the file once), so evicted inline blobs give space back.
+    private static func enableIncrementalVacuum(_ db: DatabasePool) throws {
+        let mode = try db.read { try Int.fetchOne($0, sql: "PRAGMA auto_vacuum") } ?? 0
+        guard mode != 2 else { return }
+        try db.writeWithoutTransaction { db in
+            try db.execute(sql: "PRAGMA auto_vacuum = INCREMENTAL")
+            try db.execute(sql: "VACUUM")
+        }
+    }
+
+    deinit {
+        housekeeping.withLock { $0.flusher?.cancel() }
+        // Last chance for batched access times (a normal exit calls close()).
+        let batch = pending.withLock { $0.take() }
+        guard !batch.isEmpty else { return }
+        do {
+            try db.write { try Self.apply(batch, db: $0) }
+        } catch {
+            logger.error("access times lost at deinit", metadata: ["entries": "\(batch.touches.count)", "error": "\(error)"])
+        }
+    }
+
+    /// Writes batched access times and counters, and stops background work.
+    @_spi(Benchmarks) public func close() async throws {
+        let (flusher, batchFlush) = housekeeping.withLock { state in
+            state.closed = true
+            defer { state.flusher = nil; state.batchFlush = nil }
+            return (state.flusher, state.batchFlush)
+        }
+        flusher?.cancel()
+        // A background flush cut short puts its batch back: wait for both to
+        // end, then write whatever is pending.
+        await flusher?.value
+        await batchFlush?.value
+        try await flush()
+        // After close no put is made: the writer lock (and its file) can go.
+        blobs.writer.release()
+    }
+
+    // MARK: Reading
+
+    /// The index row for `url`, without counting a hit or touching it.
+    package func entry(forURL url: String) async throws -> CacheEntry? {
+        let key = try NormalizedURL.forStore(url).key
+        return try await entry(forKey: key)
+    }
+
+    /// One trivial read through the pool: the index is open (not closed) and answers.
+    package func ping() async throws {
+        if housekeeping.withLock({ $0.closed }) { throw StoreError(.io, "the cache is closed") }
+        _ = try await db.read { db in try Int.fetchOne(db, sql: "SELECT count(*) FROM totals") }
+    }
+
+    package func entry(forKey key: CacheKey) async throws -> CacheEntry? {
+        try await db.read { db in
+            try CacheEntry.fetchOne(db, key: key.hex)
+        }
+    }
+
+    /// Looks `url` up: counts a hit or a miss, and marks the item used (batched).
+    package func lookup(url: String) async throws -> CachedImage? {
+        try await lookup(key: NormalizedURL.forStore(url).key)
+    }
+
+    @_spi(Benchmarks) public func lookup(key: CacheKey) async throws -> CachedImage? {
+        // An inline blob comes with its row, from one read snapshot.
+        let found = try await db.read { db in try Self.readRow(db, key: key) }
+        var data = found?.inline
+        if let blob = found?.entry.blob {
+            let blobs = self.blobs
+            data = try await Blocking.run { try blobs.read(blob) }
+        }
+        return recordLookup(found?.entry, data)
+    }
+
+    /// ``lookup(key:)`` for a thread of the caller's own (a render thread, a
+    /// server's worker pool; never Swift's cooperative pool): no hop to
+    /// another thread, so the cost is SQLite's and the file read's alone.
+    @_spi(Benchmarks) public func lookupBlocking(key: CacheKey) throws -> CachedImage? {
+        let found = try db.read { db in try Self.readRow(db, key: key) }
+        var data = found?.inline
+        if let blob = found?.entry.blob { data = try blobs.read(blob) }
+        return recordLookup(found?.entry, data)
+    }
+
+    private static func readRow(_ db: Database, key: CacheKey) throws -> (entry: CacheEntry, inline: Data?)? {
+        try Row.fetchOne(db.cachedStatement(sql: """
+            SELECT \(CacheEntry.columns(of: "entry")), inline_blob.data FROM entry LEFT JOIN inline_blob USING (key)
+            WHERE entry.key = ?
+            """), arguments: [key.hex]).map { (CacheEntry(row: $0), $0[CacheEntry.columnNames.count]) }
+    }
+
+    /// Counts the hit (and batches the touch) or the miss.
+    private func recordLookup(_ entry: CacheEntry?, _ data: Data?) -> CachedImage? {
+        guard let entry, let data, Int64(data.count) == entry.size else {
+            // Evicted by another process between the index read and the open
+            // (or a blob cut by a power loss: `verify --repair` drops its row).
+            recordMiss()
+            return nil
+        }
+        recordHit(entry)
+        return CachedImage(entry: entry, data: data)
+    }
+
+    /// Every variant row of an original.
+    package func variants(of key: CacheKey) async throws -> [CacheEntry] {
+        try await db.read { db in
+            try Row.fetchAll(db, sql: "SELECT \(CacheEntry.columns) FROM entry WHERE parent_key = ? ORDER BY spec", arguments: [key.hex])
+                .map(CacheEntry.init(row:))
+        }
+    }
+}

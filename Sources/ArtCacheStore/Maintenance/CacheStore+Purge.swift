@@ -1,0 +1,112 @@
+@_spi(Benchmarks) import ArtCacheCore
+import Foundation
+internal import GRDB
+
+/// What to purge. Selectors combine: an item goes when it matches every
+/// filter given (`olderThan`, `host`, `url`, `variantsOnly`); `all` selects
+/// everything; `toSize` then removes least recently used items until the
+/// cache is at most that size.
+@_spi(Benchmarks) public struct PurgeRequest: Sendable, Equatable {
+    @_spi(Benchmarks) public var all = false
+    /// Not accessed for at least this long.
+    @_spi(Benchmarks) public var olderThan: TimeInterval?
+    @_spi(Benchmarks) public var host: String?
+    @_spi(Benchmarks) public var url: String?
+    @_spi(Benchmarks) public var toSize: Int64?
+    /// Remove variants only; originals stay.
+    @_spi(Benchmarks) public var variantsOnly = false
+    @_spi(Benchmarks) public var dryRun = false
+
+    @_spi(Benchmarks) public init(all: Bool = false, olderThan: TimeInterval? = nil, host: String? = nil, url: String? = nil,
+                toSize: Int64? = nil, variantsOnly: Bool = false, dryRun: Bool = false) {
+        self.all = all
+        self.olderThan = olderThan
+        self.host = host
+        self.url = url
+        self.toSize = toSize
+        self.variantsOnly = variantsOnly
+        self.dryRun = dryRun
+    }
+
+    var hasFilter: Bool { olderThan != nil || host != nil || url != nil }
+}
+
+/// What a purge removed (or, in a dry run, would remove).
+@_spi(Benchmarks) public struct PurgeReport: Sendable, Codable, Equatable {
+    @_spi(Benchmarks) public var removed: Int
+    @_spi(Benchmarks) public var originals: Int
+    @_spi(Benchmarks) public var variants: Int
+    @_spi(Benchmarks) public var bytes: Int64
+    @_spi(Benchmarks) public var dryRun: Bool
+}
+
+extension CacheStore {
+    @_spi(Benchmarks) public func purge(_ request: PurgeRequest, now: Date = Date()) async throws -> PurgeReport {
+        guard request.all || request.hasFilter || request.toSize != nil || request.variantsOnly else {
+            throw StoreError(.invalidRequest, "nothing selected: give --all, --older-than, --host, --url, --to-size or --variants-only")
+        }
+        let urlKey = try request.url.map { url throws(StoreError) in try NormalizedURL.forStore(url).key.hex }
+        let host = request.host?.lowercased()
+        do {
+            try await flush()
+        } catch where Self.isDiskFull(error) {
+            // The disk is full: the purge (which makes room) goes first; the
+            // batched access times stay pending for the next flush.
+            logger.warning("access times not written before purge: disk full", metadata: ["error": "\(error)"])
+        }
+        let report = try await Blocking.run { () throws -> PurgeReport in
+            try self.blobs.cleanup.shared {
+                let (report, garbage) = try self.writeMakingRoomBlocking { db in
+                    try Self.purgeRows(db, request: request, urlKey: urlKey, host: host, now: now)
+                }
+                self.blobs.remove(garbage)
+                return report
+            }
+        }
+        try await Blocking.run {
+            try self.reclaimSpace()
+            if !request.dryRun { self.blobs.ensureReserve() }  // room again: keep some back for the next full disk
+        }
+        return report
+    }
+
+    /// Chooses the purge's victims in one transaction and deletes their rows
+    /// (not in a dry run); returns the report and the blob files to delete.
+    private static func purgeRows(_ db: Database, request: PurgeRequest, urlKey: String?, host: String?,
+                                  now: Date) throws -> (PurgeReport, [String]) {
+        try Self.clearVictims(db)
+        var conditions: [String] = []
+        var arguments: [DatabaseValueConvertible?] = []
+        if let olderThan = request.olderThan {
+            conditions.append("accessed_at < ?")
+            arguments.append(now.timeIntervalSince1970 - olderThan)
+        }
+        if let host {
+            conditions.append("host = ?")
+            arguments.append(host)
+        }
+        if let urlKey {
+            conditions.append("(key = ? OR parent_key = ?)")
+            arguments += [urlKey, urlKey]
+        }
+        if request.variantsOnly { conditions.append("kind = 'variant'") }
+        if request.all || request.hasFilter || (request.variantsOnly && request.toSize == nil) {
+            let whereClause = conditions.isEmpty ? "" : "WHERE " + conditions.joined(separator: " AND ")
+            try db.execute(sql: "INSERT OR IGNORE INTO temp.victim (key) SELECT key FROM entry \(whereClause)",
+                           arguments: StatementArguments(arguments))
+        }
+        if let toSize = request.toSize {
+            let remaining = try Schema.totals(db) - Self.victimTotals(db)
+            try Self.chooseLeastRecentlyUsed(db, bytes: remaining.bytes - toSize, entries: 0,
+                                             variantsOnly: request.variantsOnly)
+        }
+        let going = try Self.victimTotals(db)
+        let report = PurgeReport(removed: going.entries, originals: going.originals,
+                                 variants: going.entries - going.originals, bytes: going.bytes, dryRun: request.dryRun)
+        guard !request.dryRun else {
+            try Self.clearVictims(db)
+            return (report, [])
+        }
+        return (report, try Self.deleteVictims(db).files)
+    }
+}

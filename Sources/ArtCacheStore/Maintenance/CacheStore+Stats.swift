@@ -1,0 +1,119 @@
+@_spi(Benchmarks) import ArtCacheCore
+import Foundation
+internal import GRDB
+
+/// A snapshot of the cache, as `artcache stats` prints it. Encoded with
+/// snake_case keys; this JSON shape is documented in the README and stable.
+@_spi(Benchmarks) public struct CacheStats: Sendable, Codable, Equatable {
+    @_spi(Benchmarks) public struct Host: Sendable, Codable, Equatable {
+        @_spi(Benchmarks) public var entries: Int
+        @_spi(Benchmarks) public var bytes: Int64
+    }
+
+    @_spi(Benchmarks) public var directory: String
+    @_spi(Benchmarks) public var entries: Int
+    @_spi(Benchmarks) public var originals: Int
+    @_spi(Benchmarks) public var variants: Int
+    @_spi(Benchmarks) public var bytes: Int64
+    /// Of `bytes`: blobs kept inside the database (up to `inline_max`) and in files.
+    @_spi(Benchmarks) public var inlineBytes: Int64 = 0
+    @_spi(Benchmarks) public var fileBytes: Int64 = 0
+    @_spi(Benchmarks) public var maxBytes: Int64
+    @_spi(Benchmarks) public var maxEntries: Int
+    @_spi(Benchmarks) public var hits: Int64
+    @_spi(Benchmarks) public var misses: Int64
+    @_spi(Benchmarks) public var evictions: Int64
+    @_spi(Benchmarks) public var evictedBytes: Int64
+    /// `"declared -> sniffed"` → count.
+    @_spi(Benchmarks) public var repairs: [String: Int]
+    /// Host → entries and bytes (variants count under their original's host).
+    @_spi(Benchmarks) public var hosts: [String: Host]
+    @_spi(Benchmarks) public var oldestAccess: Date?
+    @_spi(Benchmarks) public var newestAccess: Date?
+    /// URLs waiting in the persistent retry queue.
+    @_spi(Benchmarks) public var retryQueue: Int
+    /// URLs dropped from the full retry queue (oldest first), ever.
+    @_spi(Benchmarks) public var retryDropped: Int64 = 0
+    /// This process's memory tier (zero when read from the store alone).
+    @_spi(Benchmarks) public var memory = MemoryTierStats()
+
+    enum CodingKeys: String, CodingKey {
+        case directory, entries, originals, variants, bytes, inlineBytes, fileBytes, maxBytes, maxEntries, hits, misses
+        case evictions, evictedBytes, repairs, hosts, oldestAccess, newestAccess, retryQueue, retryDropped, memory
+    }
+
+    /// Every key is always present (absent dates are null), so the JSON is stable.
+    @_spi(Benchmarks) public func encode(to encoder: Encoder) throws {
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        try c.encode(directory, forKey: .directory)
+        try c.encode(entries, forKey: .entries)
+        try c.encode(originals, forKey: .originals)
+        try c.encode(variants, forKey: .variants)
+        try c.encode(bytes, forKey: .bytes)
+        try c.encode(inlineBytes, forKey: .inlineBytes)
+        try c.encode(fileBytes, forKey: .fileBytes)
+        try c.encode(maxBytes, forKey: .maxBytes)
+        try c.encode(maxEntries, forKey: .maxEntries)
+        try c.encode(hits, forKey: .hits)
+        try c.encode(misses, forKey: .misses)
+        try c.encode(evictions, forKey: .evictions)
+        try c.encode(evictedBytes, forKey: .evictedBytes)
+        try c.encode(repairs, forKey: .repairs)
+        try c.encode(hosts, forKey: .hosts)
+        try c.encode(oldestAccess, forKey: .oldestAccess)
+        try c.encode(newestAccess, forKey: .newestAccess)
+        try c.encode(retryQueue, forKey: .retryQueue)
+        try c.encode(retryDropped, forKey: .retryDropped)
+        try c.encode(memory, forKey: .memory)
+    }
+}
+
+/// The in-process memory tier's counters (`stats --json`: `memory`).
+@_spi(Benchmarks) public struct MemoryTierStats: Sendable, Codable, Equatable {
+    @_spi(Benchmarks) public var entries = 0
+    @_spi(Benchmarks) public var bytes: Int64 = 0
+    @_spi(Benchmarks) public var hits: Int64 = 0
+    @_spi(Benchmarks) public var misses: Int64 = 0
+    @_spi(Benchmarks) public var evictions: Int64 = 0
+    @_spi(Benchmarks) public var maxBytes: Int64 = 0
+    @_spi(Benchmarks) public var maxEntries = 0
+
+    @_spi(Benchmarks) public init() {}
+}
+
+extension CacheStore {
+    @_spi(Benchmarks) public func stats() async throws -> CacheStats {
+        try await flush()
+        let directory = self.directory.path
+        let settings = self.settings
+        return try await db.read { db in
+            let totals = try Schema.totals(db)
+            var counters: [String: Int64] = [:]
+            for row in try Row.fetchAll(db, sql: "SELECT name, value FROM counter") {
+                counters[row["name"]] = row["value"]
+            }
+            var repairs: [String: Int] = [:]
+            for row in try Row.fetchAll(db, sql: "SELECT declared, sniffed, count FROM repair") {
+                repairs["\(row["declared"] as String) -> \(row["sniffed"] as String)"] = row["count"]
+            }
+            var hosts: [String: CacheStats.Host] = [:]
+            for row in try Row.fetchAll(db, sql: "SELECT host, count(*) AS n, sum(size) AS b FROM entry GROUP BY host") {
+                hosts[row["host"]] = CacheStats.Host(entries: row["n"], bytes: row["b"])
+            }
+            let oldest = try Double.fetchOne(db, sql: "SELECT min(accessed_at) FROM entry")
+            let newest = try Double.fetchOne(db, sql: "SELECT max(accessed_at) FROM entry")
+            let retry = try Int.fetchOne(db, sql: "SELECT count(*) FROM retry_queue") ?? 0
+            return CacheStats(
+                directory: directory, entries: totals.entries, originals: totals.originals,
+                variants: totals.entries - totals.originals, bytes: totals.bytes,
+                inlineBytes: totals.inlineBytes, fileBytes: totals.fileBytes,
+                maxBytes: settings.maxBytes, maxEntries: settings.maxEntries,
+                hits: counters["hits"] ?? 0, misses: counters["misses"] ?? 0,
+                evictions: counters["evictions"] ?? 0, evictedBytes: counters["evicted_bytes"] ?? 0,
+                repairs: repairs, hosts: hosts,
+                oldestAccess: oldest.map(Date.init(timeIntervalSince1970:)),
+                newestAccess: newest.map(Date.init(timeIntervalSince1970:)),
+                retryQueue: retry, retryDropped: counters["retry_dropped"] ?? 0)
+        }
+    }
+}
