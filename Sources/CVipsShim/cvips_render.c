@@ -165,193 +165,159 @@ void cvips_image_header(const cvips_image *image, cvips_header_t *out) {
     g_strlcpy(out->loader, image->loader, sizeof(out->loader));
 }
 
-/* Converts a thumbnail to sRGB, flattens alpha when the output has none,
- * materialises it (decode errors surface here, not inside the encoder) and
- * encodes it. `parent` owns the intermediates. */
-static int finish(VipsImage *parent, VipsImage *thumbnail, const cvips_render_options_t *o, deadline_t *d,
-                  void **out, size_t *out_length, cvips_render_result_t *r) {
-    VipsImage **t = (VipsImage **) vips_object_local_array(VIPS_OBJECT(parent), 3);
-    VipsImage *image;
-    if (to_srgb(parent, thumbnail, &image)) return CVIPS_DECODE;
-    int format = o->format;
-    int alpha = vips_image_hasalpha(image);
-    if (format == CVIPS_FORMAT_AUTO) format = alpha ? CVIPS_FORMAT_PNG : CVIPS_FORMAT_JPEG;
-    if (alpha && format == CVIPS_FORMAT_JPEG) {
-        VipsArrayDouble *background = vips_array_double_new(o->background, 3);
-        int failed = vips_flatten(image, &t[0], "background", background, NULL);
-        vips_area_unref(VIPS_AREA(background));
-        if (failed) return CVIPS_DECODE;
-        image = t[0];
-        alpha = 0;
-    }
-    if (!(t[1] = copy_memory_by(image, d))) return d->expired ? CVIPS_TIMEOUT : CVIPS_DECODE;
-    image = t[1];
-    if (d->deadline && g_get_monotonic_time() > d->deadline) return CVIPS_TIMEOUT;
+/* ---- One render, step by step (see cvips.h). ---- */
 
+struct cvips_render {
+    VipsImage *parent;      /* owns the intermediates (its local array) */
+    VipsImage *current;     /* borrowed from parent's intermediates, or from the branch's parent */
+    deadline_t deadline;
+};
+
+/* A slot in the render's intermediates for the next step's output. */
+static VipsImage **next_slot(cvips_render *r) {
+    return (VipsImage **) vips_object_local_array(VIPS_OBJECT(r->parent), 1);
+}
+
+static int past_deadline(cvips_render *r) {
+    return r->deadline.deadline && g_get_monotonic_time() > r->deadline.deadline;
+}
+
+cvips_render *cvips_render_new(double timeout) {
+    cvips_render *r = g_new0(cvips_render, 1);
+    r->parent = vips_image_new();
+    deadline_start(&r->deadline, timeout);
+    return r;
+}
+
+void cvips_render_free(cvips_render *r) {
+    if (!r) return;
+    g_object_unref(r->parent);
+    g_free(r);
+}
+
+cvips_render *cvips_render_branch(const cvips_render *from) {
+    if (!from->current) return NULL;
+    cvips_render *r = g_new0(cvips_render, 1);
+    r->parent = vips_image_new();
+    r->current = from->current;
+    r->deadline.deadline = from->deadline.deadline;
+    return r;
+}
+
+static VipsInteresting interesting_of(int crop) {
+    return crop == CVIPS_CROP_CENTRE ? VIPS_INTERESTING_CENTRE
+         : crop == CVIPS_CROP_ATTENTION ? VIPS_INTERESTING_ATTENTION : VIPS_INTERESTING_NONE;
+}
+
+int cvips_render_thumbnail(cvips_render *r, const cvips_image *source, const void *buffer, size_t length,
+                           int allowed_loaders, int width, int height, int crop) {
+    if (past_deadline(r)) return CVIPS_TIMEOUT;
+    VipsInteresting interesting = crop == CVIPS_CROP_CENTRE ? VIPS_INTERESTING_CENTRE : VIPS_INTERESTING_NONE;
+    VipsImage **out = next_slot(r);
+    int failed;
+    if (source && source->magick) {
+        failed = vips_thumbnail_image(source->image, out, width, "height", height, "size", VIPS_SIZE_DOWN,
+                                      "crop", interesting, NULL);
+    } else {
+        const void *bytes = source ? source->buffer : buffer;
+        size_t count = source ? source->length : length;
+        if (!source) {
+            const char *loader = vips_foreign_find_load_buffer(bytes, count);
+            if (!loader || !(loader_bit(loader) & allowed_loaders & ~CVIPS_LOADER_MAGICK)) {
+                vips_error_clear();
+                return CVIPS_UNSUPPORTED;
+            }
+        }
+        failed = vips_thumbnail_buffer((void *) bytes, count, out, width, "height", height, "size", VIPS_SIZE_DOWN,
+                                       "crop", interesting, "option_string", "fail_on=truncated", NULL);
+    }
+    if (failed) return CVIPS_DECODE;
+    r->current = *out;
+    return CVIPS_OK;
+}
+
+void cvips_render_info(const cvips_render *r, cvips_render_info_t *out) {
+    memset(out, 0, sizeof(*out));
+    if (!r->current) return;
+    out->width = vips_image_get_width(r->current);
+    out->height = vips_image_get_height(r->current);
+    out->has_alpha = vips_image_hasalpha(r->current);
+}
+
+int cvips_render_materialize(cvips_render *r) {
+    if (!r->current) return CVIPS_DECODE;
+    if (past_deadline(r)) return CVIPS_TIMEOUT;
+    VipsImage **out = next_slot(r);
+    if (!(*out = copy_memory_by(r->current, &r->deadline))) return r->deadline.expired ? CVIPS_TIMEOUT : CVIPS_DECODE;
+    r->current = *out;
+    return CVIPS_OK;
+}
+
+int cvips_render_resize(cvips_render *r, double scale) {
+    if (!r->current) return CVIPS_DECODE;
+    if (past_deadline(r)) return CVIPS_TIMEOUT;
+    VipsImage **out = next_slot(r);
+    if (vips_resize(r->current, out, scale, NULL)) return CVIPS_DECODE;
+    r->current = *out;
+    return CVIPS_OK;
+}
+
+int cvips_render_crop(cvips_render *r, int width, int height, int crop) {
+    if (!r->current) return CVIPS_DECODE;
+    if (past_deadline(r)) return CVIPS_TIMEOUT;
+    VipsImage **out = next_slot(r);
+    if (vips_smartcrop(r->current, out, width, height, "interesting", interesting_of(crop), NULL)) return CVIPS_DECODE;
+    r->current = *out;
+    return CVIPS_OK;
+}
+
+int cvips_render_srgb(cvips_render *r) {
+    if (!r->current) return CVIPS_DECODE;
+    if (past_deadline(r)) return CVIPS_TIMEOUT;
+    VipsImage *srgb;
+    if (to_srgb(r->parent, r->current, &srgb)) return CVIPS_DECODE;
+    r->current = srgb;
+    return CVIPS_OK;
+}
+
+int cvips_render_flatten(cvips_render *r, const double background[3]) {
+    if (!r->current) return CVIPS_DECODE;
+    if (past_deadline(r)) return CVIPS_TIMEOUT;
+    VipsImage **out = next_slot(r);
+    VipsArrayDouble *bg = vips_array_double_new(background, 3);
+    int failed = vips_flatten(r->current, out, "background", bg, NULL);
+    vips_area_unref(VIPS_AREA(bg));
+    if (failed) return CVIPS_DECODE;
+    r->current = *out;
+    return CVIPS_OK;
+}
+
+int cvips_render_save(cvips_render *r, int format, int quality, void **out, size_t *out_length) {
+    *out = NULL;
+    *out_length = 0;
+    int status = cvips_render_materialize(r);
+    if (status != CVIPS_OK) return status;
+    if (past_deadline(r)) return CVIPS_TIMEOUT;
+    VipsImage *image = r->current;
     int saved;
     switch (format) {
     case CVIPS_FORMAT_WEBP:
-        saved = vips_webpsave_buffer(image, out, out_length, "Q", o->quality, "strip", TRUE, NULL);
+        saved = vips_webpsave_buffer(image, out, out_length, "Q", quality, "strip", TRUE, NULL);
         break;
     case CVIPS_FORMAT_PNG:
         saved = vips_pngsave_buffer(image, out, out_length, "strip", TRUE, "compression", 6, NULL);
         break;
     case CVIPS_FORMAT_AVIF:
-        saved = vips_heifsave_buffer(image, out, out_length, "Q", o->quality, "strip", TRUE,
+        saved = vips_heifsave_buffer(image, out, out_length, "Q", quality, "strip", TRUE,
                                      "compression", VIPS_FOREIGN_HEIF_COMPRESSION_AV1, NULL);
         break;
+    case CVIPS_FORMAT_JPEG:
+        saved = vips_jpegsave_buffer(image, out, out_length, "Q", quality, "strip", TRUE, NULL);
+        break;
     default:
-        saved = vips_jpegsave_buffer(image, out, out_length, "Q", o->quality, "strip", TRUE, NULL);
-        format = CVIPS_FORMAT_JPEG;
+        return CVIPS_ENCODE;
     }
-    if (saved) return CVIPS_ENCODE;
-    r->width = vips_image_get_width(image);
-    r->height = vips_image_get_height(image);
-    r->format = format;
-    r->has_alpha = alpha;
-    return CVIPS_OK;
-}
-
-static VipsInteresting crop_of(int fit) {
-    return fit == CVIPS_FIT_COVER ? VIPS_INTERESTING_CENTRE
-         : fit == CVIPS_FIT_SMART ? VIPS_INTERESTING_ATTENTION : VIPS_INTERESTING_NONE;
-}
-
-int cvips_image_render(cvips_image *source, const cvips_render_options_t *o,
-                       void **out, size_t *out_length, cvips_render_result_t *r) {
-    memset(r, 0, sizeof(*r));
-    *out = NULL;
-    *out_length = 0;
-    VipsImage *parent = vips_image_new();
-    VipsImage **t = (VipsImage **) vips_object_local_array(VIPS_OBJECT(parent), 1);
-    int status;
-    deadline_t d;
-    deadline_start(&d, o->timeout);
-    /* Shrink-on-load thumbnail of the first frame, auto-rotated, into the box.
-     * fail_on=truncated: a cut or hollow image is an error, never a grey or
-     * black thumbnail stored as if it were the picture. ImageMagick images
-     * are resized from the image already loaded, never re-probed. */
-    int failed = source->magick
-        ? vips_thumbnail_image(source->image, &t[0], o->width, "height", o->height, "size", VIPS_SIZE_DOWN,
-                               "crop", crop_of(o->fit), NULL)
-        : vips_thumbnail_buffer(source->buffer, source->length, &t[0], o->width, "height", o->height,
-                                "size", VIPS_SIZE_DOWN, "crop", crop_of(o->fit), "option_string", "fail_on=truncated", NULL);
-    if (failed) {
-        status = CVIPS_DECODE;
-    } else {
-        status = finish(parent, t[0], o, &d, out, out_length, r);
-    }
-    g_object_unref(parent);
-    return status;
-}
-
-int cvips_render_buffer(const void *buffer, size_t length, int allowed_loaders, const cvips_render_options_t *o,
-                        void **out, size_t *out_length, cvips_render_result_t *r) {
-    memset(r, 0, sizeof(*r));
-    *out = NULL;
-    *out_length = 0;
-    const char *loader = vips_foreign_find_load_buffer(buffer, length);
-    if (!loader || !(loader_bit(loader) & allowed_loaders & ~CVIPS_LOADER_MAGICK)) {
-        vips_error_clear();
-        return CVIPS_UNSUPPORTED;
-    }
-    VipsImage *parent = vips_image_new();
-    VipsImage **t = (VipsImage **) vips_object_local_array(VIPS_OBJECT(parent), 1);
-    int status;
-    deadline_t d;
-    deadline_start(&d, o->timeout);
-    if (vips_thumbnail_buffer((void *) buffer, length, &t[0], o->width, "height", o->height, "size", VIPS_SIZE_DOWN,
-                              "crop", crop_of(o->fit), "option_string", "fail_on=truncated", NULL)) {
-        status = CVIPS_DECODE;
-    } else {
-        status = finish(parent, t[0], o, &d, out, out_length, r);
-    }
-    g_object_unref(parent);
-    return status;
-}
-
-/* One output from the decoded intermediate: a plain resize into the box
- * (never enlarging), then for cover / smart a crop to the box. Cheaper than
- * vips_thumbnail_image, which re-runs its whole pipeline on memory images. */
-static int derive(VipsImage *parent, VipsImage *in, const cvips_render_options_t *o, VipsImage **out) {
-    VipsImage **t = (VipsImage **) vips_object_local_array(VIPS_OBJECT(parent), 2);
-    double width = vips_image_get_width(in), height = vips_image_get_height(in);
-    double sx = o->width / width, sy = o->height / height;
-    double scale = o->fit == CVIPS_FIT_CONTAIN ? (sx < sy ? sx : sy) : (sx > sy ? sx : sy);
-    VipsImage *current = in;
-    if (scale < 1) {
-        if (vips_resize(current, &t[0], scale, NULL)) return -1;
-        current = t[0];
-    }
-    if (o->fit != CVIPS_FIT_CONTAIN) {
-        int w = vips_image_get_width(current) < o->width ? vips_image_get_width(current) : o->width;
-        int h = vips_image_get_height(current) < o->height ? vips_image_get_height(current) : o->height;
-        if (w != vips_image_get_width(current) || h != vips_image_get_height(current)) {
-            int failed = o->fit == CVIPS_FIT_SMART
-                ? vips_smartcrop(current, &t[1], w, h, "interesting", VIPS_INTERESTING_ATTENTION, NULL)
-                : vips_smartcrop(current, &t[1], w, h, "interesting", VIPS_INTERESTING_CENTRE, NULL);
-            if (failed) return -1;
-            current = t[1];
-        }
-    }
-    *out = current;
-    return 0;
-}
-
-int cvips_image_render_many(cvips_image *source, const cvips_render_options_t *options, int count,
-                            void **outs, size_t *out_lengths, cvips_render_result_t *results, int *statuses) {
-    if (count < 1) return CVIPS_OK;
-    for (int i = 0; i < count; i++) {
-        memset(&results[i], 0, sizeof(results[i]));
-        outs[i] = NULL;
-        out_lengths[i] = 0;
-        statuses[i] = CVIPS_DECODE;
-    }
-    /* The scale the most demanding output needs, from the (upright) header. */
-    VipsImage *header = source->image;
-    double width = vips_image_get_width(header), height = vips_image_get_page_height(header);
-    if (vips_image_get_orientation_swap(header)) { double w = width; width = height; height = w; }
-    double scale = 0;
-    for (int i = 0; i < count; i++) {
-        double sx = options[i].width / width, sy = options[i].height / height;
-        double s = options[i].fit == CVIPS_FIT_CONTAIN ? (sx < sy ? sx : sy) : (sx > sy ? sx : sy);
-        if (s > scale) scale = s;
-    }
-    if (scale > 1) scale = 1;
-    int box_w = (int) ceil(width * scale), box_h = (int) ceil(height * scale);
-    if (box_w < 1) box_w = 1;
-    if (box_h < 1) box_h = 1;
-
-    VipsImage *parent = vips_image_new();
-    VipsImage **t = (VipsImage **) vips_object_local_array(VIPS_OBJECT(parent), 2 + count);
-    int status = CVIPS_DECODE;
-    deadline_t d;
-    deadline_start(&d, options[0].timeout);
-    /* One decode (shrink-on-load) into that box, held in memory... */
-    int failed = source->magick
-        ? vips_thumbnail_image(source->image, &t[0], box_w, "height", box_h, "size", VIPS_SIZE_DOWN, NULL)
-        : vips_thumbnail_buffer(source->buffer, source->length, &t[0], box_w, "height", box_h, "size", VIPS_SIZE_DOWN,
-                                "option_string", "fail_on=truncated", NULL);
-    if (failed) goto done;
-    if (!(t[1] = copy_memory_by(t[0], &d))) {
-        if (d.expired) status = CVIPS_TIMEOUT;
-        goto done;
-    }
-    /* ...and every output resized from it. */
-    for (int i = 0; i < count; i++) {
-        VipsImage *child = vips_image_new();
-        VipsImage *sized;
-        if (derive(child, t[1], &options[i], &sized)) {
-            statuses[i] = CVIPS_DECODE;
-        } else {
-            statuses[i] = finish(child, sized, &options[i], &d, &outs[i], &out_lengths[i], &results[i]);
-        }
-        g_object_unref(child);
-    }
-    status = CVIPS_OK;
-done:
-    g_object_unref(parent);
-    return status;
+    return saved ? CVIPS_ENCODE : CVIPS_OK;
 }
 
 int cvips_contact_sheet(const void *const *buffers, const size_t *lengths, int count, int cell, int columns,

@@ -52,7 +52,7 @@ extension FuzzRegressionTests {
             let renderer = Renderer(settings: ThumbnailSettings())
             for data in [Self.hugePNG, Self.hugeHEIC] {
                 let error = #expect(throws: RenderError.self) {
-                    try renderer.renderBlocking(data, spec: VariantSpec(width: 10, height: 10))
+                    try renderer.renderBlocking(data, specs: [VariantSpec(width: 10, height: 10)])
                 }
                 #expect(error?.code == .tooLarge)
             }

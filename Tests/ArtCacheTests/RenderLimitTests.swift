@@ -7,6 +7,9 @@ import Testing
 @_spi(Benchmarks) @testable import ArtCacheFetch
 @_spi(Benchmarks) @testable import ArtCacheRender
 @_spi(Benchmarks) @testable import ArtCacheStore
+@testable import ArtCacheServer
+import Hummingbird
+import HummingbirdTesting
 
 /// Review findings on libvips: a render has a deadline enforced through
 /// libvips' kill flag, and ImageMagick decodes BMP and ICO only, called
@@ -74,6 +77,55 @@ struct RenderLimitTests {
             _ = try await renderer.render(big, specs: [VariantSpec(width: 100, height: 100), VariantSpec(width: 300, height: 300)])
         }
         #expect(many?.code == .timedOut)
+    }
+
+    /// Every way a render can go ends as `render_timeout` past its
+    /// deadline: a single output on the bytes (contain, and cover with
+    /// libvips' centre crop), the attention crop (smart: the decode it looks
+    /// at is computed under the kill flag first, the crop runs on those
+    /// pixels) and several outputs from one decode. (libvips checks the kill flag as it computes the
+    /// output's tiles: a decode without shrink-on-load, such as this PNG's,
+    /// runs to its end first; `max_source_pixels` bounds it.)
+    @Test(arguments: [["100x100,contain"], ["100x100,cover"], ["100x100,smart"], ["100x100,smart", "300x300,cover"]])
+    func everyRenderPathEndsAtItsDeadline(_ sizes: [String]) async throws {
+        let big = Self.flatPNG(width: 7_000, height: 7_000)  // 49 MP
+        let specs = sizes.map { text -> VariantSpec in
+            let parts = text.split(separator: ",")
+            return VariantSpec(size: String(parts[0]), fit: VariantSpec.Fit(rawValue: String(parts[1]))!)!
+        }
+        let renderer = Renderer(settings: Fixtures.thumbnails {
+            $0.maxSourcePixels = 100_000_000
+            $0.concurrency = 1
+            $0.renderTimeout = 0.001
+        })
+        let error = await #expect(throws: RenderError.self) { _ = try await renderer.render(big, specs: specs) }
+        #expect(error?.code == .timedOut, "\(sizes)")
+        // The error above is the deadline, not the image.
+        let generous = Renderer(settings: Fixtures.thumbnails { $0.maxSourcePixels = 100_000_000 })
+        #expect(try await generous.render(big, specs: specs).count == specs.count)
+    }
+
+    /// The service path: a render past `render_timeout` answers 413
+    /// `too_large` (smart crop included), and the service renders again after.
+    @Test func theServiceAnswers413ForARenderPastItsDeadline() async throws {
+        let s = try await ServiceHarness {
+            $0.thumbnails.maxSourcePixels = 100_000_000
+            $0.thumbnails.renderTimeout = 0.1
+        }
+        s.origin.register("big.png", .init(body: Self.flatPNG(width: 7_000, height: 7_000), contentType: "image/png"))
+        try s.register("a.jpg")
+        try await s.app().test(.router) { client in
+            for options in ["100x100", "100x100,fit=smart", "100x100,fit=cover"] {
+                try await client.execute(uri: try s.path("/img/big.png", options), method: .get) { response in
+                    #expect(response.status.code == 413, "\(options)")
+                    #expect(response.headers[.artcacheError] == "too_large", "\(options)")
+                }
+            }
+            try await client.execute(uri: try s.path("/img/a.jpg", "32x32,fit=smart"), method: .get) { response in
+                #expect(response.status.code == 200)
+            }
+        }
+        try await s.close()
     }
 
     /// The same image renders when the deadline is generous: the error above

@@ -144,12 +144,12 @@ struct RenderTests {
         tight.maxFrames = 3
         let frames = await #expect(throws: RenderError.self) {
             try Renderer(settings: tight).renderBlocking(try Fixtures.animatedGIF(width: 10, height: 10, frames: 5),
-                                                         spec: VariantSpec(width: 10, height: 10))
+                                                         specs: [VariantSpec(width: 10, height: 10)])
         }
         #expect(frames?.code == .tooLarge)
         let output = await #expect(throws: RenderError.self) {
             try Renderer(settings: Fixtures.thumbnails { $0.maxOutput = 4096 })
-                .renderBlocking(try Fixtures.image(suffix: ".png"), spec: VariantSpec(width: 5000, height: 10))
+                .renderBlocking(try Fixtures.image(suffix: ".png"), specs: [VariantSpec(width: 5000, height: 10)])
         }
         #expect(output?.code == .tooLarge)
     }

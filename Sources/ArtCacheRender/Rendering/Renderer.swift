@@ -91,10 +91,28 @@ private struct RenderCounters: Sendable {
     }
 
     package func render(_ data: Data, spec: VariantSpec, priority: PriorityHandle) async throws -> RenderedImage {
-        // Refused from the sniffed format before taking a place in the render queue.
-        let format = Sniffer.sniff(data).format
-        _ = try allowedLoaders(for: format)
-        return try await onRenderThread(priority: priority) { try self.renderBlocking(data, format: format, spec: spec) }
+        try await render(data, specs: [spec], priority: priority)[0]
+    }
+
+    /// Several variants of one image from one decode, at the scale the
+    /// largest needs (shrink on load); the smaller ones are resized from it.
+    @_spi(Benchmarks) public func render(_ data: Data, specs: [VariantSpec], priority: ImagePriority = .normal) async throws -> [RenderedImage] {
+        try await render(data, specs: specs, priority: PriorityHandle(priority))
+    }
+
+    package func render(_ data: Data, specs: [VariantSpec], priority: PriorityHandle) async throws -> [RenderedImage] {
+        guard !specs.isEmpty else { return [] }
+        // Refused from the sniffed format before taking a place in the render
+        // queue; a gzip body (an svgz is inflated whole to be sure of it) is
+        // sniffed on the render thread instead, off Swift's cooperative pool.
+        var format: SniffedFormat?
+        if !Self.isGzip(data) {
+            format = Sniffer.sniff(data).format
+            _ = try allowedLoaders(for: format!)
+        }
+        for spec in specs { try checkOutput(spec) }
+        let known = format
+        return try await onRenderThread(priority: priority) { try self.renderBlocking(data, format: known, specs: specs) }
     }
 
     /// Renders started and in progress since this renderer was made, and
@@ -113,66 +131,90 @@ private struct RenderCounters: Sendable {
         }
     }
 
-    /// The synchronous render (call from a thread you own): open the header,
-    /// check the limits, then decode and encode.
-    package func renderBlocking(_ data: Data, format sniffedFormat: SniffedFormat? = nil, spec: VariantSpec) throws(RenderError) -> RenderedImage {
-        var options = try renderOptions(spec)
+    /// The one render (call it on a thread you own, never Swift's
+    /// cooperative pool): sniff, check the limits from the header, then the
+    /// steps of the plan, all outputs from one decode, under one deadline
+    /// (`[thumbnails] render_timeout`).
+    package func renderBlocking(_ data: Data, format sniffedFormat: SniffedFormat? = nil,
+                                specs: [VariantSpec]) throws(RenderError) -> [RenderedImage] {
+        guard let first = specs.first else { return [] }
         let sniffed = sniffedFormat ?? Sniffer.sniff(data).format
-        // JPEG and PNG: one frame, and a size readable from the header without
-        // libvips, so the limits are checked here and libvips opens the bytes
-        // once (no copy, no second header read).
-        if let (width, height) = Sniffer.extent(data, format: sniffed) {
-            let limits = settings.renderLimits
-            guard width >= 1, height >= 1, width * height <= limits.maxSourcePixels else {
+        let loaders = try allowedLoaders(for: sniffed)
+        for spec in specs { try checkOutput(spec) }
+        try Self.start()
+        let render = VipsRender(timeout: settings.renderTimeout, format: sniffed)
+        // One contain or cover output of a JPEG or PNG (one frame, a size
+        // readable without libvips): the limits are checked from the header
+        // bytes, and libvips reads the bytes in place, once (no copy, no
+        // second header read).
+        if specs.count == 1, first.fit != .smart, let (width, height) = Sniffer.extent(data, format: sniffed) {
+            guard width >= 1, height >= 1, width * height <= settings.renderLimits.maxSourcePixels else {
                 throw tooManyPixels(width, height, sniffed)
             }
-            try Self.start()
-            return try VipsImage.render(data, format: sniffed, loaders: allowedLoaders(for: sniffed), options: &options)
+            let result: Result<RenderedImage, RenderError> = data.withUnsafeBytes { bytes in
+                do throws(RenderError) {
+                    try render.thumbnail(bytes, loaders: loaders, width: first.width, height: first.height,
+                                         centreCrop: first.fit == .cover)
+                    return .success(try finish(render, first))
+                } catch {
+                    return .failure(error)
+                }
+            }
+            return [try result.get()]
         }
-        return try openChecked(data, format: sniffed).render(&options)
+        let image = try openChecked(data, format: sniffed)
+        if specs.count == 1, first.fit != .smart {
+            // libvips' thumbnail does the fit (and the centre crop) itself.
+            try render.thumbnail(image, width: first.width, height: first.height, centreCrop: first.fit == .cover)
+            return [try finish(render, first)]
+        }
+        // One decode into the box the most demanding output needs, computed
+        // once under the deadline; each output is resized and cropped from
+        // those pixels (an attention crop too: it runs on the materialized
+        // image, so the kill flag covered the decode it looks at).
+        let header = image.header
+        let upright = RenderPlan.upright(width: header.width, height: header.height, orientation: header.orientation)
+        let box = RenderPlan.decodeBox(width: upright.width, height: upright.height, specs: specs)
+        try render.thumbnail(image, width: box.width, height: box.height, centreCrop: false)
+        try render.materialize()
+        var outputs: [RenderedImage] = []
+        for spec in specs {
+            let output = specs.count == 1 ? render : try render.branch()
+            let decoded = output.info
+            let scale = RenderPlan.scale(width: decoded.width, height: decoded.height, into: spec)
+            if scale < 1 { try output.resize(scale) }
+            let resized = output.info
+            if let crop = RenderPlan.crop(width: resized.width, height: resized.height, spec: spec) {
+                try output.crop(width: crop.width, height: crop.height, crop.crop)
+            }
+            outputs.append(try finish(output, spec))
+        }
+        return outputs
     }
 
-    /// Several variants of one image from one decode, at the scale the
-    /// largest needs (shrink on load); the smaller ones are resized from it.
-    /// One variant: the same as ``render(_:spec:priority:)``.
-    @_spi(Benchmarks) public func render(_ data: Data, specs: [VariantSpec], priority: ImagePriority = .normal) async throws -> [RenderedImage] {
-        try await render(data, specs: specs, priority: PriorityHandle(priority))
+    /// The end of every output: sRGB, the output format (auto: PNG with
+    /// alpha, else JPEG), alpha flattened when the format has none, encode.
+    private func finish(_ render: VipsRender, _ spec: VariantSpec) throws(RenderError) -> RenderedImage {
+        try render.toSRGB()
+        let hasAlpha = render.info.hasAlpha
+        let format = RenderPlan.outputFormat(spec.format, hasAlpha: hasAlpha)
+        let flatten = RenderPlan.flattens(format, hasAlpha: hasAlpha)
+        if flatten { try render.flatten(onto: spec.background) }
+        let size = render.info
+        let data = try render.save(format, quality: spec.quality)
+        return RenderedImage(data: data, width: size.width, height: size.height, format: format, hasAlpha: hasAlpha && !flatten)
     }
 
-    package func render(_ data: Data, specs: [VariantSpec], priority: PriorityHandle) async throws -> [RenderedImage] {
-        guard specs.count > 1 else {
-            var one: [RenderedImage] = []
-            for spec in specs { one.append(try await render(data, spec: spec, priority: priority)) }
-            return one
-        }
-        let format = Sniffer.sniff(data).format
-        _ = try allowedLoaders(for: format)
-        return try await onRenderThread(priority: priority) { () throws(RenderError) -> [RenderedImage] in
-            let options = try specs.map { spec throws(RenderError) in try self.renderOptions(spec) }
-            return try self.openChecked(data, format: format).render(options)
-        }
-    }
-
-    /// The output's options, refused when larger than `max_output`.
-    private func renderOptions(_ spec: VariantSpec) throws(RenderError) -> cvips_render_options_t {
+    /// An output larger than `max_output` is refused.
+    private func checkOutput(_ spec: VariantSpec) throws(RenderError) {
         let limits = settings.renderLimits
         guard spec.width <= limits.maxOutput, spec.height <= limits.maxOutput else {
             throw RenderError(.tooLarge, "output \(spec.width)x\(spec.height) is larger than max_output \(limits.maxOutput)")
         }
-        var options = cvips_render_options_t()
-        options.width = Int32(spec.width)
-        options.height = Int32(spec.height)
-        options.fit = switch spec.fit {
-        case .contain: Int32(CVIPS_FIT_CONTAIN)
-        case .cover: Int32(CVIPS_FIT_COVER)
-        case .smart: Int32(CVIPS_FIT_SMART)
-        }
-        options.format = Int32(Self.code(of: spec.format))
-        options.quality = Int32(spec.quality)
-        let bg = spec.background + [255, 255, 255]
-        options.background = (bg[0], bg[1], bg[2])
-        options.timeout = settings.renderTimeout
-        return options
+    }
+
+    static func isGzip(_ data: Data) -> Bool {
+        data.count >= 2 && data[data.startIndex] == 0x1F && data[data.startIndex + 1] == 0x8B
     }
 
     /// The refusal of a source whose header declares too many pixels.
@@ -232,7 +274,7 @@ private struct RenderCounters: Sendable {
         try Self.start()
         var output: UnsafeMutableRawPointer?
         var length = 0
-        let code = Self.code(of: format == .auto ? .jpeg : format)
+        let code = VipsImage.code(of: format)
         let status = (rgb + [200, 200, 200]).prefix(3).map { $0 }.withUnsafeBufferPointer {
             cvips_solid_image(Int32(width), Int32(height), $0.baseAddress, Int32(code), Int32(quality), &output, &length)
         }
@@ -242,16 +284,6 @@ private struct RenderCounters: Sendable {
         defer { cvips_free(output) }
         return RenderedImage(data: Data(bytes: output, count: length), width: width, height: height,
                              format: format == .auto ? .jpeg : format, hasAlpha: false)
-    }
-
-    private static func code(of format: VariantSpec.Format) -> Int {
-        switch format {
-        case .auto: CVIPS_FORMAT_AUTO
-        case .jpeg: CVIPS_FORMAT_JPEG
-        case .webp: CVIPS_FORMAT_WEBP
-        case .png: CVIPS_FORMAT_PNG
-        case .avif: CVIPS_FORMAT_AVIF
-        }
     }
 
     /// One PNG tiling `images` (nil = blank cell) in order, `columns` per row.

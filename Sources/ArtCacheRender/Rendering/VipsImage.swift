@@ -27,7 +27,7 @@ package struct ImageHeader: Sendable, Equatable {
 /// not decoded), released in `deinit`. Not Sendable: one render uses it on
 /// one thread, from open to release.
 final class VipsImage {
-    private let handle: OpaquePointer
+    fileprivate let handle: OpaquePointer
     /// The format sniffed from the bytes (once, here), for messages.
     let format: SniffedFormat
 
@@ -57,70 +57,6 @@ final class VipsImage {
                            loader: loader)
     }
 
-    /// Decodes and encodes the thumbnail (call only after checking limits).
-    func render(_ options: inout cvips_render_options_t) throws(RenderError) -> RenderedImage {
-        var result = cvips_render_result_t()
-        var output: UnsafeMutableRawPointer?
-        var length = 0
-        let status = cvips_image_render(handle, &options, &output, &length, &result)
-        guard status == Int32(CVIPS_OK), let output else {
-            throw RenderError(VipsImage.code(status), VipsImage.describe(format, kind: status))
-        }
-        defer { cvips_free(output) }
-        return Self.rendered(output, length, result)
-    }
-
-    /// Renders encoded bytes without opening them first (the caller checked
-    /// the limits from its own header read): the bytes are borrowed for the call.
-    static func render(_ data: Data, format sniffed: SniffedFormat, loaders: Int32,
-                       options: inout cvips_render_options_t) throws(RenderError) -> RenderedImage {
-        var result = cvips_render_result_t()
-        var output: UnsafeMutableRawPointer?
-        var length = 0
-        let status = withUnsafePointer(to: &options) { options in
-            data.withUnsafeBytes { cvips_render_buffer($0.baseAddress, $0.count, loaders, options, &output, &length, &result) }
-        }
-        guard status == Int32(CVIPS_OK), let output else {
-            throw RenderError(code(status), describe(sniffed, kind: status))
-        }
-        defer { cvips_free(output) }
-        return rendered(output, length, result)
-    }
-
-    /// Several outputs from one decode (call only after checking limits).
-    /// The first output that failed throws; the others' buffers are freed.
-    func render(_ options: [cvips_render_options_t]) throws(RenderError) -> [RenderedImage] {
-        let count = options.count
-        var outputs = [UnsafeMutableRawPointer?](repeating: nil, count: count)
-        var lengths = [Int](repeating: 0, count: count)
-        var results = [cvips_render_result_t](repeating: cvips_render_result_t(), count: count)
-        var statuses = [Int32](repeating: 0, count: count)
-        let status = cvips_image_render_many(handle, options, Int32(count), &outputs, &lengths, &results, &statuses)
-        defer { outputs.forEach { $0.map(cvips_free) } }
-        guard status == Int32(CVIPS_OK) else {
-            throw RenderError(VipsImage.code(status), VipsImage.describe(format, kind: status))
-        }
-        var rendered: [RenderedImage] = []
-        for index in 0..<count {
-            guard statuses[index] == Int32(CVIPS_OK), let output = outputs[index] else {
-                throw RenderError(VipsImage.code(statuses[index]), VipsImage.describe(format, kind: statuses[index]))
-            }
-            rendered.append(Self.rendered(output, lengths[index], results[index]))
-        }
-        return rendered
-    }
-
-    private static func rendered(_ output: UnsafeMutableRawPointer, _ length: Int, _ result: cvips_render_result_t) -> RenderedImage {
-        let format: VariantSpec.Format = switch Int(result.format) {
-        case CVIPS_FORMAT_WEBP: .webp
-        case CVIPS_FORMAT_PNG: .png
-        case CVIPS_FORMAT_AVIF: .avif
-        default: .jpeg
-        }
-        return RenderedImage(data: Data(bytes: output, count: length), width: Int(result.width), height: Int(result.height),
-                             format: format, hasAlpha: result.has_alpha != 0)
-    }
-
     static func code(_ kind: Int32) -> RenderError.Code {
         switch kind {
         case Int32(CVIPS_UNSUPPORTED): .unsupported
@@ -140,5 +76,107 @@ final class VipsImage {
         case .timedOut: "render stopped: it took longer than thumbnails.render_timeout"
         }
         return "\(format.displayName): \(what)"
+    }
+}
+
+/// One render in steps (a `cvips_render`), freed in `deinit`. The steps
+/// are libvips calls; what to call, with which sizes, is `RenderPlan`'s.
+/// Each step first checks the render's deadline, and the steps that compute
+/// pixels (`materialize`, `save`) are stopped by libvips' kill flag when it
+/// passes (`.timedOut`). Not Sendable: used on one render thread.
+final class VipsRender {
+    private let handle: OpaquePointer
+    /// A branch starts from its parent's image: the parent lives as long.
+    private let parent: VipsRender?
+    /// The opened image a thumbnail was made from (its bytes are read lazily).
+    private var source: VipsImage?
+    /// The sniffed format of the source, for messages.
+    let format: SniffedFormat
+
+    /// A render whose deadline is `timeout` seconds from now.
+    init(timeout: TimeInterval, format: SniffedFormat) {
+        handle = cvips_render_new(timeout)
+        parent = nil
+        self.format = format
+    }
+
+    private init(handle: OpaquePointer, parent: VipsRender) {
+        self.handle = handle
+        self.parent = parent
+        format = parent.format
+    }
+
+    deinit { cvips_render_free(handle) }
+
+    /// The decode from an opened image, into `width` x `height` (never enlarging).
+    func thumbnail(_ image: VipsImage, width: Int, height: Int, centreCrop: Bool) throws(RenderError) {
+        source = image
+        try check(cvips_render_thumbnail(handle, image.handle, nil, 0, 0, Int32(width), Int32(height), crop(centreCrop)))
+    }
+
+    /// The decode straight from bytes a loader in `loaders` must claim. The
+    /// bytes are read lazily, up to `save`: call every step inside the
+    /// closure that lends them.
+    func thumbnail(_ bytes: UnsafeRawBufferPointer, loaders: Int32, width: Int, height: Int,
+                   centreCrop: Bool) throws(RenderError) {
+        try check(cvips_render_thumbnail(handle, nil, bytes.baseAddress, bytes.count, loaders, Int32(width), Int32(height),
+                                         crop(centreCrop)))
+    }
+
+    private func crop(_ centre: Bool) -> Int32 { Int32(centre ? CVIPS_CROP_CENTRE : CVIPS_CROP_NONE) }
+
+    /// The current image's size and alpha.
+    var info: (width: Int, height: Int, hasAlpha: Bool) {
+        var info = cvips_render_info_t()
+        cvips_render_info(handle, &info)
+        return (Int(info.width), Int(info.height), info.has_alpha != 0)
+    }
+
+    func materialize() throws(RenderError) { try check(cvips_render_materialize(handle)) }
+
+    /// A render that starts from this one's current image (one decode, several outputs).
+    func branch() throws(RenderError) -> VipsRender {
+        guard let branch = cvips_render_branch(handle) else { throw RenderError(.decode, VipsImage.describe(format, kind: Int32(CVIPS_DECODE))) }
+        return VipsRender(handle: branch, parent: self)
+    }
+
+    func resize(_ scale: Double) throws(RenderError) { try check(cvips_render_resize(handle, scale)) }
+
+    func crop(width: Int, height: Int, _ crop: RenderPlan.Crop) throws(RenderError) {
+        let kind = crop == .attention ? CVIPS_CROP_ATTENTION : CVIPS_CROP_CENTRE
+        try check(cvips_render_crop(handle, Int32(width), Int32(height), Int32(kind)))
+    }
+
+    func toSRGB() throws(RenderError) { try check(cvips_render_srgb(handle)) }
+
+    func flatten(onto background: [Double]) throws(RenderError) {
+        let rgb = Array((background + [255, 255, 255]).prefix(3))
+        try check(rgb.withUnsafeBufferPointer { cvips_render_flatten(handle, $0.baseAddress) })
+    }
+
+    /// Computes and encodes the current image (`format` never `.auto`).
+    func save(_ format: VariantSpec.Format, quality: Int) throws(RenderError) -> Data {
+        var output: UnsafeMutableRawPointer?
+        var length = 0
+        try check(cvips_render_save(handle, Int32(VipsImage.code(of: format)), Int32(quality), &output, &length))
+        guard let output else { throw RenderError(.encode, VipsImage.describe(self.format, kind: Int32(CVIPS_ENCODE))) }
+        defer { cvips_free(output) }
+        return Data(bytes: output, count: length)
+    }
+
+    private func check(_ status: Int32) throws(RenderError) {
+        guard status == Int32(CVIPS_OK) else { throw RenderError(VipsImage.code(status), VipsImage.describe(format, kind: status)) }
+    }
+}
+
+extension VipsImage {
+    /// The shim's code of an output format (`.auto` is resolved before: JPEG).
+    static func code(of format: VariantSpec.Format) -> Int {
+        switch format {
+        case .auto, .jpeg: CVIPS_FORMAT_JPEG
+        case .webp: CVIPS_FORMAT_WEBP
+        case .png: CVIPS_FORMAT_PNG
+        case .avif: CVIPS_FORMAT_AVIF
+        }
     }
 }

@@ -56,30 +56,10 @@ enum {
     CVIPS_TOO_LARGE = 2,     /* limits exceeded, decided from the header */
     CVIPS_DECODE = 3,        /* corrupt or truncated input */
     CVIPS_ENCODE = 4,        /* the output format could not be written */
-    CVIPS_TIMEOUT = 5,       /* past options->timeout: stopped with libvips' kill flag */
+    CVIPS_TIMEOUT = 5,       /* past the render's deadline: stopped with libvips' kill flag */
 };
 
-enum { CVIPS_FIT_CONTAIN = 0, CVIPS_FIT_COVER = 1, CVIPS_FIT_SMART = 2 };
-enum { CVIPS_FORMAT_JPEG = 0, CVIPS_FORMAT_WEBP = 1, CVIPS_FORMAT_PNG = 2, CVIPS_FORMAT_AVIF = 3, CVIPS_FORMAT_AUTO = 4 };
-
-typedef struct {
-    int width;                   /* bounding box */
-    int height;
-    int fit;                     /* CVIPS_FIT_* */
-    int format;                  /* CVIPS_FORMAT_* */
-    int quality;                 /* 1..100 */
-    double background[3];        /* 0..255, for flattening alpha */
-    double timeout;              /* seconds the decode and encode may take; past it the
-                                    image's kill flag is set and the render ends with
-                                    CVIPS_TIMEOUT (<= 0: no deadline) */
-} cvips_render_options_t;
-
-typedef struct {
-    int width;
-    int height;
-    int format;                  /* the format written (auto resolved) */
-    int has_alpha;
-} cvips_render_result_t;
+enum { CVIPS_FORMAT_JPEG = 0, CVIPS_FORMAT_WEBP = 1, CVIPS_FORMAT_PNG = 2, CVIPS_FORMAT_AVIF = 3 };
 
 /* One encoded image opened by libvips: header read, no pixel decoded. It
  * owns a copy of the bytes (libvips reads them lazily). */
@@ -97,30 +77,59 @@ void cvips_image_free(cvips_image *image);
 /* The header; `pages` counts frames for animated formats only (GIF, WebP). */
 void cvips_image_header(const cvips_image *image, cvips_header_t *out);
 
-/* Decodes, auto-rotates, converts to sRGB (CMYK too), shrinks on load into
- * the box (never enlarges), crops for cover, flattens alpha when the output
- * has none, strips metadata and encodes. The caller checks the limits from
- * the header first. Returns CVIPS_OK and a g_malloc'd buffer (free with
- * cvips_free), or an error kind; the message is in the libvips error buffer
- * (take it with cvips_error_take). */
-int cvips_image_render(cvips_image *image, const cvips_render_options_t *options,
-                       void **out, size_t *out_length, cvips_render_result_t *result);
+/* One render, step by step. Swift decides every step — the boxes and
+ * scales (the fit), the crops, the output format and whether alpha is
+ * flattened — and calls them in order; C only makes the libvips calls and
+ * hooks the deadline to libvips' kill flag. Every step returns CVIPS_OK or
+ * an error kind, CVIPS_TIMEOUT once the deadline has passed (checked at the
+ * start of each step, and while pixels are computed through the kill flag).
+ * Intermediates belong to the render and go with cvips_render_free. */
+typedef struct cvips_render cvips_render;
 
-/* The fast path for single-frame formats whose size the caller already read
- * from the header (and checked against its limits): the same as
- * cvips_image_open + cvips_image_render, without the copy of the bytes and
- * the extra header read. `buffer` is only borrowed for the call. */
-int cvips_render_buffer(const void *buffer, size_t length, int allowed_loaders, const cvips_render_options_t *options,
-                        void **out, size_t *out_length, cvips_render_result_t *result);
+enum { CVIPS_CROP_NONE = 0, CVIPS_CROP_CENTRE = 1, CVIPS_CROP_ATTENTION = 2 };
 
-/* Several outputs from one decode: the image is decoded once (shrink-on-
- * load) at the scale the most demanding output needs, held in memory, and
- * each output is resized from it and finished as by cvips_image_render.
- * Returns CVIPS_OK when the decode worked; each output then has its own
- * status in statuses[i] (and outs[i], free with cvips_free, when CVIPS_OK).
- * Else the decode's error kind, and no output. */
-int cvips_image_render_many(cvips_image *image, const cvips_render_options_t *options, int count,
-                            void **outs, size_t *out_lengths, cvips_render_result_t *results, int *statuses);
+typedef struct {
+    int width;
+    int height;
+    int has_alpha;
+} cvips_render_info_t;
+
+/* A render whose deadline is `timeout` seconds from now (<= 0: none). */
+cvips_render *cvips_render_new(double timeout);
+void cvips_render_free(cvips_render *render);
+
+/* The decode: a shrink-on-load thumbnail of the first frame, auto-rotated,
+ * into width x height (never enlarging), cropped to the box with
+ * CVIPS_CROP_CENTRE or not at all (CVIPS_CROP_NONE; an attention crop is
+ * cvips_render_crop's, after cvips_render_materialize, under the deadline).
+ * fail_on=truncated: a cut or hollow image is an error, never a grey
+ * thumbnail. From `source` when given (an ImageMagick image is resized as
+ * loaded, never re-probed), else from `buffer` (borrowed for the call),
+ * which a loader in `allowed_loaders` must claim (never ImageMagick). */
+int cvips_render_thumbnail(cvips_render *render, const cvips_image *source, const void *buffer, size_t length,
+                           int allowed_loaders, int width, int height, int crop);
+/* The current image's size and whether it has alpha. */
+void cvips_render_info(const cvips_render *render, cvips_render_info_t *out);
+/* Computes the current image into memory under the deadline: several
+ * outputs then start from the pixels instead of decoding again. */
+int cvips_render_materialize(cvips_render *render);
+/* A render that starts from this one's current image, with its deadline
+ * (NULL when out of memory). The parent must outlive it. */
+cvips_render *cvips_render_branch(const cvips_render *render);
+/* Resizes by `scale` (lanczos3, as vips_resize does). */
+int cvips_render_resize(cvips_render *render, double scale);
+/* Crops to width x height: the centre (CVIPS_CROP_CENTRE) or the subject
+ * libvips' attention finds (CVIPS_CROP_ATTENTION). */
+int cvips_render_crop(cvips_render *render, int width, int height, int crop);
+/* To 8-bit sRGB (CMYK, grey, 16-bit and Lab included). */
+int cvips_render_srgb(cvips_render *render);
+/* Flattens alpha onto `background` (0..255 RGB). */
+int cvips_render_flatten(cvips_render *render, const double background[3]);
+/* Computes the image into memory under the deadline (decode errors surface
+ * here, not inside the encoder), then encodes it as CVIPS_FORMAT_JPEG,
+ * _WEBP, _PNG or _AVIF (never _AUTO) with metadata stripped. *out is
+ * g_malloc'd: free it with cvips_free. */
+int cvips_render_save(cvips_render *render, int format, int quality, void **out, size_t *out_length);
 
 /* Tiles encoded images (NULL entries become blank cells) into one PNG,
  * `columns` per row, each scaled into a `cell` x `cell` square. */
