@@ -18,6 +18,9 @@ final class Admission: @unchecked Sendable {
     private struct State {
         var inflight = 0
         var waiters: [(id: Int, continuation: CheckedContinuation<Bool, Never>)] = []
+        /// Places in the queue given out and not yet waited in (between the
+        /// decision and the continuation): they count against the bound.
+        var reserved = 0
         var cancelled: Set<Int> = []
         var nextID = 0
     }
@@ -26,14 +29,22 @@ final class Admission: @unchecked Sendable {
     let maxQueue: Int
     private let lock = NSLock()
     private var state = State()
+    /// Called when a request starts waiting in the queue (tests, metrics).
+    private let onQueued: @Sendable () -> Void
+    /// Runs between a request's place being decided and its waiting (tests
+    /// use it to let a burst interleave there; a no-op otherwise).
+    private let afterDecision: @Sendable () async -> Void
 
-    init(maxInflight: Int, queue: Int) {
+    init(maxInflight: Int, queue: Int, onQueued: @escaping @Sendable () -> Void = {},
+         afterDecision: @escaping @Sendable () async -> Void = {}) {
         self.maxInflight = max(1, maxInflight)
         self.maxQueue = max(0, queue)
+        self.onQueued = onQueued
+        self.afterDecision = afterDecision
     }
 
     /// (in flight, waiting) now.
-    var load: (inflight: Int, waiting: Int) { lock.withLock { (state.inflight, state.waiters.count) } }
+    var load: (inflight: Int, waiting: Int) { lock.withLock { (state.inflight, state.waiters.count + state.reserved) } }
 
     /// Runs `body` holding a slot; waits in the queue when all are taken.
     func run<T: Sendable>(_ body: () async throws -> T) async throws -> T {
@@ -51,7 +62,10 @@ final class Admission: @unchecked Sendable {
                 state.inflight += 1
                 return .granted
             }
-            guard state.waiters.count < maxQueue else { return .full }
+            // The place is taken here, in the same critical section as the
+            // check: a burst cannot overshoot the bound between the two.
+            guard state.waiters.count + state.reserved < maxQueue else { return .full }
+            state.reserved += 1
             state.nextID += 1
             return .queued(state.nextID)
         }
@@ -59,9 +73,11 @@ final class Admission: @unchecked Sendable {
         case .granted: return
         case .full: throw .overloaded
         case .queued(let id):
+            await afterDecision()
             let granted = await withTaskCancellationHandler {
                 await withCheckedContinuation { (continuation: CheckedContinuation<Bool, Never>) in
                     let now: Bool? = lock.withLock {
+                        state.reserved -= 1
                         if state.cancelled.remove(id) != nil { return false }
                         if state.inflight < maxInflight {
                             state.inflight += 1
@@ -70,7 +86,7 @@ final class Admission: @unchecked Sendable {
                         state.waiters.append((id, continuation))
                         return nil
                     }
-                    if let now { continuation.resume(returning: now) }
+                    if let now { continuation.resume(returning: now) } else { onQueued() }
                 }
             } onCancel: {
                 let waiter: CheckedContinuation<Bool, Never>? = lock.withLock {
