@@ -21,7 +21,7 @@ public func buildApplication(
     router.add(middleware: TypedNotFound(service: service))
     router.get("/health") { _, _ -> Response in
         do throws(ArtCacheError) {
-            try await service.pipeline.checkHealth()
+            try await service.health.result().get()
             return Response(status: .ok, headers: [.contentType: "text/plain; charset=utf-8", .cacheControl: "no-store"],
                             body: ResponseBody(byteBuffer: ByteBuffer(string: "ok\n")))
         } catch {

@@ -25,6 +25,8 @@ public final class ThumbnailService: Sendable {
     let logger: Logger
     /// Valid paths already parsed and verified (bounded; emptied when full).
     let parsedPaths = Locked<[String: ParsedPath]>([:])
+    /// `/health`'s check, run at most once per `healthMaxAge`.
+    let health: HealthCheck
 
     /// What failed images answer with.
     enum Fallback: Sendable {
@@ -37,7 +39,13 @@ public final class ThumbnailService: Sendable {
     /// (or unsigned access, on loopback only) and the fallback image.
     /// `cancelOnDisconnect`: a client closing its connection cancels its
     /// request (off only for in-memory router tests, which have no connection).
-    public init(pipeline: ImagePipeline, logger: Logger, cancelOnDisconnect: Bool = true) async throws(ArtCacheError) {
+    public convenience init(pipeline: ImagePipeline, logger: Logger, cancelOnDisconnect: Bool = true) async throws(ArtCacheError) {
+        try await self.init(pipeline: pipeline, logger: logger, cancelOnDisconnect: cancelOnDisconnect, healthMaxAge: .seconds(2))
+    }
+
+    /// `healthMaxAge`: how old `/health`'s answer may be (tests: zero, a new check each time).
+    package init(pipeline: ImagePipeline, logger: Logger, cancelOnDisconnect: Bool,
+                 healthMaxAge: Duration) async throws(ArtCacheError) {
         let configuration = pipeline.configuration
         settings = configuration.service
         presets = configuration.presets
@@ -68,6 +76,14 @@ public final class ThumbnailService: Sendable {
         self.pipeline = pipeline
         self.cancelOnDisconnect = cancelOnDisconnect
         self.logger = logger
+        health = HealthCheck(maxAge: healthMaxAge) { () async -> Result<Void, ArtCacheError> in
+            do throws(ArtCacheError) {
+                try await pipeline.checkHealth()
+                return .success(())
+            } catch {
+                return .failure(error)
+            }
+        }
     }
 
     // MARK: Image route
@@ -208,7 +224,11 @@ public final class ThumbnailService: Sendable {
                         cached.options.insert(.cacheOnly)
                         cached.options.remove(.placeholderOnFailure)
                         do {
-                            return try await pipeline.image(cached)
+                            // A probe: its miss is not counted (the network
+                            // pass counts the request, once); its answer is.
+                            let image = try await pipeline.load(cached, priority: PriorityHandle(cached.priority), counting: false)
+                            if image.source != .memory { pipeline.count(image) }
+                            return image
                         } catch let error as ArtCacheError where error.code == .notCached {
                             watched.withLock { $0 = true }
                             return try await request.body.consumeWithCancellationOnInboundClose { _ in

@@ -277,6 +277,27 @@ struct ServiceRouterTests {
         try await s.close()
     }
 
+    /// `/health` is unauthenticated: a flood of it runs the pipeline's check
+    /// (an index read and a render) once per `maxAge`, never a render per
+    /// request ahead of image requests.
+    @Test func healthIsCheckedOncePerMaxAgeWhateverTheRate() async throws {
+        let s = try await ServiceHarness(healthMaxAge: .seconds(600))
+        let rendersBefore = s.pipeline.renderer.activity.started  // the service's start probes AVIF once
+        try await s.app().test(.router) { client in
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                for _ in 0..<100 {
+                    group.addTask {
+                        try await client.execute(uri: "/health", method: .get) { #expect($0.status == .ok) }
+                    }
+                }
+                try await group.waitForAll()
+            }
+        }
+        #expect(s.service.health.checks == 1)
+        #expect(s.pipeline.renderer.activity.started - rendersBefore == 1, "one 1x1 render for 100 requests")
+        try await s.close()
+    }
+
     @Test func healthAndMetrics() async throws {
         let s = try await ServiceHarness()
         try s.register("a.jpg")

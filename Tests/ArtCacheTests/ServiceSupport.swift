@@ -22,7 +22,8 @@ struct ServiceHarness {
     let signer: ServiceURLSigner
 
     /// `live`: the service listens on 127.0.0.1 port 0 and a client leaving cancels its request.
-    init(live: Bool = false, _ configure: (inout Configuration) -> Void = { _ in }) async throws {
+    /// `healthMaxAge`: how old `/health`'s answer may be (zero: checked each time).
+    init(live: Bool = false, healthMaxAge: Duration = .zero, _ configure: (inout Configuration) -> Void = { _ in }) async throws {
         harness = try await LoopbackHarness { configuration in
             configuration.service.keys = [Self.key]
             configuration.service.port = 0
@@ -30,7 +31,8 @@ struct ServiceHarness {
         }
         var logger = Logger(label: "artcache.test.service")
         logger.logLevel = .warning
-        service = try await ThumbnailService(pipeline: harness.pipeline, logger: logger, cancelOnDisconnect: live)
+        service = try await ThumbnailService(pipeline: harness.pipeline, logger: logger, cancelOnDisconnect: live,
+                                             healthMaxAge: healthMaxAge)
         signer = ServiceURLSigner(settings: harness.pipeline.configuration.service)
     }
 
