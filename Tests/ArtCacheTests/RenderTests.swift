@@ -248,7 +248,7 @@ struct VariantPipelineTests {
         let stats = try await store.stats()
         #expect(stats.originals == 1 && stats.variants == 1)
         let again = try await pipeline.variant(url, spec: spec)
-        #expect(again.renderedFrom == nil)  // from the cache
+        #expect(!again.rendered && again.source == .disk)  // from the cache
         let original = try #require(try await store.entry(forURL: url))
         let variants = try await store.variants(of: original.cacheKey)
         #expect(variants.map(\.spec) == [spec.canonical])
@@ -275,5 +275,25 @@ struct VariantPipelineTests {
         #expect(stats.variants == 12)
         let (again, _) = await pipeline.prefetch(urls, concurrency: 4, variants: specs)
         #expect(again.cached == 7 && again.variants == 0)
+    }
+}
+
+/// An original's dimensions are read by libvips on a render thread (where
+/// libvips runs, by priority), and a cancelled request stays cancelled:
+/// `try?` used to turn the cancellation into a 0x0 answer.
+@Suite("Original dimensions")
+struct DimensionsTests {
+    @Test func readOnARenderThreadAndCancellationIsNotSwallowed() async throws {
+        let h = try await LoopbackHarness()
+        let jpeg = try Fixtures.image(width: 120, height: 90, suffix: ".jpg")
+        let before = h.pipeline.renderer.activity.started
+        #expect(try await h.pipeline.dimensions(of: jpeg, priority: PriorityHandle(.normal)) == (120, 90))
+        #expect(h.pipeline.renderer.activity.started == before + 1)
+        let cancelled = Task {
+            withUnsafeCurrentTask { $0?.cancel() }
+            return try await h.pipeline.dimensions(of: jpeg, priority: PriorityHandle(.normal))
+        }
+        await #expect(throws: CancellationError.self) { _ = try await cancelled.value }
+        try await h.pipeline.close()
     }
 }

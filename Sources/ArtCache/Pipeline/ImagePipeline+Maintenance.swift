@@ -65,7 +65,7 @@ extension ImagePipeline {
         _ = try await storage("the index does not answer") { try await $0.ping() }
         let renderer = self.renderer
         do {
-            _ = try await renderer.onRenderThread(priority: PriorityHandle(.veryHigh)) {
+            _ = try await renderer.onRenderThread(priority: PriorityHandle(.normal)) {
                 try renderer.solidImage(width: 1, height: 1, rgb: [0, 0, 0], format: .png, quality: 80)
             }
         } catch {

@@ -38,7 +38,7 @@ extension ImagePipeline {
     /// persistent retry queue; an origin's final answer takes the URL out.
     func original(_ url: NormalizedURL, mode: FetchMode = .normal, priority: PriorityHandle) async throws -> FetchOutcome {
         if mode == .cacheOnly {
-            guard let hit = try await store.lookup(key: url.key) else {
+            guard let hit = try await store.lookup(key: url.key, counting: false) else {
                 throw ArtCacheError(.notCached, "\(url): not in the cache (cache-only request)")
             }
             return FetchOutcome(source: .cached, entry: hit.entry, data: hit.data, repaired: false, downloadedBytes: 0)
@@ -84,7 +84,7 @@ extension ImagePipeline {
         let (width, height) = try await dimensions(of: outcome.data, priority: priority)
         return ImageResponse(data: outcome.data, contentType: outcome.entry?.contentType ?? Sniffer.sniff(outcome.data).mimeType,
                              width: width, height: height, source: source, cacheKey: outcome.entry?.cacheKey,
-                             entry: outcome.entry, repaired: outcome.repaired)
+                             entry: outcome.entry, repaired: outcome.repaired, freshUntil: outcome.entry?.expiresAt)
     }
 
     /// Width and height from the header (no pixel decoded), read on a render
@@ -106,7 +106,7 @@ extension ImagePipeline {
 
     private func load(_ url: NormalizedURL, reload: Bool, priority: PriorityHandle) async throws -> FetchOutcome {
         let now = Date()
-        if !reload, let hit = try await store.lookup(key: url.key) {
+        if !reload, let hit = try await store.lookup(key: url.key, counting: false) {
             if hit.entry.isFresh(at: now) {
                 return FetchOutcome(source: .cached, entry: hit.entry, data: hit.data, repaired: false, downloadedBytes: 0)
             }

@@ -5,38 +5,68 @@ import Foundation
 
 /// How a variant was obtained.
 struct VariantOutcome: Sendable {
-    /// Already in the cache (nil), or rendered now from an original that came
-    /// from this source.
-    let renderedFrom: FetchOutcome.Source?
+    /// Where the bytes came from: `.disk` (stored, its original fresh or
+    /// confirmed), `.revalidated` (stored, its original confirmed by the
+    /// origin now), `.network` (rendered from an original downloaded now).
+    let source: ImageResponse.Source
+    /// Rendered for this request (not found in the cache).
+    let rendered: Bool
     /// The variant's index row (nil when its original is `no-store`).
     let entry: CacheEntry?
     let data: Data
     let contentType: String
     let width: Int
     let height: Int
+    /// When the original it shows stops being fresh (nil: no expiry).
+    let freshUntil: Date?
 }
 
 extension ImagePipeline {
-    /// The variant `spec` of `url`: from the cache, else rendered from the
-    /// original (downloaded first when missing). Concurrent requests for one
-    /// variant share one render, at the highest priority of their callers.
+    /// The variant `spec` of `url`: from the cache while its original is
+    /// fresh, else rendered from the original (downloaded first when
+    /// missing). A variant is valid exactly while its original is: a stored
+    /// variant of an expired original has the original revalidated first
+    /// (one flight per URL); a 304 keeps the variant, new bytes replace it.
+    /// Concurrent requests for one variant share one render, at the highest
+    /// priority of their callers.
     func variant(_ url: NormalizedURL, spec: VariantSpec, mode: FetchMode = .normal,
                  priority: PriorityHandle) async throws -> VariantOutcome {
         let canonical = spec.canonical
         let key = CacheKey(parent: url.key, spec: canonical)
         return try await variants.run(key: mode.prefix + key.hex, priority: priority) { [self] priority in
-            if mode != .reload, let hit = try await store.lookup(key: key) {
-                return VariantOutcome(renderedFrom: nil, entry: hit.entry, data: hit.data, contentType: hit.entry.contentType,
-                                      width: hit.entry.width ?? 0, height: hit.entry.height ?? 0)
+            var original: FetchOutcome?
+            if mode != .reload, let hit = try await store.lookup(key: key, counting: false) {
+                let parent = try await store.entry(forKey: url.key)
+                if let parent, parent.isFresh(at: Date()) || mode == .cacheOnly {
+                    return VariantOutcome(source: .disk, rendered: false, entry: hit.entry, data: hit.data,
+                                          contentType: hit.entry.contentType, width: hit.entry.width ?? 0,
+                                          height: hit.entry.height ?? 0, freshUntil: parent.expiresAt)
+                }
+                // Its original expired: revalidated (or, offline, served stale) first.
+                let confirmed = try await self.original(url, mode: mode, priority: priority)
+                if let entry = confirmed.entry, entry.sha256 == hit.entry.sourceSHA256 {
+                    return VariantOutcome(source: confirmed.source == .revalidated ? .revalidated : .disk, rendered: false,
+                                          entry: hit.entry, data: hit.data, contentType: hit.entry.contentType,
+                                          width: hit.entry.width ?? 0, height: hit.entry.height ?? 0,
+                                          freshUntil: entry.expiresAt)
+                }
+                original = confirmed  // new bytes: render from them
             }
-            let original = try await self.original(url, mode: mode, priority: priority)
-            let rendered = try await renderer.render(original.data, spec: spec, priority: priority)
+            let source: FetchOutcome
+            if let original { source = original } else { source = try await self.original(url, mode: mode, priority: priority) }
+            let rendered = try await renderer.render(source.data, spec: spec, priority: priority)
             var entry: CacheEntry?
-            if let parent = original.entry {
+            if let parent = source.entry {
                 entry = try await storeVariant(rendered, spec: canonical, of: parent, url: url)
             }
-            return VariantOutcome(renderedFrom: original.source, entry: entry, data: rendered.data,
-                                  contentType: rendered.contentType, width: rendered.width, height: rendered.height)
+            let from: ImageResponse.Source = switch source.source {
+            case .cached: .disk
+            case .revalidated: .revalidated
+            case .downloaded, .uncacheable: .network
+            }
+            return VariantOutcome(source: from, rendered: true, entry: entry, data: rendered.data,
+                                  contentType: rendered.contentType, width: rendered.width, height: rendered.height,
+                                  freshUntil: source.entry?.expiresAt)
         }
     }
 
@@ -44,14 +74,10 @@ extension ImagePipeline {
     func variantResponse(_ url: NormalizedURL, spec: VariantSpec, mode: FetchMode,
                          priority: PriorityHandle) async throws -> ImageResponse {
         let outcome = try await variant(url, spec: spec, mode: mode, priority: priority)
-        let source: ImageResponse.Source = switch outcome.renderedFrom {
-        case nil, .cached?: .disk
-        case .revalidated?: .revalidated
-        case .downloaded?, .uncacheable?: .network
-        }
         return ImageResponse(data: outcome.data, contentType: outcome.contentType,
-                             width: outcome.width, height: outcome.height, source: source,
-                             cacheKey: outcome.entry?.cacheKey, entry: outcome.entry, rendered: outcome.renderedFrom != nil)
+                             width: outcome.width, height: outcome.height, source: outcome.source,
+                             cacheKey: outcome.entry?.cacheKey, entry: outcome.entry, rendered: outcome.rendered,
+                             freshUntil: outcome.freshUntil)
     }
 }
 

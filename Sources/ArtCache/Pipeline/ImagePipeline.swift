@@ -27,7 +27,10 @@ public final class ImagePipeline: Sendable {
     let logger: Logger
     let originals = Coalescer<FetchOutcome>()
     let variants = Coalescer<VariantOutcome>()
+    /// Placeholders made, by size and format (bounded by
+    /// ``placeholderMemoLimit``; emptied when full: sizes come from requests).
     let placeholders = Locked<[String: ImageResponse]>([:])
+    static let placeholderMemoLimit = 64
     /// Requests already resolved (URL normalized, key hashed): a hot set of
     /// memory hits skips that work. Bounded; emptied when full.
     let resolvedRequests = Locked<[ImageRequest: Resolved]>([:])
@@ -97,7 +100,7 @@ public final class ImagePipeline: Sendable {
     /// hit right away).
     public func cachedImage(for request: ImageRequest) -> ImageResponse? {
         guard !request.options.contains(.reloadIgnoringCache), let resolved = try? resolve(request) else { return nil }
-        return memory.image(forKey: resolved.memoryKey)?.with(source: .memory)
+        return memory.image(forKey: resolved.memoryKey, freshAt: Date())?.with(source: .memory)
     }
 
     /// What a request names, once checked: the normalized URL and, for a
@@ -145,26 +148,45 @@ public final class ImagePipeline: Sendable {
     }
 
     /// One request through the tiers, with a priority that may change.
-    func load(_ request: ImageRequest, priority: PriorityHandle) async throws(ArtCacheError) -> ImageResponse {
+    /// A memory hit is served only while its original is fresh; an expired
+    /// one goes to the disk tier, which revalidates. `counting`: the request
+    /// counts once in the cache's `hits` / `misses` when it reaches the disk
+    /// tier (a hit when the disk answered it as stored); the service's
+    /// cache-only probe does not count, its network pass does.
+    package func load(_ request: ImageRequest, priority: PriorityHandle, counting: Bool = true) async throws(ArtCacheError) -> ImageResponse {
+        var reachedDisk = false
         do {
             let resolved = try resolve(request)
             let reload = request.options.contains(.reloadIgnoringCache)
-            if !reload, let hit = memory.image(forKey: resolved.memoryKey) { return hit.with(source: .memory) }
+            if !reload, let hit = memory.image(forKey: resolved.memoryKey, freshAt: Date()) { return hit.with(source: .memory) }
             let mode = FetchMode(request.options)
+            reachedDisk = mode != .reload
             let response: ImageResponse
             if let spec = resolved.spec {
                 response = try await variantResponse(resolved.url, spec: spec, mode: mode, priority: priority)
             } else {
                 response = try await originalResponse(resolved.url, mode: mode, priority: priority)
             }
+            if counting, reachedDisk { count(response) }
             if response.cacheKey != nil { memory.store(response, forKey: resolved.memoryKey) }
             return response
         } catch {
+            if counting, reachedDisk, !(error is CancellationError), (error as? ArtCacheError)?.code != .cancelled {
+                store.recordRequest(hit: false)
+            }
             let failure = ArtCacheError(any: error, context: request.url)
             guard request.options.contains(.placeholderOnFailure), failure.code != .cancelled else { throw failure }
             logger.debug("placeholder", metadata: ["url": "\(request.url)", "reason": "\(failure.reason)"])
             return try await placeholder(for: request, error: failure)
         }
+    }
+}
+
+extension ImagePipeline {
+    /// Counts one request answered past the memory tier in the cache's
+    /// `hits` / `misses`: a hit when the disk answered it as stored.
+    package func count(_ response: ImageResponse) {
+        store.recordRequest(hit: response.source == .disk && !response.rendered)
     }
 }
 

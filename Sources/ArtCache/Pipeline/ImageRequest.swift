@@ -94,15 +94,20 @@ public struct ImageResponse: Sendable {
     public let repaired: Bool
     /// A thumbnail rendered for this request (not found in the cache).
     public let rendered: Bool
+    /// When the original these bytes show stops being fresh (nil: no expiry
+    /// known): past it, a memory hit is not served as is (it revalidates as
+    /// a disk hit does).
+    package let freshUntil: Date?
 
     public init(data: Data, contentType: String, width: Int, height: Int, source: Source, cacheKey: CacheKey?,
                 error: ArtCacheError? = nil, repaired: Bool = false, rendered: Bool = false) {
         self.init(data: data, contentType: contentType, width: width, height: height, source: source, cacheKey: cacheKey,
-                  error: error, entry: nil, repaired: repaired, rendered: rendered)
+                  error: error, entry: nil, repaired: repaired, rendered: rendered, freshUntil: nil)
     }
 
     package init(data: Data, contentType: String, width: Int, height: Int, source: Source, cacheKey: CacheKey?,
-                 error: ArtCacheError? = nil, entry: CacheEntry?, repaired: Bool = false, rendered: Bool = false) {
+                 error: ArtCacheError? = nil, entry: CacheEntry?, repaired: Bool = false, rendered: Bool = false,
+                 freshUntil: Date?) {
         self.data = data
         self.contentType = contentType
         self.width = width
@@ -113,6 +118,7 @@ public struct ImageResponse: Sendable {
         self.entry = entry
         self.repaired = repaired
         self.rendered = rendered
+        self.freshUntil = freshUntil
     }
 
     func with(source: Source) -> ImageResponse {

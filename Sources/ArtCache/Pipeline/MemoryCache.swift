@@ -72,10 +72,12 @@ final class MemoryCache: Sendable {
 
     var stats: Stats { state.withLock { $0.stats } }
 
-    /// The image under `key`, marked most recently used; counts a hit or a miss.
-    func image(forKey key: String) -> ImageResponse? {
+    /// The image under `key`, marked most recently used; counts a hit or a
+    /// miss. An image whose original stopped being fresh before `now` is a
+    /// miss (the disk tier revalidates it; its answer replaces this one).
+    func image(forKey key: String, freshAt now: Date = Date()) -> ImageResponse? {
         state.withLock { s in
-            guard let node = s.nodes[key] else {
+            guard let node = s.nodes[key], node.value.freshUntil.map({ $0 > now }) ?? true else {
                 s.stats.misses += 1
                 return nil
             }

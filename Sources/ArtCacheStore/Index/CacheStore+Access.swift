@@ -27,9 +27,9 @@ struct PendingAccess: Sendable {
 }
 
 extension CacheStore {
-    func recordHit(_ entry: CacheEntry, at now: Date = Date()) {
+    func recordHit(_ entry: CacheEntry, at now: Date = Date(), counting: Bool = true) {
         let due = pending.withLock { state -> Bool in
-            state.hits += 1
+            if counting { state.hits += 1 }
             state.touches[entry.key] = now
             state.hitCounts[entry.key, default: 0] += 1
             if let parent = entry.parentKey { state.touches[parent] = max(state.touches[parent] ?? now, now) }
@@ -48,6 +48,15 @@ extension CacheStore {
 
     func recordMiss() {
         pending.withLock { $0.misses += 1 }
+    }
+
+    /// Counts one request that reached the disk tier: a hit when the disk
+    /// answered it as stored, else a miss (the pipeline's lookups do not
+    /// count themselves: a cold thumbnail is one miss, not one per lookup).
+    package func recordRequest(hit: Bool) {
+        pending.withLock { state in
+            if hit { state.hits += 1 } else { state.misses += 1 }
+        }
     }
 
     /// Marks an item used now without counting a hit (e.g. after a revalidation).

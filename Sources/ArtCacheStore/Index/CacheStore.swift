@@ -171,7 +171,10 @@ import Logging
         try await lookup(key: NormalizedURL.forStore(url).key)
     }
 
-    @_spi(Benchmarks) public func lookup(key: CacheKey) async throws -> CachedImage? {
+    /// `counting`: count the lookup in the `hits` / `misses` counters (a
+    /// found item is touched either way). The pipeline counts once per
+    /// request instead, whatever lookups the request takes.
+    @_spi(Benchmarks) public func lookup(key: CacheKey, counting: Bool = true) async throws -> CachedImage? {
         // An inline blob comes with its row, from one read snapshot.
         let found = try await db.read { db in try Self.readRow(db, key: key) }
         var data = found?.inline
@@ -179,7 +182,7 @@ import Logging
             let blobs = self.blobs
             data = try await Blocking.run { try blobs.read(blob) }
         }
-        return recordLookup(found?.entry, data)
+        return recordLookup(found?.entry, data, counting: counting)
     }
 
     /// ``lookup(key:)`` for a thread of the caller's own (a render thread, a
@@ -199,15 +202,16 @@ import Logging
             """), arguments: [key.hex]).map { (CacheEntry(row: $0), $0[CacheEntry.columnNames.count]) }
     }
 
-    /// Counts the hit (and batches the touch) or the miss.
-    private func recordLookup(_ entry: CacheEntry?, _ data: Data?) -> CachedImage? {
+    /// Batches the touch of a found item and, when `counting`, counts the
+    /// hit or the miss.
+    private func recordLookup(_ entry: CacheEntry?, _ data: Data?, counting: Bool = true) -> CachedImage? {
         guard let entry, let data, Int64(data.count) == entry.size else {
             // Evicted by another process between the index read and the open
             // (or a blob cut by a power loss: `verify --repair` drops its row).
-            recordMiss()
+            if counting { recordMiss() }
             return nil
         }
-        recordHit(entry)
+        recordHit(entry, counting: counting)
         return CachedImage(entry: entry, data: data)
     }
 
