@@ -30,7 +30,10 @@ extension ImagePipeline {
         }
         let response = ImageResponse(data: image.data, contentType: Sniffer.sniff(image.data).mimeType,
                                      width: image.width, height: image.height, source: .placeholder, cacheKey: nil)
-        placeholders.withLock { $0[key] = response }
+        placeholders.withLock { memo in
+            if memo.count >= Self.placeholderMemoLimit { memo.removeAll(keepingCapacity: true) }
+            memo[key] = response
+        }
         return response.with(error: error)
     }
 

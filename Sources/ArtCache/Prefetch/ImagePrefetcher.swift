@@ -79,6 +79,13 @@ public final class ImagePrefetcher: Sendable {
     public let concurrency: Int
     /// Thumbnails made for every original started by URL.
     public let variants: [VariantSpec]
+    /// Items that may wait to start (default ``defaultMaxWaiting``): past
+    /// it, the oldest waiting items are dropped (their batches report them
+    /// `cancelled`): what a user scrolled past matters least.
+    public let maxWaiting: Int
+
+    /// The default bound on waiting items: 100,000.
+    public static let defaultMaxWaiting = 100_000
 
     private struct Job: Sendable {
         let batch: PrefetchBatch
@@ -102,12 +109,14 @@ public final class ImagePrefetcher: Sendable {
     ///   - priority: the priority of every prefetch (rows a user sees ask higher).
     ///   - concurrency: items at once (default `[download] concurrency`).
     ///   - variants: thumbnails per original started by URL (default `[thumbnails] sizes`).
+    ///   - maxWaiting: items that may wait to start; the oldest beyond it are dropped.
     public init(pipeline: ImagePipeline, priority: ImagePriority = .low, concurrency: Int? = nil,
-                variants: [VariantSpec]? = nil) {
+                variants: [VariantSpec]? = nil, maxWaiting: Int = ImagePrefetcher.defaultMaxWaiting) {
         self.pipeline = pipeline
         self.priority = priority
         self.concurrency = max(1, concurrency ?? pipeline.configuration.download.concurrency)
         self.variants = variants ?? pipeline.configuration.thumbnails.sizes
+        self.maxWaiting = max(1, maxWaiting)
     }
 
     /// Starts prefetching the originals of `urls` and their `variants`.
@@ -138,7 +147,17 @@ public final class ImagePrefetcher: Sendable {
         let jobs = items.enumerated().map { index, item in
             Job(batch: batch, index: index, url: item.url, key: try? NormalizedURL(item.url).key.hex, request: item.request)
         }
-        state.withLock { $0.queue += jobs }
+        let dropped = state.withLock { s -> ArraySlice<Job> in
+            s.queue += jobs
+            let overflow = s.queue.count - maxWaiting
+            guard overflow > 0 else { return [] }
+            defer { s.queue.removeFirst(overflow) }
+            return s.queue.prefix(overflow)
+        }
+        for job in dropped {
+            let error = ArtCacheError(.cancelled, "\(job.url): dropped: more than \(maxWaiting) prefetches were waiting")
+            job.batch.record(job.index, Self.failed(job.url, error))
+        }
         pump()
         return batch
     }
@@ -191,7 +210,16 @@ public final class ImagePrefetcher: Sendable {
                                     repaired: response.repaired, variantsMade: response.rendered ? 1 : 0, renderFailures: [:])
             }
             let url = try NormalizedURL(job.url)
-            let outcome = try await pipeline.original(url, priority: handle)
+            let outcome: FetchOutcome
+            do {
+                outcome = try await pipeline.original(url, priority: handle)
+                pipeline.store.recordRequest(hit: outcome.source == .cached)  // one per item, as requests count
+            } catch {
+                if !(error is CancellationError), (error as? ArtCacheError)?.code != .cancelled {
+                    pipeline.store.recordRequest(hit: false)
+                }
+                throw error
+            }
             var made = 0
             var renderFailures: [String: Int] = [:]
             // Renders run beside other items' downloads, bounded by the render
@@ -231,14 +259,18 @@ public final class PrefetchBatch: Sendable {
     private let state: Locked<State>
     private let started = Date()
     /// One event per finished item, then the stream ends. Single consumer.
+    /// Events nobody reads are not kept beyond the newest
+    /// ``eventBufferLimit`` (each carries the batch's progress so far).
     public let events: AsyncStream<PrefetchEvent>
+    /// Unread events kept: 1,024.
+    public static let eventBufferLimit = 1024
     private let continuation: AsyncStream<PrefetchEvent>.Continuation
 
     init(total: Int) {
         var initial = State(items: Array(repeating: nil, count: total))
         initial.summary.requested = total
         state = Locked(initial)
-        (events, continuation) = AsyncStream.makeStream(of: PrefetchEvent.self)
+        (events, continuation) = AsyncStream.makeStream(of: PrefetchEvent.self, bufferingPolicy: .bufferingNewest(Self.eventBufferLimit))
         if total == 0 { continuation.finish() }
     }
 
@@ -323,7 +355,8 @@ extension ImagePipeline {
                          priority: ImagePriority = .low,
                          progress: @escaping @Sendable (PrefetchProgress) -> Void = { _ in })
         async -> (summary: PrefetchSummary, items: [PrefetchItem]) {
-        let prefetcher = ImagePrefetcher(pipeline: self, priority: priority, concurrency: concurrency, variants: variants)
+        let prefetcher = ImagePrefetcher(pipeline: self, priority: priority, concurrency: concurrency, variants: variants,
+                                         maxWaiting: max(ImagePrefetcher.defaultMaxWaiting, urls.count))
         let batch = prefetcher.start(urls: urls)
         for await case .item(_, _, let current) in batch.events { progress(current) }
         let summary = await batch.summary
