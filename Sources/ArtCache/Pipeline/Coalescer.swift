@@ -27,6 +27,12 @@ final class Coalescer<Value: Sendable>: Sendable {
     }
 
     private let flights = Locked<[String: Flight]>([:])
+    /// Called after a caller has joined (or started) the flight for a key (tests).
+    private let onJoin: @Sendable (String) -> Void
+
+    init(onJoin: @escaping @Sendable (String) -> Void = { _ in }) {
+        self.onJoin = onJoin
+    }
 
     /// Number of operations under way (for tests).
     var inFlight: Int { flights.withLock { $0.count } }
@@ -61,6 +67,7 @@ final class Coalescer<Value: Sendable>: Sendable {
                     continuation.resume(throwing: CancellationError())
                 } else {
                     updatePriority(key: key)
+                    onJoin(key)
                 }
             }
         } onCancel: {
@@ -83,9 +90,17 @@ final class Coalescer<Value: Sendable>: Sendable {
     }
 
     /// Sets a flight's priority to the highest of its waiters'. Done under
-    /// the lock so concurrent updates cannot leave a stale value; the
-    /// handle's observers (a nested flight, the downloader, the render queue)
-    /// take only their own locks, never this one.
+    /// the lock, on purpose, so concurrent updates cannot leave a stale value
+    /// (an update computed outside it could land after a newer one). The
+    /// handle's observers then run inside this lock and take their own:
+    ///
+    /// lock order: variants coalescer → originals coalescer (a variant's
+    /// flight waits on its original's) → the flight's `PriorityHandle` →
+    /// the downloader's inbox (`CurlEngine`) / the render queue
+    /// (`WorkerThreads`). None of those ever calls back into a coalescer or
+    /// a handle while holding its lock, so the order has no cycle
+    /// (`CoalescerPriorityTests` raises and lowers priorities from many
+    /// tasks while flights complete).
     private func updatePriority(key: String) {
         flights.withLock { flights in
             guard let flight = flights[key] else { return }

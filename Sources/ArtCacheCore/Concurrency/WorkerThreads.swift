@@ -49,6 +49,9 @@ package final class WorkerThreads: @unchecked Sendable {
     package func run<T: Sendable>(priority: PriorityHandle, _ body: @escaping @Sendable () throws -> T) async throws -> T {
         let id = locked { nextID += 1; return nextID }
         defer { locked { _ = cancelled.remove(id) } }
+        // The observer may run while a coalescer holds its lock (lock order:
+        // coalescer → handle → this queue's condition); it takes only the
+        // condition, and nothing under the condition calls back out.
         return try await priority.whileObserving({ [self] newValue in
             locked {
                 guard jobs[id] != nil, jobs[id]?.priority != newValue else { return }

@@ -88,6 +88,9 @@ final class CurlEngine: @unchecked Sendable {
         ccurl_multi_wakeup(multi)
     }
 
+    /// Called by a transfer's `PriorityHandle` observer, possibly while a
+    /// coalescer holds its lock (lock order: coalescer → handle → this
+    /// inbox, see `Coalescer.updatePriority`); takes only the inbox lock.
     func reprioritize(id: Int, to priority: ImagePriority) {
         inbox.withLock { $0.priorities.append((id, priority)) }
         ccurl_multi_wakeup(multi)
