@@ -42,6 +42,11 @@ package final class Downloader: Sendable {
     /// Downloads waiting for admission and under way.
     package var activity: (queued: Int, active: Int) { transport.load }
 
+    /// Returns once the downloads waiting and under way satisfy `predicate` (tests, no polling).
+    package func waitForActivity(until predicate: @escaping @Sendable ((queued: Int, active: Int)) -> Bool) async {
+        await transport.waitForLoad(until: predicate)
+    }
+
     package func fetch(_ url: String, validators: HTTPValidators?, priority: PriorityHandle) async throws(DownloadError) -> HTTPResponse {
         let normalized: NormalizedURL
         do {

@@ -98,7 +98,21 @@ public final class OriginServer: Sendable {
         withUnsafeMutablePointer(to: &address) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { _ = getsockname(fd, $0, &length) }
         }
-        let server = OriginServer(listener: fd, port: Int(UInt16(bigEndian: address.sin_port)))
+        return serving(fd, port: Int(UInt16(bigEndian: address.sin_port)))
+    }
+
+    /// Starts listening on a socket already bound (a `HeldPort`'s).
+    static func adopting(_ fd: Int32, port: Int) throws -> OriginServer {
+        guard listen(fd, 256) == 0 else {
+            let reason = String(cString: strerror(errno))
+            close(fd)
+            throw OriginError(message: "cannot listen on 127.0.0.1:\(port): \(reason)")
+        }
+        return serving(fd, port: port)
+    }
+
+    private static func serving(_ fd: Int32, port: Int) -> OriginServer {
+        let server = OriginServer(listener: fd, port: port)
         let thread = Thread { server.acceptLoop() }
         thread.name = "artcache.origin.accept"
         thread.start()

@@ -9,7 +9,7 @@ import Testing
 
 /// Where origins may be fetched from: the classifier as a pure function
 /// (no traffic), and connect-time refusal proven against loopback only.
-@Suite("Address policy")
+@Suite("Address policy", .timeLimit(.minutes(3)))
 struct AddressPolicyTests {
     @Test(arguments: [
         ("0.0.0.0", AddressClass.unspecified), ("127.0.0.1", .loopback), ("127.255.0.9", .loopback),

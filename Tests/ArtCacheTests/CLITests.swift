@@ -7,14 +7,14 @@ import Testing
 @_spi(Benchmarks) @testable import ArtCacheStore
 
 /// The built `artcache` binary, end to end.
-@Suite("artcache CLI")
+@Suite("artcache CLI", .timeLimit(.minutes(3)))
 struct CLITests {
-    @Test func statsJSONHasTheDocumentedKeys() throws {
+    @Test func statsJSONHasTheDocumentedKeys() async throws {
         let dir = TempDir()
         let cache = dir.file("cache")
-        let write = try CLI.run(["--cache-dir", cache, "--count", "4", "--prefix", "http://Host.Test/x", "--variants"], executable: CLI.stress)
+        let write = try await CLI.run(["--cache-dir", cache, "--count", "4", "--prefix", "http://Host.Test/x", "--variants"], executable: CLI.stress)
         #expect(write.status == 0, "\(write.stderr)")
-        let stats = try CLI.json(["stats", "--cache-dir", cache, "--json"])
+        let stats = try await CLI.json(["stats", "--cache-dir", cache, "--json"])
         for key in ["entries", "originals", "variants", "bytes", "max_bytes", "hits", "misses", "evictions", "repairs",
                     "hosts", "oldest_access", "newest_access", "retry_queue"] {
             #expect(stats[key] != nil, "missing key \(key)")
@@ -25,32 +25,32 @@ struct CLITests {
         #expect(stats["hits"] as? Int == 4)  // stress-write looks up item i/2 after each write
         let hosts = try #require(stats["hosts"] as? [String: [String: Int]])
         #expect(hosts["host.test"]?["entries"] == 8)
-        let text = try CLI.run(["stats", "--cache-dir", cache])
+        let text = try await CLI.run(["stats", "--cache-dir", cache])
         #expect(text.stdout.contains("4 originals, 4 variants"))
     }
 
-    @Test func purgeDryRunThenPurge() throws {
+    @Test func purgeDryRunThenPurge() async throws {
         let dir = TempDir()
         let cache = dir.file("cache")
-        _ = try CLI.run(["--cache-dir", cache, "--count", "5", "--prefix", "http://a.test/"], executable: CLI.stress)
-        _ = try CLI.run(["--cache-dir", cache, "--count", "3", "--prefix", "http://b.test/"], executable: CLI.stress)
-        let dry = try CLI.run(["purge", "--host", "a.test", "--dry-run", "--cache-dir", cache])
+        _ = try await CLI.run(["--cache-dir", cache, "--count", "5", "--prefix", "http://a.test/"], executable: CLI.stress)
+        _ = try await CLI.run(["--cache-dir", cache, "--count", "3", "--prefix", "http://b.test/"], executable: CLI.stress)
+        let dry = try await CLI.run(["purge", "--host", "a.test", "--dry-run", "--cache-dir", cache])
         #expect(dry.status == 0)
         #expect(dry.stdout.contains("would remove 5 items"))
-        #expect(try CLI.json(["stats", "--cache-dir", cache, "--json"])["entries"] as? Int == 8)
-        let purge = try CLI.json(["purge", "--host", "a.test", "--json", "--cache-dir", cache])
+        #expect(try await CLI.json(["stats", "--cache-dir", cache, "--json"])["entries"] as? Int == 8)
+        let purge = try await CLI.json(["purge", "--host", "a.test", "--json", "--cache-dir", cache])
         #expect(purge["removed"] as? Int == 5)
         #expect(purge["dry_run"] as? Bool == false)
-        #expect(try CLI.json(["stats", "--cache-dir", cache, "--json"])["entries"] as? Int == 3)
-        let all = try CLI.run(["purge", "--all", "--cache-dir", cache])
+        #expect(try await CLI.json(["stats", "--cache-dir", cache, "--json"])["entries"] as? Int == 3)
+        let all = try await CLI.run(["purge", "--all", "--cache-dir", cache])
         #expect(all.stdout.contains("removed 3 items"))
     }
 
-    @Test func verifyJSONAndExitStatus() throws {
+    @Test func verifyJSONAndExitStatus() async throws {
         let dir = TempDir()
         let cache = dir.file("cache")
-        _ = try CLI.run(["--cache-dir", cache, "--count", "3"], executable: CLI.stress)
-        let ok = try CLI.run(["verify", "--cache-dir", cache, "--json"])
+        _ = try await CLI.run(["--cache-dir", cache, "--count", "3"], executable: CLI.stress)
+        let ok = try await CLI.run(["verify", "--cache-dir", cache, "--json"])
         #expect(ok.status == 0)
         let report = try #require(try JSONSerialization.jsonObject(with: Data(ok.stdout.utf8)) as? [String: Any])
         for key in ["rows", "missing_blobs", "size_mismatches", "orphan_blobs", "temp_files", "repaired"] {
@@ -69,12 +69,12 @@ struct CLITests {
         FileManager.default.createFile(atPath: outside + "/precious", contents: Data("keep".utf8))
         try FileManager.default.createSymbolicLink(atPath: cache + "/objects/01/11", withDestinationPath: outside)
         try FileManager.default.createSymbolicLink(atPath: cache + "/objects/02/" + blobName, withDestinationPath: outside + "/precious")
-        let bad = try CLI.run(["verify", "--cache-dir", cache, "--json"])
+        let bad = try await CLI.run(["verify", "--cache-dir", cache, "--json"])
         #expect(bad.status == 1)
         let badReport = try #require(try JSONSerialization.jsonObject(with: Data(bad.stdout.utf8)) as? [String: Any])
         #expect(badReport["orphan_blobs"] as? Int == 2, "\(bad.stdout)")  // a stray blob and a v1-layout one
         #expect(badReport["ignored_files"] as? Int == 4, "\(bad.stdout)")  // two foreign names, two symlinks
-        let fixed = try CLI.run(["verify", "--repair", "--cache-dir", cache])
+        let fixed = try await CLI.run(["verify", "--repair", "--cache-dir", cache])
         #expect(fixed.status == 0, "\(fixed.stdout)")
         let fm = FileManager.default
         #expect(!fm.fileExists(atPath: cache + "/objects/00/" + blobName))
@@ -83,11 +83,11 @@ struct CLITests {
         #expect((try? fm.destinationOfSymbolicLink(atPath: cache + "/objects/01/11")) == outside)
     }
 
-    @Test func badConfigFailsFastAndTouchesNothing() throws {
+    @Test func badConfigFailsFastAndTouchesNothing() async throws {
         let dir = TempDir()
         let cache = dir.file("cache")
         let conf = dir.write("cache.conf", "[cache]\ndirectory = \"\(cache)\"\nmax_size = \"12XB\"\n")
-        let result = try CLI.run(["stats", "--config", conf])
+        let result = try await CLI.run(["stats", "--config", conf])
         #expect(result.status == 78)
         #expect(result.stderr.contains(conf))
         #expect(result.stderr.contains("cache.max_size"))
@@ -98,33 +98,33 @@ struct CLITests {
         // ./cache.conf is picked up from the working directory; env overrides it.
         let good = dir.write("cache.conf", "[cache]\ndirectory = \"\(cache)\"\nmax_size = \"12MB\"\n")
         _ = good
-        let stats = try CLI.json(["stats", "--json"].map { $0 }, environment: [:])
+        let stats = try await CLI.json(["stats", "--json"].map { $0 }, environment: [:])
         _ = stats
-        let local = try CLI.run(["stats", "--json"], environment: ["ARTCACHE_CACHE_MAX_SIZE": "7MB"], directory: dir.path)
+        let local = try await CLI.run(["stats", "--json"], environment: ["ARTCACHE_CACHE_MAX_SIZE": "7MB"], directory: dir.path)
         let parsed = try #require(try JSONSerialization.jsonObject(with: Data(local.stdout.utf8)) as? [String: Any])
         #expect(parsed["max_bytes"] as? Int == 7_000_000)
         #expect(parsed["directory"] as? String == cache)
-        let badEnv = try CLI.run(["stats", "--cache-dir", cache], environment: ["ARTCACHE_CACHE_MAX_SIZE": "huge"])
+        let badEnv = try await CLI.run(["stats", "--cache-dir", cache], environment: ["ARTCACHE_CACHE_MAX_SIZE": "huge"])
         #expect(badEnv.status == 78)
         #expect(badEnv.stderr.contains("ARTCACHE_CACHE_MAX_SIZE"))
     }
 
-    @Test func userErrorsAreOneLineOnStderr() throws {
+    @Test func userErrorsAreOneLineOnStderr() async throws {
         let dir = TempDir()
-        let noSelector = try CLI.run(["purge", "--cache-dir", dir.path])
+        let noSelector = try await CLI.run(["purge", "--cache-dir", dir.path])
         #expect(noSelector.status != 0)
         #expect(noSelector.stderr.contains("nothing selected"))
-        let badDuration = try CLI.run(["purge", "--older-than", "3 fortnights", "--cache-dir", dir.path])
+        let badDuration = try await CLI.run(["purge", "--older-than", "3 fortnights", "--cache-dir", dir.path])
         #expect(badDuration.status != 0)
         #expect(badDuration.stderr.contains("--older-than"))
-        let badURL = try CLI.run(["purge", "--url", "ftp://x/y", "--cache-dir", dir.path])
+        let badURL = try await CLI.run(["purge", "--url", "ftp://x/y", "--cache-dir", dir.path])
         #expect(badURL.status == 1)
         #expect(badURL.stderr.contains("only http and https"))
     }
 
-    @Test func demoRunsOffline() throws {
+    @Test func demoRunsOffline() async throws {
         let dir = TempDir()
-        let result = try CLI.run(["demo", "--cache-dir", dir.file("demo")])
+        let result = try await CLI.run(["demo", "--cache-dir", dir.file("demo")])
         #expect(result.status == 0, "\(result.stderr)")
         #expect(result.stdout.contains("repaired"))
         #expect(result.stdout.contains("HTML served as image/jpeg"))

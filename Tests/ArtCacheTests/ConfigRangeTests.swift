@@ -10,7 +10,7 @@ import Testing
 /// it (a huge duration that used to crash on conversion, a zero that used to
 /// mean "no limit") is a configuration error naming the key; a relative cache
 /// directory means one directory whatever the process's current directory.
-@Suite("cache.conf ranges and paths")
+@Suite("cache.conf ranges and paths", .timeLimit(.minutes(3)))
 struct ConfigRangeTests {
     struct OutOfRange: Sendable, CustomTestStringConvertible {
         let key: String
@@ -38,7 +38,7 @@ struct ConfigRangeTests {
     ]
 
     @Test(arguments: outOfRange)
-    func fileValueOutOfRangeNamesTheKey(_ bad: OutOfRange) throws {
+    func fileValueOutOfRangeNamesTheKey(_ bad: OutOfRange) async throws {
         let parts = bad.key.split(separator: ".")
         let toml = "[\(parts[0])]\n\(parts[1]) = \(bad.toml)\n"
         let error = #expect(throws: ConfigError.self) { try Configuration.parse(toml: toml, source: "test.conf") }
@@ -74,7 +74,7 @@ struct ConfigRangeTests {
 
     /// Every numeric key has a range, and cache.conf states it on a `# Range:`
     /// line right above the key.
-    @Test func shippedConfigDocumentsEveryRange() throws {
+    @Test func shippedConfigDocumentsEveryRange() async throws {
         let text = try String(contentsOfFile: Fixtures.packageRoot + "/cache.conf", encoding: .utf8)
         var section = ""
         var previous = ""
@@ -96,7 +96,7 @@ struct ConfigRangeTests {
     /// From the environment a relative directory is made absolute once, at
     /// load, against the current directory; from a file, against the file's
     /// directory even when the file was named by a relative path.
-    @Test func relativeDirectoryIsMadeAbsoluteAtLoad() throws {
+    @Test func relativeDirectoryIsMadeAbsoluteAtLoad() async throws {
         let cwd = FileManager.default.currentDirectoryPath
         let fromEnv = try Configuration.read(path: nil, environment: ["ARTCACHE_CACHE_DIRECTORY": "data/./art"])
         #expect(fromEnv.cache.directory == (cwd as NSString).appendingPathComponent("data/art"))
@@ -110,12 +110,12 @@ struct ConfigRangeTests {
     /// Two processes started in different directories with the same
     /// relative `--config` resolve... their own file; with the same file they
     /// open the same cache directory.
-    @Test func processesInDifferentDirectoriesShareTheCache() throws {
+    @Test func processesInDifferentDirectoriesShareTheCache() async throws {
         let dir = TempDir()
         let conf = dir.write("cache.conf", "[cache]\ndirectory = \"cache\"\n")
         try FileManager.default.createDirectory(atPath: dir.file("sub"), withIntermediateDirectories: true)
-        let first = try CLI.run(["stats", "--json", "--config", conf], directory: dir.path)
-        let second = try CLI.run(["stats", "--json", "--config", "../cache.conf"], directory: dir.file("sub"))
+        let first = try await CLI.run(["stats", "--json", "--config", conf], directory: dir.path)
+        let second = try await CLI.run(["stats", "--json", "--config", "../cache.conf"], directory: dir.file("sub"))
         #expect(first.status == 0 && second.status == 0, "\(first.stderr) \(second.stderr)")
         let paths = try [first, second].map { try JSONSerialization.jsonObject(with: Data($0.stdout.utf8)) as? [String: Any] }
             .map { $0?["directory"] as? String }

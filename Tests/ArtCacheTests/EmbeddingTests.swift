@@ -144,9 +144,9 @@ struct EmbeddingTests {
         let gate = prefetcher.start(urls: [h.url("/gate/a.jpg")])
         await h.origin.waitForRequest("/gate/a.jpg")
         let batch = prefetcher.start(urls: (0..<20).map { h.url("/img/p\($0).jpg") })
-        while h.pipeline.downloader.activity.queued < 20 { await Task.yield() }
+        await h.pipeline.downloader.waitForActivity { $0.queued >= 20 }
         let visible = h.pipeline.task(ImageRequest(url: h.url("/img/b.jpg"), width: 100, height: 100, priority: .high))
-        while h.pipeline.downloader.activity.queued < 21 { await Task.yield() }
+        await h.pipeline.downloader.waitForActivity { $0.queued >= 21 }
         h.origin.openGate()
         _ = try await visible.response
         #expect(await batch.summary.downloaded == 20)
@@ -160,7 +160,7 @@ struct EmbeddingTests {
         let blocker = h.pipeline.task(ImageRequest(url: h.url("/gate/a.jpg"), priority: .low))
         await h.origin.waitForRequest("/gate/a.jpg")
         let queued = (0..<5).map { h.pipeline.task(ImageRequest(url: h.url("/img/p\($0).jpg"), priority: .low)) }
-        while h.pipeline.downloader.activity.queued < 5 { await Task.yield() }
+        await h.pipeline.downloader.waitForActivity { $0.queued >= 5 }
         queued[4].priority = .veryHigh
         #expect(queued[4].priority == .veryHigh)
         h.origin.openGate()
@@ -179,7 +179,7 @@ struct EmbeddingTests {
         // Hold the only render thread while the others queue.
         let gate = DispatchSemaphore(value: 0)
         let holder = Task { try await renderer.onRenderThread(priority: PriorityHandle(.normal)) { gate.wait() } }
-        while renderer.activity.inProgress < 1 { await Task.yield() }
+        await renderer.threads.waitForLoad { $0.running >= 1 }
         let renders = (0..<4).map { index in
             Task {
                 let priority: ImagePriority = index == 3 ? .veryHigh : .low
@@ -187,7 +187,7 @@ struct EmbeddingTests {
                 order.withLock { $0.append(index) }
             }
         }
-        while renderer.activity.waiting < 4 { await Task.yield() }
+        await renderer.threads.waitForLoad { $0.waiting >= 4 }
         gate.signal()
         try await holder.value
         for render in renders { try await render.value }

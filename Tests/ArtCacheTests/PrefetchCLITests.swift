@@ -29,7 +29,7 @@ struct PrefetchCLITests {
             """
         let input = dir.write("itunes.json", results)
         let cache = dir.file("cache")
-        let run = try CLI.run(["prefetch", input, "--cache-dir", cache, "--json"])
+        let run = try await CLI.run(["prefetch", input, "--cache-dir", cache, "--json"])
         #expect(run.status == 1)  // one refused, one failed
         let summary = try #require(try JSONSerialization.jsonObject(with: Data(run.stdout.utf8)) as? [String: Any])
         for key in ["requested", "cached", "revalidated", "downloaded", "repaired", "refused", "failed", "failures", "bytes", "seconds"] {
@@ -43,25 +43,25 @@ struct PrefetchCLITests {
         #expect((summary["failures"] as? [String: Int]) == ["http_404": 1])
 
         // Plain-text input from stdin, forced format; all cached now: exit 0.
-        let again = try CLI.run(["prefetch", dir.write("urls.txt", origin.url("/img/1.jpg") + "\n# comment\n" + origin.url("/img/2.jpg") + "\n"),
+        let again = try await CLI.run(["prefetch", dir.write("urls.txt", origin.url("/img/1.jpg") + "\n# comment\n" + origin.url("/img/2.jpg") + "\n"),
                                  "--format", "urls", "--cache-dir", cache])
         #expect(again.status == 0, "\(again.stderr)")
         #expect(again.stdout.contains("cached       2"))
         #expect(again.stderr.contains("progress 2/2"))  // line-based progress when not a terminal
 
-        let stats = try CLI.json(["stats", "--cache-dir", cache, "--json"])
+        let stats = try await CLI.json(["stats", "--cache-dir", cache, "--json"])
         #expect(stats["originals"] as? Int == 2)
         #expect((stats["repairs"] as? [String: Int]) == ["application/octet-stream -> image/jpeg": 1])
     }
 
-    @Test func resultSetErrorsAreClear() throws {
+    @Test func resultSetErrorsAreClear() async throws {
         let dir = TempDir()
         let githubError = dir.write("err.json", #"{"message":"Validation Failed","errors":[{"resource":"Search","field":"q","code":"missing"}]}"#)
-        let run = try CLI.run(["prefetch", githubError, "--cache-dir", dir.file("c")])
+        let run = try await CLI.run(["prefetch", githubError, "--cache-dir", dir.file("c")])
         #expect(run.status != 0)
         #expect(run.stderr.contains("GitHub API error"))
         let empty = dir.write("empty.json", #"{"total_count":0,"incomplete_results":false,"items":[]}"#)
-        let none = try CLI.run(["prefetch", empty, "--cache-dir", dir.file("c")])
+        let none = try await CLI.run(["prefetch", empty, "--cache-dir", dir.file("c")])
         #expect(none.status != 0)
         #expect(none.stderr.contains("no image URLs"))
     }
@@ -74,10 +74,10 @@ struct PrefetchCLITests {
         origin.register("a.png", .init(body: png, contentType: "image/png", cacheControl: "max-age=60", etag: "\"p\""))
         let cache = dir.file("cache")
         let out = dir.file("out.png")
-        let got = try CLI.run(["get", origin.url("/img/a.png"), "-o", out, "--cache-dir", cache])
+        let got = try await CLI.run(["get", origin.url("/img/a.png"), "-o", out, "--cache-dir", cache])
         #expect(got.status == 0, "\(got.stderr)")
         #expect(FileManager.default.contents(atPath: out) == png)
-        let info = try CLI.json(["get", origin.url("/img/a.png"), "--json", "--cache-dir", cache])
+        let info = try await CLI.json(["get", origin.url("/img/a.png"), "--json", "--cache-dir", cache])
         #expect(info["source"] as? String == "cached")
         #expect(info["content_type"] as? String == "image/png")
         #expect(info["etag"] as? String == "\"p\"")
@@ -85,15 +85,15 @@ struct PrefetchCLITests {
         #expect(origin.requestCount("/img/a.png") == 1)
         // With inline_max 0 every blob is a file: `path` names it, `-o` still writes the bytes.
         let fileCache = dir.file("file-cache")
-        let asFile = try CLI.json(["get", origin.url("/img/a.png"), "--json", "--cache-dir", fileCache],
+        let asFile = try await CLI.json(["get", origin.url("/img/a.png"), "--json", "--cache-dir", fileCache],
                                   environment: ["ARTCACHE_CACHE_INLINE_MAX": "0"])
         let path = try #require(asFile["path"] as? String)
         #expect(FileManager.default.contents(atPath: path) == png)
         let out2 = dir.file("out2.png")
-        #expect(try CLI.run(["get", origin.url("/img/a.png"), "-o", out2, "--cache-dir", fileCache],
+        #expect(try await CLI.run(["get", origin.url("/img/a.png"), "-o", out2, "--cache-dir", fileCache],
                             environment: ["ARTCACHE_CACHE_INLINE_MAX": "0"]).status == 0)
         #expect(FileManager.default.contents(atPath: out2) == png)
-        let missing = try CLI.run(["get", origin.url("/status/404"), "--cache-dir", cache])
+        let missing = try await CLI.run(["get", origin.url("/status/404"), "--cache-dir", cache])
         #expect(missing.status == 1)
         #expect(missing.stderr.contains("HTTP status 404"))
     }
@@ -101,20 +101,18 @@ struct PrefetchCLITests {
     @Test func retryDrainsTheQueue() async throws {
         let dir = TempDir()
         let cache = dir.file("cache")
-        let origin = try await OriginServer.start()
-        let port = origin.port
-        origin.stop()
-        await origin.waitUntilStopped()
-        let url = "http://127.0.0.1:\(port)/img/x.jpg"
-        let failed = try CLI.run(["prefetch", dir.write("u.txt", url + "\n"), "--cache-dir", cache, "--json"],
+        // The origin is down (its port held, refusing), then comes back on the same socket.
+        let held = try HeldPort()
+        let url = held.baseURL + "/img/x.jpg"
+        let failed = try await CLI.run(["prefetch", dir.write("u.txt", url + "\n"), "--cache-dir", cache, "--json"],
                                  environment: ["ARTCACHE_DOWNLOAD_RETRIES": "0"])
         #expect(failed.status == 1)
-        #expect(try CLI.json(["stats", "--cache-dir", cache, "--json"])["retry_queue"] as? Int == 1)
-        let back = try await OriginServer.start(port: port)
+        #expect(try await CLI.json(["stats", "--cache-dir", cache, "--json"])["retry_queue"] as? Int == 1)
+        let back = try held.listen()
         defer { back.stop() }
         back.register("x.jpg", .init(body: try Fixtures.image(suffix: ".jpg"), contentType: "image/jpeg"))
-        let drained = try CLI.run(["prefetch", "--retry", "--cache-dir", cache, "--json"])
+        let drained = try await CLI.run(["prefetch", "--retry", "--cache-dir", cache, "--json"])
         #expect(drained.status == 0, "\(drained.stdout) \(drained.stderr)")
-        #expect(try CLI.json(["stats", "--cache-dir", cache, "--json"])["retry_queue"] as? Int == 0)
+        #expect(try await CLI.json(["stats", "--cache-dir", cache, "--json"])["retry_queue"] as? Int == 0)
     }
 }

@@ -7,7 +7,7 @@ import Testing
 @_spi(Benchmarks) @testable import ArtCacheStore
 
 /// Several processes on one cache directory, and crashes.
-@Suite("Processes sharing a cache", .serialized)
+@Suite("Processes sharing a cache", .serialized, .timeLimit(.minutes(3)))
 struct ProcessTests {
     @Test func twoProcessesWriteOneCache() async throws {
         let dir = TempDir()
@@ -19,9 +19,8 @@ struct ProcessTests {
                                "--size", "70000", "--size", "2000", "--concurrency", "8"], executable: CLI.stress)
         // And a purge of another host running at the same time.
         let c = try CLI.start(["purge", "--cache-dir", cache, "--host", "nothing.test"])
-        for (process, _, err) in [a, b, c] {
-            let stderr = String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-            process.waitUntilExit()
+        for (process, out, err) in [a, b, c] {
+            let stderr = await CLI.exit(process, out, err).stderr
             #expect(process.terminationStatus == 0, "\(stderr)")
             #expect(!stderr.contains("busy"), "\(stderr)")
         }
@@ -57,12 +56,12 @@ struct ProcessTests {
                 // Kill it mid-flight once it has stored a random number of items.
                 let reached = await CLI.waitForLines(out, count: after)
                 kill(process.processIdentifier, SIGKILL)
-                process.waitUntilExit()
+                await CLI.waitForExit(process)
                 #expect(reached)
                 #expect(process.terminationReason == .uncaughtSignal)
             }
         }
-        let result = try CLI.run(["verify", "--cache-dir", cache, "--hash", "--json"])
+        let result = try await CLI.run(["verify", "--cache-dir", cache, "--hash", "--json"])
         let report = try JSONDecoder.snake.decode(VerifyReport.self, from: Data(result.stdout.utf8))
         #expect(report.rows > 40)
         // The index itself never lies: no row without its complete bytes, totals exact.
@@ -72,13 +71,13 @@ struct ProcessTests {
         #expect(report.totalsMismatch == 0)
         // Leftovers of killed writers (temp files, blobs renamed by an
         // uncommitted batch) are cleaned by repair.
-        let repaired = try CLI.run(["verify", "--cache-dir", cache, "--repair", "--json"])
+        let repaired = try await CLI.run(["verify", "--cache-dir", cache, "--repair", "--json"])
         #expect(repaired.status == 0, "\(repaired.stderr)")
-        let clean = try CLI.run(["verify", "--cache-dir", cache, "--hash", "--json"])
+        let clean = try await CLI.run(["verify", "--cache-dir", cache, "--hash", "--json"])
         #expect(clean.status == 0)
         let after = try JSONDecoder.snake.decode(VerifyReport.self, from: Data(clean.stdout.utf8))
         #expect(after.problemCount == 0 && after.rows == report.rows)
-        let stats = try CLI.json(["stats", "--cache-dir", cache, "--json"])
+        let stats = try await CLI.json(["stats", "--cache-dir", cache, "--json"])
         #expect((stats["inline_bytes"] as? Int ?? 0) > 0 && (stats["file_bytes"] as? Int ?? 0) > 0)
     }
 }

@@ -281,7 +281,7 @@ struct VariantPipelineTests {
 /// An original's dimensions are read by libvips on a render thread (where
 /// libvips runs, by priority), and a cancelled request stays cancelled:
 /// `try?` used to turn the cancellation into a 0x0 answer.
-@Suite("Original dimensions")
+@Suite("Original dimensions", .timeLimit(.minutes(3)))
 struct DimensionsTests {
     @Test func readOnARenderThreadAndCancellationIsNotSwallowed() async throws {
         let h = try await LoopbackHarness()

@@ -14,7 +14,7 @@ import Testing
 /// The service on a real socket (127.0.0.1, port 0): address refusals,
 /// overload, client disconnects, graceful shutdown, sharing the cache with
 /// CLI commands, and `artcache serve` itself.
-@Suite("Thumbnail service, live")
+@Suite("Thumbnail service, live", .timeLimit(.minutes(3)))
 struct ServiceLiveTests {
     @Test func internalSourcesAreRefusedWhateverTheSpelling() async throws {
         let s = try await ServiceHarness(live: true) { $0.download.allowedNetworks = [] }
@@ -113,20 +113,20 @@ struct ServiceLiveTests {
         let list = s.harness.dir.write("urls.txt", names.map { s.origin.url("/img/\($0)") }.joined(separator: "\n") + "\n")
         try await s.app().test(.live) { client in
             let base = "http://127.0.0.1:\(client.port!)"
-            async let prefetch = CLI.runDetached(["prefetch", list, "--format", "urls", "--cache-dir", cache])
+            async let prefetch = CLI.run(["prefetch", list, "--format", "urls", "--cache-dir", cache])
             var statuses: [Int] = []
             for name in names {
                 statuses.append(try await HTTPGet.get(base + (try s.path("/img/\(name)", "64x64,f=webp"))).status)
             }
             let prefetched = try await prefetch
             #expect(prefetched.status == 0, "\(prefetched.stderr)")
-            let purge = try await CLI.runDetached(["purge", "--all", "--cache-dir", cache])
+            let purge = try await CLI.run(["purge", "--all", "--cache-dir", cache])
             #expect(purge.status == 0, "\(purge.stderr)")
             // the service still answers: from its memory tier or by fetching again
             for name in names {
                 statuses.append(try await HTTPGet.get(base + (try s.path("/img/\(name)", "32x32"))).status)
             }
-            let stats = try await CLI.runDetached(["stats", "--cache-dir", cache, "--json"])
+            let stats = try await CLI.run(["stats", "--cache-dir", cache, "--json"])
             #expect(stats.status == 0, "\(stats.stderr)")
             #expect(statuses.allSatisfy { $0 == 200 }, "\(statuses)")
         }
@@ -145,7 +145,7 @@ struct ServiceLiveTests {
         let line = try await CLI.firstLine(out)
         let port = try #require(line.split(separator: ":").last.flatMap { Int($0) }, "\(line)")
         #expect(line.hasPrefix("artcache: serving \(dir.file("c")) on http://127.0.0.1:"))
-        let signed = try CLI.run(["sign", origin.url("/img/a.jpg"), "--size", "40x40", "--fit", "cover", "--format", "png"],
+        let signed = try await CLI.run(["sign", origin.url("/img/a.jpg"), "--size", "40x40", "--fit", "cover", "--format", "png"],
                                  environment: environment)
         #expect(signed.status == 0, "\(signed.stderr)")
         let path = signed.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
@@ -156,28 +156,18 @@ struct ServiceLiveTests {
         #expect(image.status == 200 && image.headers["content-type"] == "image/png")
         #expect(try await HTTPGet.get("http://127.0.0.1:\(port)/health").status == 200)
         process.terminate()  // SIGTERM
-        process.waitUntilExit()
+        let log = await CLI.exit(process, out, err).stderr
         #expect(process.terminationStatus == 0)
-        let log = String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
         #expect(log.contains("cache closed"))
         #expect(log.contains("status=200"))  // the access log
         // without keys, serve refuses to start (exit 78: configuration)
-        let refused = try CLI.run(["serve", "--listen", "127.0.0.1:0", "--cache-dir", dir.file("c")])
+        let refused = try await CLI.run(["serve", "--listen", "127.0.0.1:0", "--cache-dir", dir.file("c")])
         #expect(refused.status == 78 && refused.stderr.contains("service.keys"))
         origin.stop()
     }
 }
 
 extension CLI {
-    /// `run` on a Dispatch thread (it blocks reading the child's output).
-    static func runDetached(_ arguments: [String], environment: [String: String] = [:]) async throws -> Result {
-        try await withCheckedThrowingContinuation { continuation in
-            DispatchQueue.global().async {
-                continuation.resume(with: Swift.Result { try run(arguments, environment: environment) })
-            }
-        }
-    }
-
     /// The first line a child prints on `pipe` (read on a Dispatch thread).
     static func firstLine(_ pipe: Pipe) async throws -> String {
         await withCheckedContinuation { continuation in

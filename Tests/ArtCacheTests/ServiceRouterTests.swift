@@ -12,7 +12,7 @@ import Testing
 
 /// The service's routes without a server (HummingbirdTesting `.router`):
 /// grammar, signatures, negotiation, validators and every error status.
-@Suite("Thumbnail service routes")
+@Suite("Thumbnail service routes", .timeLimit(.minutes(3)))
 struct ServiceRouterTests {
     @Test func thumbnailWithCachingHeadersThen304() async throws {
         let s = try await ServiceHarness()

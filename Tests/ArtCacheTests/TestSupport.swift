@@ -205,14 +205,47 @@ enum CLI {
         return (process, out, err)
     }
 
+    /// Runs a command to its end. Its output is read and its exit awaited on
+    /// threads of their own, never on Swift's cooperative pool (a blocked
+    /// cooperative thread can starve the test's own servers).
     static func run(_ arguments: [String], environment: [String: String] = [:], directory: String? = nil,
-                    executable: String = binary) throws -> Result {
+                    executable: String = binary) async throws -> Result {
         let (process, out, err) = try start(arguments, environment: environment, directory: directory, executable: executable)
-        let stdout = out.fileHandleForReading.readDataToEndOfFile()
-        let stderr = err.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        return Result(status: process.terminationStatus, stdout: String(decoding: stdout, as: UTF8.self),
-                      stderr: String(decoding: stderr, as: UTF8.self))
+        return await exit(process, out, err)
+    }
+
+    /// Reads both pipes to their end (each on its own thread: a child that
+    /// fills one while the other is read would block) and waits for the exit.
+    static func exit(_ process: Process, _ out: Pipe, _ err: Pipe) async -> Result {
+        await withCheckedContinuation { continuation in
+            let output = Locked((out: Data(), err: Data()))
+            let group = DispatchGroup()
+            for (pipe, isErr) in [(out, false), (err, true)] {
+                group.enter()
+                Thread.detachNewThread {
+                    let data = pipe.fileHandleForReading.readDataToEndOfFile()
+                    output.withLock { if isErr { $0.err = data } else { $0.out = data } }
+                    group.leave()
+                }
+            }
+            Thread.detachNewThread {
+                group.wait()
+                process.waitUntilExit()
+                let (stdout, stderr) = output.withLock { ($0.out, $0.err) }
+                continuation.resume(returning: Result(status: process.terminationStatus, stdout: String(decoding: stdout, as: UTF8.self),
+                                                      stderr: String(decoding: stderr, as: UTF8.self)))
+            }
+        }
+    }
+
+    /// Waits for a started child's exit off the cooperative pool.
+    static func waitForExit(_ process: Process) async {
+        await withCheckedContinuation { continuation in
+            Thread.detachNewThread {
+                process.waitUntilExit()
+                continuation.resume()
+            }
+        }
     }
 
     /// Reads a child's output until it has printed `count` lines (or closed it).
@@ -231,8 +264,8 @@ enum CLI {
         }
     }
 
-    static func json(_ arguments: [String], environment: [String: String] = [:]) throws -> [String: Any] {
-        let result = try run(arguments, environment: environment)
+    static func json(_ arguments: [String], environment: [String: String] = [:]) async throws -> [String: Any] {
+        let result = try await run(arguments, environment: environment)
         guard let object = try JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [String: Any] else {
             throw StoreError(.io, "not JSON (status \(result.status)): \(result.stdout) \(result.stderr)")
         }

@@ -30,6 +30,8 @@ package final class WorkerThreads: @unchecked Sendable {
     private var nextID = 0
     private var stopped = false
     private var running = 0
+    /// `load`, mirrored after every change (under `condition`) so it can be awaited.
+    private let watchedLoad = Watched((waiting: 0, running: 0))
 
     package init(count: Int, name: String) {
         for index in 0..<max(1, count) {
@@ -42,6 +44,17 @@ package final class WorkerThreads: @unchecked Sendable {
 
     /// Jobs waiting for a thread, and jobs running.
     package var load: (waiting: Int, running: Int) { locked { (jobs.count, running) } }
+
+    /// Returns once the jobs waiting and running satisfy `predicate` (tests, no polling).
+    package func waitForLoad(until predicate: @escaping @Sendable ((waiting: Int, running: Int)) -> Bool) async {
+        await watchedLoad.wait(until: predicate)
+    }
+
+    /// Publishes the counts (call with `condition` locked, after a change).
+    private func loadChanged() {
+        let now = (waiting: jobs.count, running: running)
+        watchedLoad.withLock { $0 = now }
+    }
 
     /// Runs `body` on one of the threads once it is the best job waiting.
     /// Throws `CancellationError` (without running it) when the calling task
@@ -69,13 +82,17 @@ package final class WorkerThreads: @unchecked Sendable {
                                        cancel: { continuation.resume(throwing: CancellationError()) })
                         queues[value.rawValue].append(id)
                         condition.signal()
+                        loadChanged()
                         return true
                     }
                     if !queued { continuation.resume(throwing: CancellationError()) }
                 }
             } onCancel: {
                 let job = locked { () -> Job? in
-                    if let job = jobs.removeValue(forKey: id) { return job }
+                    if let job = jobs.removeValue(forKey: id) {
+                        loadChanged()
+                        return job
+                    }
                     cancelled.insert(id)  // not queued yet, or already running (then it finishes)
                     return nil
                 }
@@ -101,9 +118,13 @@ package final class WorkerThreads: @unchecked Sendable {
                 return
             }
             running += 1
+            loadChanged()
             condition.unlock()
             job.run()
-            locked { running -= 1 }
+            locked {
+                running -= 1
+                loadChanged()
+            }
         }
     }
 

@@ -47,7 +47,7 @@ final class CurlEngine: @unchecked Sendable {
 
     private let inbox = Locked(Inbox())
     /// Counts for metrics and tests, updated by the transport thread.
-    let load = Locked((queued: 0, active: 0))
+    let load = Watched((queued: 0, active: 0))
     private let multi: OpaquePointer
     private let maxTotal: Int
     private let maxPerHost: Int

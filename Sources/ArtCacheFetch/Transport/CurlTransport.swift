@@ -71,4 +71,9 @@ final class CurlTransport: Sendable {
 
     /// Transfers submitted and not yet started, and transfers under way.
     var load: (queued: Int, active: Int) { engine.load.withLock { ($0.queued, $0.active) } }
+
+    /// Returns once the transfers waiting and under way satisfy `predicate`.
+    func waitForLoad(until predicate: @escaping @Sendable ((queued: Int, active: Int)) -> Bool) async {
+        await engine.load.wait(until: predicate)
+    }
 }
