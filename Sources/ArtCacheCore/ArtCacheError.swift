@@ -51,8 +51,9 @@ public struct ArtCacheError: Error, Sendable, CustomStringConvertible {
         case blockedAddress = "blocked_address"
         /// The source's host (or a redirect's) is not in `[download] allowed_sources`.
         case blockedSource = "blocked_source"
-        /// The host failed at the network level (DNS, connect) several times in
-        /// a row in this run; not tried again until later (retry queue).
+        /// The host failed at the network level (DNS, connect, connect
+        /// timeout) several times in a row in this run; not tried again until
+        /// later (retry queue).
         case hostOffline = "host_offline"
         /// Too many transfers already wait for this host (`[download] queue_per_host`).
         case queueFull = "queue_full"

@@ -7,6 +7,9 @@ package struct DownloadError: Error, Sendable, Equatable, CustomStringConvertibl
     package enum Code: String, Sendable, Codable {
         case dns
         case connect
+        /// `connect_timeout` or `timeout` ran out (or the low-speed limit
+        /// hit). Before the connection was made it is a host that is not
+        /// there (see `timedOutConnecting`), after it a slow origin.
         case timeout
         case tls
         /// The connection broke or the body ended short of its Content-Length.
@@ -24,9 +27,10 @@ package struct DownloadError: Error, Sendable, Equatable, CustomStringConvertibl
         case blockedSource = "blocked_source"
         case invalidURL = "invalid_url"
         case cancelled
-        /// The host failed at the network level (DNS, connect) again and
-        /// again in this run: its breaker is open, so the URL was not tried
-        /// (it goes to the retry queue). A later success closes the breaker.
+        /// The host failed at the network level (DNS, connect, connect
+        /// timeout) again and again in this run: its breaker is open, so the
+        /// URL was not tried (it goes to the retry queue). A later success
+        /// closes the breaker.
         case hostOffline = "host_offline"
         /// `[download] queue_per_host` transfers already wait for this host.
         case queueFull = "queue_full"
@@ -37,6 +41,12 @@ package struct DownloadError: Error, Sendable, Equatable, CustomStringConvertibl
     package var status: Int?
     /// Seconds the origin asked us to wait (429/503 Retry-After).
     package var retryAfter: TimeInterval?
+    /// A `timeout` that ran out before the connection was made (libcurl's
+    /// connect phase: DNS, TCP, TLS; a black-holed host). Still reported as
+    /// `timeout`, the way `connect_timeout` names it; the host breaker
+    /// counts it like a refused connect.
+    package var timedOutConnecting = false
+
     package init(_ code: Code, _ message: String, status: Int? = nil, retryAfter: TimeInterval? = nil) {
         self.code = code
         self.message = message
@@ -50,6 +60,12 @@ package struct DownloadError: Error, Sendable, Equatable, CustomStringConvertibl
     package var reason: String {
         if code == .httpStatus, let status { return "http_\(status)" }
         return code.rawValue
+    }
+
+    /// The host was not reached at all: DNS, connect, or a timeout before
+    /// the connection was made. What the host breaker counts toward offline.
+    package var hostUnreachable: Bool {
+        code == .dns || code == .connect || (code == .timeout && timedOutConnecting)
     }
 
     /// Caused by the network rather than by the origin's answer: such URLs go
@@ -86,6 +102,11 @@ package struct DownloadError: Error, Sendable, Equatable, CustomStringConvertibl
         case 3: return DownloadError(.invalidURL, "\(url): malformed URL: \(detail)")
         case 5, 6: return DownloadError(.dns, "\(url): cannot resolve host: \(detail)")
         case 7: return DownloadError(.connect, "\(url): cannot connect: \(detail)")
+        case 28 where !result.requestSent:
+            // The request never went out: the connection did not come up in time.
+            var error = DownloadError(.timeout, "\(url): timed out connecting: \(detail)")
+            error.timedOutConnecting = true
+            return error
         case 28: return DownloadError(.timeout, "\(url): timed out: \(detail)")
         case 35, 51, 53, 54, 58, 59, 60, 64, 66, 77, 80, 82, 83, 90, 91:
             return DownloadError(.tls, "\(url): TLS error: \(detail)")

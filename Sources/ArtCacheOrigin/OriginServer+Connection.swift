@@ -126,6 +126,11 @@ extension OriginServer {
             // A redirect to another host (HOST:PORT as given), for the address-policy tests.
             let target = parts[1].removingPercentEncoding ?? parts[1]
             return send(fd, status: 302, headers: [("Location", "http://\(target)/img/\(parts[2])")])
+        case ("location", 2):
+            // Decoded as bytes, not as a String: a Location that is not UTF-8 reaches the client as sent.
+            guard let location = Self.percentDecoded(parts[1]) else { return send(fd, status: 400) }
+            let head = Data("HTTP/1.1 302 Found\r\nLocation: ".utf8) + location + Data("\r\nContent-Length: 0\r\n\r\n".utf8)
+            return write(fd, head)
         case ("loop", 1):
             return send(fd, status: 302, headers: [("Location", "/loop")])
         case ("endless", 1):
@@ -174,6 +179,26 @@ extension OriginServer {
             }
             return true
         }
+    }
+
+    /// `%XX` escapes decoded to bytes; nil for a malformed escape.
+    static func percentDecoded(_ text: String) -> Data? {
+        let bytes = Array(text.utf8)
+        var out = Data()
+        var index = 0
+        while index < bytes.count {
+            guard bytes[index] == UInt8(ascii: "%") else {
+                out.append(bytes[index])
+                index += 1
+                continue
+            }
+            let hex = bytes.dropFirst(index + 1).prefix(2)
+            guard hex.count == 2, hex.allSatisfy({ Character(Unicode.Scalar($0)).isHexDigit }),
+                  let value = UInt8(String(decoding: hex, as: UTF8.self), radix: 16) else { return nil }
+            out.append(value)
+            index += 3
+        }
+        return out
     }
 
     private static func reason(_ status: Int) -> String {

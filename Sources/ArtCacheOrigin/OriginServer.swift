@@ -21,6 +21,8 @@ import Glibc
 /// - `/redirect/N/NAME`: a chain of N redirects ending at `/img/NAME`
 /// - `/elsewhere/HOST:PORT/NAME`: redirects to `http://HOST:PORT/img/NAME`
 ///   (HOST:PORT percent-decoded, so `%5B::1%5D:80` gives an IPv6 host)
+/// - `/location/LOCATION`: a 302 whose `Location` is LOCATION percent-decoded,
+///   byte for byte (any bytes: the redirect-policy tests send odd and broken ones)
 /// - `/loop`: redirects to itself
 /// - `/endless`: a PNG signature and then bytes until the client leaves (at most 1 GiB or 60 s)
 /// - `/html200`: an HTML error page with status 200 and Content-Type image/jpeg

@@ -13,6 +13,12 @@ struct ccurl_transfer {
     ccurl_address_fn address_fn;
     void *userdata;
     int blocked;
+    /* 1 + the redirect count when a request last went out, 0 when none has
+     * since the last new connection: whether the last hop got past libcurl's
+     * connect phase (DNS, TCP, TLS). CURLINFO_* cannot say it for a redirect
+     * hop: CONNECT_TIME adds up over the hops, and an earlier hop's
+     * connection leaves its PRIMARY_IP behind. */
+    long sent_hop;
 };
 
 /* CURLOPT_OPENSOCKETFUNCTION: the address check sees the resolved address
@@ -20,11 +26,23 @@ struct ccurl_transfer {
 static curl_socket_t open_socket(void *clientp, curlsocktype purpose, struct curl_sockaddr *address) {
     ccurl_transfer *t = clientp;
     (void) purpose;
+    t->sent_hop = 0;  /* a new connection: no request has gone out on it */
     if (t->address_fn && !t->address_fn(t->userdata, &address->addr, (int) address->addrlen)) {
         t->blocked = 1;
         return CURL_SOCKET_BAD;
     }
     return socket(address->family, address->socktype, address->protocol);
+}
+
+/* CURLOPT_PREREQFUNCTION: libcurl calls it once a connection is made (or
+ * reused) and right before the request goes out on it, on every hop. */
+static int before_request(void *clientp, char *primary_ip, char *local_ip, int primary_port, int local_port) {
+    ccurl_transfer *t = clientp;
+    long redirects = 0;
+    (void) primary_ip; (void) local_ip; (void) primary_port; (void) local_port;
+    curl_easy_getinfo(t->easy, CURLINFO_REDIRECT_COUNT, &redirects);
+    t->sent_hop = redirects + 1;
+    return CURL_PREREQFUNC_OK;
 }
 
 struct ccurl_multi {
@@ -81,6 +99,8 @@ ccurl_transfer *ccurl_transfer_create(const ccurl_request_t *r) {
     t->userdata = r->userdata;
     ok &= curl_easy_setopt(e, CURLOPT_OPENSOCKETFUNCTION, open_socket) == CURLE_OK;
     ok &= curl_easy_setopt(e, CURLOPT_OPENSOCKETDATA, t) == CURLE_OK;
+    ok &= curl_easy_setopt(e, CURLOPT_PREREQFUNCTION, before_request) == CURLE_OK;
+    ok &= curl_easy_setopt(e, CURLOPT_PREREQDATA, t) == CURLE_OK;
     /* Proxy environment variables (http_proxy & co.) are ignored. */
     ok &= curl_easy_setopt(e, CURLOPT_PROXY, "") == CURLE_OK;
     char line[1024];
@@ -116,6 +136,7 @@ void ccurl_transfer_info(ccurl_transfer *t, ccurl_info_t *out) {
     curl_easy_getinfo(t->easy, CURLINFO_TOTAL_TIME, &out->total_seconds);
     curl_easy_getinfo(t->easy, CURLINFO_EFFECTIVE_URL, &url);
     out->blocked_address = t->blocked;
+    out->request_sent = t->sent_hop == out->redirect_count + 1;
     switch (version) {
         case CURL_HTTP_VERSION_1_0: case CURL_HTTP_VERSION_1_1: out->http_version = 1; break;
         case CURL_HTTP_VERSION_2_0: out->http_version = 2; break;

@@ -236,7 +236,7 @@ final class CurlEngine: @unchecked Sendable {
                 effectiveURL: info.effective_url.map { String(cString: $0) } ?? "",
                 httpVersion: info.http_version, redirects: info.redirect_count, tooLarge: job.state.tooLarge,
                 blockedAddress: info.blocked_address != 0 ? job.state.blocked : nil,
-                blockedSource: job.state.blockedSource)
+                blockedSource: job.state.blockedSource, requestSent: info.request_sent != 0)
             ccurl_transfer_destroy(transfer)
             job.continuation.resume(returning: result)
         }

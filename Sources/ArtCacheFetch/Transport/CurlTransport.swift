@@ -28,6 +28,9 @@ struct TransferResult: Sendable {
     var blockedAddress: IPAddress? = nil
     /// A redirect pointed at a host `allowed_sources` refuses (not followed).
     var blockedSource: String? = nil
+    /// The last hop's request went out: a timeout after it is the origin's
+    /// slowness; without it the connection never came up.
+    var requestSent = false
 }
 
 /// libcurl's multi interface driven from one dedicated thread, bridged to

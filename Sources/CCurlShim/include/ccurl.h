@@ -41,6 +41,8 @@ typedef struct {
     const char *effective_url; /* valid until the transfer is destroyed */
     const char *error;         /* curl's detailed message for the last error */
     int blocked_address;       /* a connection was refused by address_fn */
+    int request_sent;          /* the last hop's request went out: its connection was made
+                                * (a timeout without it is one of libcurl's connect phase) */
 } ccurl_info_t;
 
 /* curl_global_init, once per process (thread-safe). */
