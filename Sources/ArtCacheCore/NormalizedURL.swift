@@ -81,7 +81,7 @@ extension NormalizedURL {
     /// The host in its one spelling: IPv6 in RFC 5952 form, IPv4 as a dotted
     /// quad (from any of the decimal, octal, hex and short forms browsers and
     /// libcurl accept), names lowercased without a trailing dot.
-    static func canonicalHost(_ raw: String, url: String) throws(ArtCacheError) -> String {
+    package static func canonicalHost(_ raw: String, url: String) throws(ArtCacheError) -> String {
         func invalid(_ why: String) -> ArtCacheError { ArtCacheError(.invalidURL, "\(why): \(url)") }
         if raw.hasPrefix("[") {
             guard raw.hasSuffix("]") else { throw invalid("unclosed IPv6 address") }

@@ -93,6 +93,15 @@ package struct DownloadError: Error, Sendable, Equatable, CustomStringConvertibl
         if let host = result.blockedSource {
             return DownloadError(.blockedSource, "\(url): refused: a redirect goes to host \(host), not in download.allowed_sources")
         }
+        if let redirect = result.unfollowableRedirect {
+            // libcurl would have refused it too (CURLE_UNSUPPORTED_PROTOCOL / CURLE_URL_MALFORMAT).
+            if redirect.unsupportedScheme {
+                return DownloadError(.refusedScheme, "\(url): refused: a redirect goes to \(redirect.location.debugDescription), "
+                                     + "a scheme that is not followed (\(redirect.reason))")
+            }
+            return DownloadError(.invalidURL, "\(url): refused: a redirect's Location \(redirect.location.debugDescription) "
+                                 + "is not a URL libcurl can follow (\(redirect.reason))")
+        }
         if let blocked = result.blockedAddress {
             return DownloadError(.blockedAddress, "\(url): refused: the source resolves to a \(AddressClass.of(blocked).rawValue) "
                                  + "address (\(blocked)), not allowed by download.allowed_networks")

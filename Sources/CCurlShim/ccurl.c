@@ -147,6 +147,36 @@ void ccurl_transfer_info(ccurl_transfer *t, ccurl_info_t *out) {
     out->error = t->error;
 }
 
+_Static_assert(CCURL_URLE_UNSUPPORTED_SCHEME == CURLUE_UNSUPPORTED_SCHEME, "the header's copy of the code");
+
+int ccurl_redirect_target(const char *base, const char *location, char **url, char **host) {
+    /* How libcurl parses a transfer's URL (lib/url.c) and how it applies a
+     * Location (lib/transfer.c, Curl_follow, type FOLLOW_REDIR). */
+    const unsigned int as_transfer_url = CURLU_GUESS_SCHEME | CURLU_NON_SUPPORT_SCHEME;
+    const unsigned int as_location = CURLU_URLENCODE | CURLU_ALLOW_SPACE;
+    CURLU *current = curl_url(), *next = curl_url();
+    CURLUcode rc = current && next ? CURLUE_OK : CURLUE_OUT_OF_MEMORY;
+    *url = NULL;
+    *host = NULL;
+    if (!rc) rc = curl_url_set(current, CURLUPART_URL, base, as_transfer_url);
+    if (!rc) rc = curl_url_set(current, CURLUPART_URL, location, as_location);
+    if (!rc) rc = curl_url_get(current, CURLUPART_URL, url, 0);
+    if (!rc) rc = curl_url_set(next, CURLUPART_URL, *url, as_transfer_url);
+    if (!rc) rc = curl_url_get(next, CURLUPART_HOST, host, 0);
+    if (rc) {
+        curl_free(*url);
+        curl_free(*host);
+        *url = NULL;
+        *host = NULL;
+    }
+    curl_url_cleanup(current);
+    curl_url_cleanup(next);
+    return (int) rc;
+}
+
+const char *ccurl_url_strerror(int code) { return curl_url_strerror((CURLUcode) code); }
+void ccurl_free(void *pointer) { curl_free(pointer); }
+
 ccurl_multi *ccurl_multi_create(long max_total, long max_host) {
     ccurl_multi *m = calloc(1, sizeof(ccurl_multi));
     if (!m) return NULL;

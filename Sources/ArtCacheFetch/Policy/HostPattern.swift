@@ -3,8 +3,9 @@ import Foundation
 
 /// One entry of `[download] allowed_sources`: `example.com` (that host only),
 /// `*.example.com` (its subdomains, not the apex) or `*` (any host).
-/// Matching ignores case and a trailing dot; IP literals match as written
-/// in the normalized URL (e.g. `127.0.0.1`, `[::1]`).
+/// Matching ignores case and a trailing dot; an IP address matches in any
+/// spelling of it (`[::1]`, `::1` and `0:0::1` are one; IPv4 as a dotted
+/// quad), as hosts are compared in the spelling `NormalizedURL` gives them.
 public struct HostPattern: Sendable, Hashable, CustomStringConvertible {
     public let description: String
     private let suffix: String?  // "*.example.com" → ".example.com"; "*" → ""
@@ -42,7 +43,8 @@ public struct HostPattern: Sendable, Hashable, CustomStringConvertible {
     private static func canonical(_ host: String) -> String {
         var host = host.lowercased()
         while host.hasSuffix(".") { host.removeLast() }
-        return host
+        let bare = host.hasPrefix("[") && host.hasSuffix("]") ? String(host.dropFirst().dropLast()) : host
+        return IPAddress(bare)?.description ?? host
     }
 }
 
@@ -57,6 +59,18 @@ package struct SourcePolicy: Sendable, Equatable {
 
     package func allows(host: String) -> Bool {
         patterns.isEmpty || patterns.contains { $0.matches(host: host) }
+    }
+
+    /// Whether a redirect may go to `host`, as libcurl read it from the
+    /// `Location` (`RedirectTarget`), put in the spelling the request's own
+    /// host is checked in (`NormalizedURL`: lower case, no trailing dot,
+    /// IPv4 as a dotted quad, IPv6 without brackets). A host with no such
+    /// spelling (characters no host name holds, Unicode: list punycode)
+    /// matches no pattern: what cannot be checked is refused.
+    package func allows(libcurlHost host: String) -> Bool {
+        guard !patterns.isEmpty else { return true }
+        guard let canonical = try? NormalizedURL.canonicalHost(host, url: host) else { return false }
+        return allows(host: canonical)
     }
 
     /// Whether an absolute URL's host is allowed (a URL without a host is not).

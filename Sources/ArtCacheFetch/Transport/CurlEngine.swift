@@ -182,7 +182,8 @@ final class CurlEngine: @unchecked Sendable {
     private func start(_ submission: Submission) {
         let request = submission.request
         let state = TransferState(url: request.url, maxBody: request.settings.maxBodyBytes,
-                                  policy: request.settings.addressPolicy, sources: request.settings.sourcePolicy)
+                                  policy: request.settings.addressPolicy, sources: request.settings.sourcePolicy,
+                                  maxRedirects: request.settings.maxRedirects)
         let userdata = Unmanaged.passUnretained(state).toOpaque()
         let s = request.settings
         let transfer: OpaquePointer? = request.url.withCString { url in
@@ -236,7 +237,8 @@ final class CurlEngine: @unchecked Sendable {
                 effectiveURL: info.effective_url.map { String(cString: $0) } ?? "",
                 httpVersion: info.http_version, redirects: info.redirect_count, tooLarge: job.state.tooLarge,
                 blockedAddress: info.blocked_address != 0 ? job.state.blocked : nil,
-                blockedSource: job.state.blockedSource, requestSent: info.request_sent != 0)
+                blockedSource: job.state.blockedSource, unfollowableRedirect: job.state.unfollowableRedirect,
+                requestSent: info.request_sent != 0)
             ccurl_transfer_destroy(transfer)
             job.continuation.resume(returning: result)
         }

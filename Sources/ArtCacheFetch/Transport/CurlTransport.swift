@@ -28,6 +28,8 @@ struct TransferResult: Sendable {
     var blockedAddress: IPAddress? = nil
     /// A redirect pointed at a host `allowed_sources` refuses (not followed).
     var blockedSource: String? = nil
+    /// A redirect libcurl could not have followed (refused before it tried).
+    var unfollowableRedirect: UnfollowableRedirect? = nil
     /// The last hop's request went out: a timeout after it is the origin's
     /// slowness; without it the connection never came up.
     var requestSent = false

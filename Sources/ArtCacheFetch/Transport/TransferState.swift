@@ -2,44 +2,99 @@
 import CCurlShim
 import Foundation
 
+/// A redirect libcurl could not follow (its `Location` is not a URL libcurl
+/// can parse, or has a scheme libcurl does not know): refused before libcurl tries.
+struct UnfollowableRedirect: Sendable, Equatable {
+    var location: String
+    var reason: String
+    var unsupportedScheme: Bool
+}
+
 /// Body and headers of one transfer, filled by libcurl callbacks on the
 /// transport thread only.
 final class TransferState {
     let maxBody: Int64
     let policy: AddressPolicy
     let sources: SourcePolicy
+    /// `[download] max_redirects`: past it (or at 0) libcurl follows no `Location`.
+    let maxRedirects: Int
     var body = Data()
     var headers: [String: String] = [:]
     var tooLarge = false
     /// The address a refused connection would have gone to.
     var blocked: IPAddress?
-    /// The URL of the response being received (follows redirects), for
-    /// resolving a relative `Location`.
-    var currentURL: String
+    /// The URL of the response being received, as libcurl spells it (it
+    /// follows redirects): a relative `Location` resolves against it.
+    private(set) var currentURL: String
     /// Status of the response being received.
-    var status = 0
+    private(set) var status = 0
     /// The host of a redirect `allowed_sources` refused.
-    var blockedSource: String?
+    private(set) var blockedSource: String?
+    /// A redirect libcurl could not have followed, refused.
+    private(set) var unfollowableRedirect: UnfollowableRedirect?
+    /// Where libcurl goes after the response being received (its first
+    /// non-empty `Location`, when libcurl follows it).
+    private var nextURL: String?
+    private var redirectsFollowed = 0
+    /// Between a status line and the blank line that ends its head (lines
+    /// after it are trailers, where libcurl looks for no `Location`).
+    private var inHead = false
 
-    init(url: String, maxBody: Int64, policy: AddressPolicy, sources: SourcePolicy) {
+    init(url: String, maxBody: Int64, policy: AddressPolicy, sources: SourcePolicy, maxRedirects: Int) {
         self.currentURL = url
         self.maxBody = maxBody
         self.policy = policy
         self.sources = sources
+        self.maxRedirects = maxRedirects
     }
 
-    /// A response's `Location`: with a host pattern list, a redirect to a
-    /// host not on it stops the transfer before libcurl follows it.
-    func allowsRedirect(to location: String) -> Bool {
-        guard (300..<400).contains(status) else { return true }
-        guard let next = URL(string: location, relativeTo: URL(string: currentURL))?.absoluteURL else { return true }
-        currentURL = next.absoluteString
-        if sources.patterns.isEmpty { return true }
-        guard let host = next.host, sources.allows(host: host) else {
-            blockedSource = next.host ?? location
-            return false
+    /// One header line (CURLOPT_HEADERFUNCTION); false stops the transfer.
+    /// Keeps the headers of the last response only: a status line starts a
+    /// new one (after a redirect, the response of the URL libcurl followed).
+    func receiveHeader(_ line: some Collection<UInt8>) -> Bool {
+        if line.starts(with: "HTTP/".utf8) {
+            if let next = nextURL {
+                currentURL = next
+                redirectsFollowed += 1
+                nextURL = nil
+            }
+            headers = [:]
+            status = String(decoding: line, as: UTF8.self).split(separator: " ").dropFirst().first.flatMap { Int($0) } ?? 0
+            inHead = true
+            return true
+        }
+        if line.allSatisfy({ $0 == 13 || $0 == 10 }) {
+            inHead = false
+            return true
+        }
+        // The Location libcurl follows: the first non-empty one of a 3xx, while it has redirects left.
+        if inHead, nextURL == nil, (300..<400).contains(status), redirectsFollowed < maxRedirects,
+           let location = RedirectTarget.locationValue(ofHeaderLine: line), !location.isEmpty {
+            guard follows(location) else { return false }
+        }
+        if let (name, value) = HTTPHeaderLine.field(String(decoding: line, as: UTF8.self)) {
+            if let existing = headers[name] { headers[name] = existing + ", " + value } else { headers[name] = value }
         }
         return true
+    }
+
+    /// Whether libcurl may follow `location` from `currentURL`: it must be a
+    /// URL libcurl can parse (fail closed: what cannot be read is not
+    /// followed), and with an allowlist, go to a host on it.
+    private func follows(_ location: [UInt8]) -> Bool {
+        switch RedirectTarget.resolve(location, against: currentURL) {
+        case .unfollowable(let reason, let unsupportedScheme):
+            unfollowableRedirect = UnfollowableRedirect(location: String(decoding: location, as: UTF8.self), reason: reason,
+                                                        unsupportedScheme: unsupportedScheme)
+            return false
+        case .follow(let url, let host):
+            guard sources.allows(libcurlHost: host) else {
+                blockedSource = host
+                return false
+            }
+            nextURL = url
+            return true
+        }
     }
 }
 
@@ -73,21 +128,15 @@ let transferWrite: ccurl_data_fn = { data, size, count, userdata in
     return length
 }
 
-/// CURLOPT_HEADERFUNCTION: keeps the headers of the last response only
-/// (a status line starts a new response, e.g. after a redirect).
+/// CURLOPT_HEADERFUNCTION: see ``TransferState/receiveHeader(_:)``. A refused
+/// redirect returns 0: libcurl fails the transfer with CURLE_WRITE_ERROR
+/// before following it, and the state says why.
 let transferHeader: ccurl_data_fn = { data, size, count, userdata in
     guard let userdata, let data else { return 0 }
     let state = Unmanaged<TransferState>.fromOpaque(userdata).takeUnretainedValue()
     let length = size * count
-    let line = data.withMemoryRebound(to: UInt8.self, capacity: length) {
-        String(decoding: UnsafeBufferPointer(start: $0, count: length), as: UTF8.self)
+    let accepted = data.withMemoryRebound(to: UInt8.self, capacity: length) {
+        state.receiveHeader(UnsafeBufferPointer(start: $0, count: length))
     }
-    if line.hasPrefix("HTTP/") {
-        state.headers = [:]
-        state.status = line.split(separator: " ").dropFirst().first.flatMap { Int($0) } ?? 0
-    } else if let (name, value) = HTTPHeaderLine.field(line) {
-        if name == "location", !state.allowsRedirect(to: value) { return 0 }  // CURLE_WRITE_ERROR, blockedSource set
-        if let existing = state.headers[name] { state.headers[name] = existing + ", " + value } else { state.headers[name] = value }
-    }
-    return length
+    return accepted ? length : 0
 }

@@ -54,6 +54,19 @@ ccurl_transfer *ccurl_transfer_create(const ccurl_request_t *request);
 void ccurl_transfer_destroy(ccurl_transfer *transfer);
 void ccurl_transfer_info(ccurl_transfer *transfer, ccurl_info_t *out);
 
+/* Where a redirect goes, read the way libcurl reads it when it follows one
+ * (lib/transfer.c, Curl_follow): `location` set on a URL handle holding
+ * `base` (the URL of the response that carried it, parsed as libcurl parses
+ * a transfer's URL) with CURLU_URLENCODE | CURLU_ALLOW_SPACE; the URL read
+ * back; then that URL parsed again, as the next hop's connection does, and
+ * its host read (CURLUPART_HOST: IPv4 normalized, IPv6 in brackets).
+ * Returns 0 with *url and *host set (free both with ccurl_free), else the
+ * CURLUcode and both NULL. */
+int ccurl_redirect_target(const char *base, const char *location, char **url, char **host);
+#define CCURL_URLE_UNSUPPORTED_SCHEME 5  /* CURLUE_UNSUPPORTED_SCHEME: a scheme libcurl does not know */
+const char *ccurl_url_strerror(int code);
+void ccurl_free(void *pointer);
+
 ccurl_multi *ccurl_multi_create(long max_total_connections, long max_host_connections);
 void ccurl_multi_destroy(ccurl_multi *multi);
 int ccurl_multi_add(ccurl_multi *multi, ccurl_transfer *transfer);
