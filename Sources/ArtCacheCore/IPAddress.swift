@@ -45,6 +45,8 @@ package enum IPAddress: Sendable, Hashable, CustomStringConvertible {
 
     /// The IPv4 address an IPv6 one carries (mapped `::ffff:a.b.c.d`,
     /// compatible `::a.b.c.d`, NAT64 `64:ff9b::/96`, 6to4 `2002:AABB:CCDD::/48`).
+    /// Not for local-use NAT64 (`64:ff9b:1::/48`): where the IPv4 address
+    /// sits there depends on the prefix length each network picks.
     package var embeddedIPv4: UInt32? {
         guard case .v6(let b) = self else { return nil }
         func v4(_ at: Int) -> UInt32 { UInt32(b[at]) << 24 | UInt32(b[at + 1]) << 16 | UInt32(b[at + 2]) << 8 | UInt32(b[at + 3]) }

@@ -33,6 +33,26 @@ struct AddressPolicyTests {
         #expect(AddressPolicy().allows(address) == (expected == .public))
     }
 
+    /// Local-use NAT64 (RFC 8215) is refused as a whole, whatever IPv4
+    /// address a /96 reading would find in it (8.8.8.8 here), while the
+    /// well-known prefix is still judged by the IPv4 address it carries.
+    @Test(arguments: ["64:ff9b:1::a00:1", "64:ff9b:1::808:808", "64:ff9b:1:8:800:8:800::", "64:ff9b:1:ffff:ffff:ffff:ffff:ffff"])
+    func localUseNAT64IsNotPublic(_ text: String) throws {
+        let address = try #require(IPAddress(text))
+        #expect(AddressClass.of(address) == .localNAT64)
+        #expect(address.embeddedIPv4 == nil)
+        #expect(!AddressPolicy().allows(address))
+        #expect(!AddressPolicy(allowedNetworks: [try #require(IPNetwork("8.8.8.0/24"))]).allows(address))
+        #expect(AddressPolicy(allowedNetworks: [try #require(IPNetwork("64:ff9b:1::/48"))]).allows(address), "opted in")
+    }
+
+    @Test func nat64PrefixesAroundTheLocalUseOne() throws {
+        #expect(AddressClass.of(try #require(IPAddress("64:ff9b::808:808"))) == .public)
+        #expect(AddressClass.of(try #require(IPAddress("64:ff9b::a00:1"))) == .private)
+        #expect(AddressClass.of(try #require(IPAddress("64:ff9b:2::808:808"))) == .reserved)  // outside the /48: ::/8
+        #expect(AddressClass.of(try #require(IPAddress("64:ff9b:0:ffff::1"))) == .reserved)
+    }
+
     @Test func networksAndOptIns() throws {
         let loopback = try #require(IPNetwork("127.0.0.0/8"))
         #expect(loopback.contains(try #require(IPAddress("127.9.9.9"))))
