@@ -258,11 +258,9 @@ struct DownloaderTests {
 
     @Test func retryQueueSurvivesARestartAndDrains() async throws {
         let dir = TempDir()
-        let origin = try await OriginServer.start()
-        let port = origin.port
-        origin.stop()
-        await origin.waitUntilStopped()
-        let url = "http://127.0.0.1:\(port)/img/a.jpg"
+        // The origin is down (its port held, refusing), then comes back on the same socket.
+        let held = try HeldPort()
+        let url = held.baseURL + "/img/a.jpg"
         do {
             let pipeline = try await Fixtures.pipeline(dir.path) { $0.download.retries = 0 }
             let (summary, _) = await pipeline.prefetch([url], concurrency: 1)
@@ -272,7 +270,7 @@ struct DownloaderTests {
         let reopened = try await Fixtures.pipeline(dir.path) { $0.download.retries = 0 }
         #expect(try await reopened.retryQueue().map(\.url) == [url])
         #expect(try await reopened.stats().retryQueue == 1)
-        let again = try await OriginServer.start(port: port)
+        let again = try held.listen()
         again.register("a.jpg", .init(body: try Fixtures.image(suffix: ".jpg"), contentType: "image/jpeg"))
         let (summary, _) = await reopened.prefetch(try await reopened.retryQueue().map(\.url), concurrency: 1)
         #expect(summary.downloaded == 1)

@@ -108,7 +108,7 @@ struct OfflineTests {
         let first = Task { try await downloader.fetch(gated[0]) }
         await h.origin.waitForRequest("/gate/a.jpg")
         let waiting = gated.dropFirst().map { url in Task { try await downloader.fetch(url) } }
-        while downloader.activity.queued < 2 { await Task.yield() }
+        await downloader.waitForActivity { $0.queued >= 2 }
         let refused = await #expect(throws: DownloadError.self) { _ = try await downloader.fetch(h.origin.url("/img/a.jpg")) }
         #expect(refused?.code == .queueFull)
         #expect(refused?.isNetworkFailure == true, "kept for the retry queue")
@@ -125,7 +125,7 @@ struct OfflineTests {
     @Test func theBlockingPoolIsBounded() async throws {
         let threads = Blocking.threadCount, burst = threads * 4
         let gate = DispatchSemaphore(value: 0)
-        let running = Locked((started: 0, now: 0, most: 0))
+        let running = Watched((started: 0, now: 0, most: 0))
         try await withThrowingTaskGroup(of: Void.self) { group in
             for _ in 0..<burst {
                 group.addTask {
@@ -136,11 +136,10 @@ struct OfflineTests {
                     }
                 }
             }
-            while true {
-                let started = running.withLock { $0.started }
-                if started >= threads && Blocking.load.waiting >= burst - started { break }
-                await Task.yield()
-            }
+            // Every thread taken by this burst (other tests' jobs finish and
+            // leave theirs), and the rest of it waiting.
+            await running.wait { $0.started >= threads }
+            await Blocking.waitForLoad { $0.waiting >= burst - threads }
             #expect(running.withLock { $0.most } == threads, "every thread taken, no more")
             for _ in 0..<burst { gate.signal() }
             try await group.waitForAll()

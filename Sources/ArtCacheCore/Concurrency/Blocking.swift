@@ -16,4 +16,9 @@ package enum Blocking {
 
     /// Jobs waiting for a thread and running (metrics, tests).
     package static var load: (waiting: Int, running: Int) { pool.load }
+
+    /// Returns once the pool's load satisfies `predicate` (tests, no polling).
+    package static func waitForLoad(until predicate: @escaping @Sendable ((waiting: Int, running: Int)) -> Bool) async {
+        await pool.waitForLoad(until: predicate)
+    }
 }
