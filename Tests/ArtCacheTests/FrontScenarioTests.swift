@@ -3,115 +3,8 @@ import Foundation
 import Testing
 import ArtCache
 
-// The code of the DocC article "Using artcache as the image layer of a front"
-// (Sources/ArtCache/ArtCache.docc/ImageLayerOfAFront.md), compiled and run
-// here against a loopback origin. Only the public API is used (no
-// @testable import): this is what a front sees.
-
-// MARK: iTunes: prefetch the result set, then one thumbnail per row
-
-struct AlbumRow {
-    let title: String
-    let artist: String
-    let artworkURL: String
-}
-
-/// A search results list: prefetch every row's artwork as soon as the API
-/// answers, then show each visible row from memory when it can.
-final class AlbumList {
-    let pipeline: ImagePipeline
-    let prefetcher: ImagePrefetcher
-    private(set) var rows: [AlbumRow] = []
-
-    init(pipeline: ImagePipeline) {
-        self.pipeline = pipeline
-        self.prefetcher = ImagePrefetcher(pipeline: pipeline)  // low priority
-    }
-
-    static func thumbnail(_ row: AlbumRow, priority: ImagePriority = .normal) -> ImageRequest {
-        ImageRequest(url: row.artworkURL, width: 100, height: 100, fit: .cover, priority: priority,
-                     options: .placeholderOnFailure)
-    }
-
-    /// The API answered: parse, remember the rows, prefetch their thumbnails.
-    func show(searchResponse json: Data) throws -> PrefetchBatch {
-        let results = try JSONDecoder().decode(SearchResults.self, from: json).results
-        rows = results.compactMap { result in
-            result.artworkUrl100.map {
-                AlbumRow(title: result.collectionName ?? result.trackName ?? "", artist: result.artistName ?? "", artworkURL: $0)
-            }
-        }
-        return prefetcher.start(rows.map { Self.thumbnail($0) })
-    }
-
-    /// A row comes into view: a memory hit shows at once, else load it now.
-    func image(forRow index: Int) async throws -> ImageResponse {
-        let request = Self.thumbnail(rows[index], priority: .high)
-        if let hit = pipeline.cachedImage(for: request) { return hit }
-        return try await pipeline.image(request)
-    }
-
-    struct SearchResults: Decodable {
-        struct Result: Decodable {
-            let artistName: String?
-            let collectionName: String?
-            let trackName: String?
-            let artworkUrl100: String?
-        }
-        let results: [Result]
-    }
-}
-
-// MARK: GitHub users: a reused row cancels its previous load
-
-/// One row of a user list. Rows are reused while scrolling: a row shows a
-/// new user, and the previous user's avatar is no longer wanted.
-final class UserCell: @unchecked Sendable {
-    // @unchecked: used from one task at a time, like a UI cell on the main thread.
-    private var task: ImageTask?
-    private(set) var login = ""
-
-    func prepareForReuse() {
-        task?.cancel()  // the last one waiting stops the download and the render
-        task = nil
-    }
-
-    func configure(login: String, avatarURL: String, pipeline: ImagePipeline) -> ImageTask {
-        prepareForReuse()
-        self.login = login
-        let task = pipeline.task(ImageRequest(url: avatarURL, width: 40, height: 40, fit: .cover))
-        self.task = task
-        return task
-    }
-
-    /// The row scrolled into the middle of the screen: hurry its avatar.
-    func becameVisible() { task?.priority = .veryHigh }
-}
-
-// MARK: Twitter: a timeline where every row shows an avatar or a placeholder
-
-struct TimelineRow {
-    let screenName: String
-    let avatar: ImageResponse
-    var showsPlaceholder: Bool { avatar.source == .placeholder }
-}
-
-func loadTimeline(_ statuses: [(screenName: String, avatarURL: String)], pipeline: ImagePipeline) async throws -> [TimelineRow] {
-    try await withThrowingTaskGroup(of: (Int, TimelineRow).self) { group in
-        for (index, status) in statuses.enumerated() {
-            group.addTask {
-                let request = ImageRequest(url: status.avatarURL, width: 48, height: 48, fit: .cover,
-                                           options: .placeholderOnFailure)
-                // A failed avatar (404, HTML, timeout...) is a grey square with the
-                // error attached: never a broken image, never an exception.
-                return (index, TimelineRow(screenName: status.screenName, avatar: try await pipeline.image(request)))
-            }
-        }
-        var rows = [TimelineRow?](repeating: nil, count: statuses.count)
-        for try await (index, row) in group { rows[index] = row }
-        return rows.compactMap { $0 }
-    }
-}
+// The DocC article's code (FrontScenario+ArticleCode.swift) run against a
+// loopback origin, and checked to be exactly what the article shows.
 
 @Suite("Front scenarios (the DocC article's code)", .timeLimit(.minutes(2)))
 struct FrontScenarioTests {
@@ -131,6 +24,46 @@ struct FrontScenarioTests {
         let pipeline = try await ImagePipeline.open(configuration: configuration)
         try await body(origin, pipeline)
         try await pipeline.close()
+    }
+
+    /// The article's code blocks are this test target's code, character for
+    /// character: one source, so they cannot drift apart.
+    @Test func articleShowsThisCode() throws {
+        func blocks(_ text: String, opening: String, closing: String) -> [String] {
+            var result: [String] = []
+            var current: [Substring]?
+            for line in text.split(separator: "\n", omittingEmptySubsequences: false) {
+                let trimmed = line.trimmingCharacters(in: .whitespaces)
+                if current == nil, trimmed.hasPrefix(opening) {
+                    current = []
+                } else if current != nil, trimmed == closing {
+                    result.append(current!.map { String($0).replacingOccurrences(of: "\\s+$", with: "", options: .regularExpression) }
+                        .joined(separator: "\n"))
+                    current = nil
+                } else {
+                    current?.append(line)
+                }
+            }
+            return result
+        }
+        let article = try String(contentsOfFile: Fixtures.packageRoot + "/Sources/ArtCache/ArtCache.docc/ImageLayerOfAFront.md",
+                                 encoding: .utf8)
+        let code = try String(contentsOfFile: Fixtures.packageRoot + "/Tests/ArtCacheTests/FrontScenario+ArticleCode.swift",
+                              encoding: .utf8)
+        let shown = blocks(article, opening: "```swift", closing: "```")
+        let compiled = blocks(code, opening: "// snippet:", closing: "// snippet-end")
+        #expect(shown.count == 4)
+        #expect(shown == compiled)
+    }
+
+    /// The article's first block: open once, run, close (cache-only here: no network).
+    @Test func openingAndClosingThePipeline() async throws {
+        let dir = TempDir()
+        try await runFront(cacheDirectory: dir.file("cache")) { pipeline in
+            let miss = await pipeline.task(ImageRequest(url: "https://example.com/a.jpg", options: .cacheOnly)).result
+            if case .failure(let error) = miss { #expect(error.code == .notCached) } else { Issue.record("not a miss") }
+        }
+        #expect(FileManager.default.fileExists(atPath: dir.file("cache/index.sqlite")))
     }
 
     @Test func iTunesListPrefetchesThenShowsRowsFromMemory() async throws {
