@@ -130,6 +130,10 @@ import Logging
     }
 
     /// Writes batched access times and counters, and stops background work.
+    ///
+    /// It finishes its work even when the calling task is cancelled (a
+    /// service's closer is, once its shutdown grace is over): the final
+    /// flush runs where cancellation cannot reach it (``finishing(_:)``).
     @_spi(Benchmarks) public func close() async throws {
         let (flusher, batchFlush) = housekeeping.withLock { state in
             state.closed = true
@@ -141,9 +145,17 @@ import Logging
         // end, then write whatever is pending.
         await flusher?.value
         await batchFlush?.value
-        try await flush()
+        try await finishing { try self.flushBlocking() }
         // After close no put is made: the writer lock (and its file) can go.
         blobs.writer.release()
+    }
+
+    /// Runs `body` on the blocking pool to its end, whether or not the
+    /// calling task is cancelled: GRDB's async `write` and the pool's queue
+    /// both give up on a cancelled task; a detached task is never cancelled,
+    /// and awaiting its value does not pass the caller's cancellation on.
+    private func finishing<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
+        try await Task.detached { try await Blocking.run(body) }.value
     }
 
     // MARK: Reading
