@@ -23,6 +23,9 @@ package struct StoreError: Error, Sendable, Equatable, CustomStringConvertible {
         case database
         /// The cache directory is used by a newer artcache.
         case incompatibleSchema = "incompatible_schema"
+        /// The store is closed (or closing): a put that came too late.
+        /// Nothing of it was written.
+        case closed
     }
 
     package let code: Code
@@ -61,6 +64,8 @@ extension ArtCacheError {
         case .invalidRequest: .invalidRequest
         case .missingParent, .staleSource, .io, .database, .incompatibleSchema: .storage
         case .storageFull: .storageFull
+        // The cache closes when its pipeline does: to a caller, its request was cancelled.
+        case .closed: .cancelled
         }
         self.init(code, error.message, underlying: error)
     }

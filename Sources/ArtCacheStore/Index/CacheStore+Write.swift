@@ -89,6 +89,8 @@ extension CacheStore {
     }
 
     /// The crash-safe write path shared by originals and variants:
+    /// 0. the put is admitted by the closed gate (``WriteGate``), or refused
+    ///    with `closed` before anything is written;
     /// 1. a file blob's bytes go to a temp file, fsync'd (outside any lock);
     /// 2. the put joins the next group commit (``WriteQueue``), where in its
     ///    own savepoint: `check`, rename into place, upsert the row (and the
@@ -99,6 +101,8 @@ extension CacheStore {
     /// what may be left over (temp file, orphan blob) is for `verify --repair`.
     private func write(_ entry: CacheEntry, data: Data, check: @escaping @Sendable (Database) throws -> Void = { _ in },
                        extra: @escaping @Sendable (Database, CacheEntry?) throws -> [String] = { _, _ in [] }) async throws -> CacheEntry {
+        try gate.enter()
+        defer { gate.leave() }
         let blobs = self.blobs
         var put = PendingPut(entry: entry, inlineData: nil, temporary: nil) { db, old in
             try check(db)

@@ -8,7 +8,8 @@ import Logging
 /// several processes on one cache directory.
 ///
 /// Open it once per process with ``open(settings:logger:)`` and call
-/// ``close()`` before exiting so batched access times are written.
+/// ``close()`` before exiting: it lets the puts in flight finish, refuses
+/// later ones, and writes batched access times.
 @_spi(Benchmarks) public final class CacheStore: Sendable {
     @_spi(Benchmarks) public let settings: CacheSettings
     @_spi(Benchmarks) public let directory: URL
@@ -17,6 +18,8 @@ import Logging
     let logger: Logger
     let pending = Locked(PendingAccess())
     let writes: WriteQueue
+    /// Admits puts until ``close()``, which waits for the admitted ones.
+    let gate = WriteGate()
     let housekeeping = Locked(Housekeeping())
 
     struct Housekeeping {
@@ -37,7 +40,7 @@ import Logging
     package static func openBlocking(settings: CacheSettings, logger: Logger = Logger(label: "artcache.store")) throws -> CacheStore {
         let store = try CacheStore(settings: settings, logger: logger)
         store.writes.attach(commit: { [weak store] puts in
-            store?.commit(puts) ?? puts.map { _ in .failure(StoreError(.database, "the store is closed")) }
+            store?.commit(puts) ?? puts.map { _ in .failure(StoreError(.closed, "the cache is closed: nothing was written")) }
         }, afterBatch: { [weak store] in
             store?.enforceLimitsLogging()
         })
@@ -129,12 +132,16 @@ import Logging
         }
     }
 
-    /// Writes batched access times and counters, and stops background work.
+    /// Quiesces the store: puts already admitted commit (or fail) first,
+    /// later ones fail with `closed` (``WriteGate``); then batched access
+    /// times and counters are written, background work stops and the writer
+    /// lock is released. Closing twice is harmless.
     ///
     /// It finishes its work even when the calling task is cancelled (a
     /// service's closer is, once its shutdown grace is over): the final
     /// flush runs where cancellation cannot reach it (``finishing(_:)``).
     @_spi(Benchmarks) public func close() async throws {
+        await gate.close()
         let (flusher, batchFlush) = housekeeping.withLock { state in
             state.closed = true
             defer { state.flusher = nil; state.batchFlush = nil }
@@ -145,9 +152,13 @@ import Logging
         // end, then write whatever is pending.
         await flusher?.value
         await batchFlush?.value
+        defer {
+            // No put is admitted any more and none is in flight (even if the
+            // flush failed): no temp file can be written under this token
+            // once it is released.
+            blobs.writer.release()
+        }
         try await finishing { try self.flushBlocking() }
-        // After close no put is made: the writer lock (and its file) can go.
-        blobs.writer.release()
     }
 
     /// Runs `body` on the blocking pool to its end, whether or not the
@@ -168,7 +179,7 @@ import Logging
 
     /// One trivial read through the pool: the index is open (not closed) and answers.
     package func ping() async throws {
-        if housekeeping.withLock({ $0.closed }) { throw StoreError(.io, "the cache is closed") }
+        if gate.isClosed { throw StoreError(.closed, "the cache is closed") }
         _ = try await db.read { db in try Int.fetchOne(db, sql: "SELECT count(*) FROM totals") }
     }
 

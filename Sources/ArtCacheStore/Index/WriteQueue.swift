@@ -91,7 +91,7 @@ final class WriteQueue: Sendable {
             let puts = batch.map(\.put)
             let handlers = self.handlers.withLock { $0 }
             let results = handlers?.commit(puts)
-                ?? puts.map { _ in .failure(StoreError(.database, "the store is closed")) }
+                ?? puts.map { _ in .failure(StoreError(.closed, "the cache is closed: nothing was written")) }
             // Limits are enforced before the writers hear back: a put returns
             // with the cache within its limits.
             handlers?.afterBatch()
