@@ -4,11 +4,19 @@ internal import GRDB
 
 /// Access times and hit/miss counts gathered in memory and written in batches,
 /// so a read does not cost a SQLite write.
+///
+/// Bounded: at most `capacity` touched keys (``CacheStore/pendingCapacity``).
+/// While flushes fail (a full disk) the batch is kept for the next attempt;
+/// when it is full, the oldest quarter of its touches (by access time) is
+/// dropped in one pass and counted in `dropped`: the newest survive, and a
+/// touch costs O(log n) amortized. Hit and miss totals are plain counters.
 struct PendingAccess: Sendable {
     var touches: [String: Date] = [:]
     var hitCounts: [String: Int] = [:]
     var hits: Int64 = 0
     var misses: Int64 = 0
+    /// Touches dropped because the batch was full (logged when a flush succeeds).
+    var dropped = 0
 
     var isEmpty: Bool { touches.isEmpty && hits == 0 && misses == 0 }
 
@@ -18,26 +26,72 @@ struct PendingAccess: Sendable {
         return batch
     }
 
-    mutating func merge(_ other: PendingAccess) {
+    mutating func merge(_ other: PendingAccess, capacity: Int) {
         for (key, date) in other.touches { touches[key] = max(touches[key] ?? date, date) }
         for (key, count) in other.hitCounts { hitCounts[key, default: 0] += count }
         hits += other.hits
         misses += other.misses
+        dropped += other.dropped
+        bound(capacity)
+    }
+
+    /// Marks `key` used at `date` (a hit counts it too), within `capacity` keys.
+    mutating func touch(_ key: String, at date: Date, hit: Bool = false, capacity: Int) {
+        touches[key] = max(touches[key] ?? date, date)
+        if hit { hitCounts[key, default: 0] += 1 }
+        bound(capacity)
+    }
+
+    /// Over `capacity` keys: drops the oldest touches down to three quarters of it.
+    private mutating func bound(_ capacity: Int) {
+        guard touches.count > capacity else { return }
+        let excess = touches.count - max(1, capacity * 3 / 4)
+        for (key, _) in touches.sorted(by: { $0.value < $1.value }).prefix(excess) {
+            touches[key] = nil
+            hitCounts[key] = nil
+        }
+        dropped += excess
     }
 }
 
+/// Automatic flushes (every `access_flush_interval`, or when a batch is
+/// full) back off while they fail: the first failure waits 1 s, each further
+/// one twice as long, up to 60 s; a success ends it. Without it, a failing
+/// flush (SQLITE_FULL) was retried on every hit once the kept batch was full.
+/// Explicit flushes (``CacheStore/flush()``, `close()`) always try.
+struct FlushBackoff: Sendable {
+    static let first: TimeInterval = 1
+    static let longest: TimeInterval = 60
+
+    private(set) var delay: TimeInterval = 0
+    private(set) var retryAt: Date = .distantPast
+
+    func allows(_ now: Date) -> Bool { now >= retryAt }
+
+    mutating func failed(at now: Date) {
+        delay = delay == 0 ? Self.first : min(delay * 2, Self.longest)
+        retryAt = now.addingTimeInterval(delay)
+    }
+
+    mutating func succeeded() { self = FlushBackoff() }
+}
+
 extension CacheStore {
+    /// Most keys the pending batch holds: twice the flush batch (what
+    /// `access_flush_batch` already lets gather), at least 4096.
+    var pendingCapacity: Int { max(2 * settings.accessFlushBatch, 4096) }
+
     func recordHit(_ entry: CacheEntry, at now: Date = Date(), counting: Bool = true) {
+        let capacity = pendingCapacity
         let due = pending.withLock { state -> Bool in
             if counting { state.hits += 1 }
-            state.touches[entry.key] = now
-            state.hitCounts[entry.key, default: 0] += 1
-            if let parent = entry.parentKey { state.touches[parent] = max(state.touches[parent] ?? now, now) }
+            state.touch(entry.key, at: now, hit: true, capacity: capacity)
+            if let parent = entry.parentKey { state.touch(parent, at: now, capacity: capacity) }
             return state.touches.count >= settings.accessFlushBatch
         }
         if due {
             housekeeping.withLock { state in
-                guard !state.closed, state.batchFlush == nil else { return }
+                guard !state.closed, state.batchFlush == nil, state.flushBackoff.allows(now) else { return }
                 state.batchFlush = Task {
                     await self.flushLogging()
                     self.housekeeping.withLock { $0.batchFlush = nil }
@@ -61,7 +115,8 @@ extension CacheStore {
 
     /// Marks an item used now without counting a hit (e.g. after a revalidation).
     func touch(_ key: String, at now: Date = Date()) {
-        pending.withLock { $0.touches[key] = now }
+        let capacity = pendingCapacity
+        pending.withLock { $0.touch(key, at: now, capacity: capacity) }
     }
 
     /// Writes batched access times and hit/miss counters to the index.
@@ -71,30 +126,55 @@ extension CacheStore {
         do {
             try await db.write { db in try Self.apply(batch, db: db) }
         } catch {
-            pending.withLock { $0.merge(batch) }  // keep it for the next flush
-            throw StoreError(.database, "cannot record access times: \(error)")
+            throw flushFailed(batch, error)
         }
+        flushSucceeded(batch)
     }
 
-    /// ``flush()`` for a thread of the store's own (the commit thread).
+    /// ``flush()`` for a thread of the store's own (the commit thread, the blocking pool).
     func flushBlocking() throws {
         let batch = pending.withLock { $0.take() }
         guard !batch.isEmpty else { return }
         do {
             try db.write { db in try Self.apply(batch, db: db) }
         } catch {
-            pending.withLock { $0.merge(batch) }
-            throw StoreError(.database, "cannot record access times: \(error)")
+            throw flushFailed(batch, error)
+        }
+        flushSucceeded(batch)
+    }
+
+    /// A failed flush keeps its batch for the next one (bounded) and, unless
+    /// it was only cancelled, makes automatic flushes back off.
+    private func flushFailed(_ batch: PendingAccess, _ error: any Error) -> any Error {
+        let capacity = pendingCapacity
+        pending.withLock { $0.merge(batch, capacity: capacity) }
+        if error is CancellationError { return error }  // the caller's cancellation, not the disk's trouble
+        housekeeping.withLock { $0.flushBackoff.failed(at: Date()) }
+        let sqlite = error as? DatabaseError
+        let code: StoreError.Code = sqlite?.resultCode == .SQLITE_FULL ? .storageFull : .database
+        return StoreError(code, "cannot record access times: \(error)", sqliteCode: sqlite?.extendedResultCode.rawValue)
+    }
+
+    private func flushSucceeded(_ batch: PendingAccess) {
+        housekeeping.withLock { $0.flushBackoff.succeeded() }
+        if batch.dropped > 0 {
+            logger.warning("access times dropped while flushes failed (the pending batch was full)",
+                           metadata: ["touches": "\(batch.dropped)"])
         }
     }
 
-    /// A background flush: a failure keeps the batch for the next flush
-    /// (see `flush()`) and is logged, never dropped silently.
+    /// A background flush: skipped while backing off (``FlushBackoff``); a
+    /// failure keeps the batch for the next flush and is logged, never
+    /// dropped silently.
     func flushLogging() async {
+        guard housekeeping.withLock({ $0.flushBackoff.allows(Date()) }) else { return }
         do {
             try await flush()
+        } catch is CancellationError {
+            return  // close() flushes what is left
         } catch {
-            logger.warning("cannot record access times yet; will retry", metadata: ["error": "\(error)"])
+            let delay = housekeeping.withLock { $0.flushBackoff.delay }
+            logger.warning("cannot record access times yet; will retry", metadata: ["error": "\(error)", "retry_in_s": "\(delay)"])
         }
     }
 

@@ -27,6 +27,8 @@ import Logging
         var flusher: Task<Void, Never>?
         /// A flush started because the batch grew large, if one runs.
         var batchFlush: Task<Void, Never>?
+        /// Automatic flushes wait while flushes fail.
+        var flushBackoff = FlushBackoff()
         var closed = false
     }
 
