@@ -248,6 +248,48 @@ enum CLI {
         }
     }
 
+    /// ``run(_:environment:directory:executable:)`` with a deadline: nil when
+    /// the child had not exited after `seconds` (it is then killed with SIGKILL).
+    /// Its exit is awaited (termination handler), not polled.
+    static func runBounded(_ arguments: [String], seconds: Double, executable: String = binary) async throws -> Result? {
+        let (process, out, err) = try start(arguments, executable: executable)
+        async let stdout = readToEnd(out)  // drained meanwhile: a chatty child never blocks on a full pipe
+        async let stderr = readToEnd(err)
+        let exited = await withTaskGroup(of: Bool.self) { group in
+            group.addTask {
+                await withCheckedContinuation { continuation in
+                    let resumed = Locked(false)
+                    let resume = { @Sendable in
+                        if resumed.withLock({ done in defer { done = true }; return !done }) { continuation.resume() }
+                    }
+                    process.terminationHandler = { _ in resume() }
+                    if !process.isRunning { resume() }  // it exited before the handler was set
+                }
+                return true
+            }
+            group.addTask {
+                try? await Task.sleep(nanoseconds: UInt64(seconds * 1_000_000_000))
+                return false
+            }
+            let first = await group.next() ?? false
+            if !first { kill(process.processIdentifier, SIGKILL) }
+            group.cancelAll()
+            return first
+        }
+        let (output, errors) = await (stdout, stderr)
+        guard exited else { return nil }
+        process.waitUntilExit()
+        return Result(status: process.terminationStatus, stdout: String(decoding: output, as: UTF8.self),
+                      stderr: String(decoding: errors, as: UTF8.self))
+    }
+
+    /// Everything a child writes to `pipe`, read on a Dispatch thread (reads block).
+    static func readToEnd(_ pipe: Pipe) async -> Data {
+        await withCheckedContinuation { continuation in
+            DispatchQueue.global().async { continuation.resume(returning: pipe.fileHandleForReading.readDataToEndOfFile()) }
+        }
+    }
+
     /// Reads a child's output until it has printed `count` lines (or closed it).
     /// Reads block, so they run on a Dispatch thread, not the cooperative pool.
     static func waitForLines(_ pipe: Pipe, count: Int) async -> Bool {

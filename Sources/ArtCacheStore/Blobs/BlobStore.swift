@@ -87,9 +87,10 @@ struct BlobStore: Sendable {
         return "objects/\(hex.prefix(2))/\(hex)-\(token)"
     }
 
-    /// Store v1's two-level paths (`objects/ab/cd/<key>-<token>`).
+    /// Store v1's two-level blob paths (`objects/ab/cd/<key>-<token>`), exactly:
+    /// the migration moves those and only those.
     static func isLegacy(_ relative: String) -> Bool {
-        relative.utf8.count > 14 && relative.split(separator: "/").count == 4
+        parse(relative)?.folders.count == 2
     }
 
     func absolutePath(_ relative: String) -> String { root.path + "/" + relative }

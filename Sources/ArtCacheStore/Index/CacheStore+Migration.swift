@@ -13,7 +13,10 @@ internal import GRDB
 ///   level up, so a retried link is idempotent), syncs the folder,
 ///   commits the row naming it, then unlinks the old name.
 /// Rows whose v1 file is missing or cut are dropped (as `verify --repair`
-/// would). When no row names a v1 path any more, the v1 folders go.
+/// would), and so are rows whose path only looks like v1's to SQL (`LIKE
+/// 'objects/__/__/%'`) but is no v1 blob path (a damaged row: the store
+/// reads no such path). Rows are visited in key order, each once, so the
+/// loop always ends. When no row names a v1 path any more, the v1 folders go.
 extension CacheStore {
     func migrateLegacyBlobs() throws {
         let pending = try db.read { db in
@@ -30,23 +33,29 @@ extension CacheStore {
     @discardableResult
     func moveLegacyBlobs(chunk: Int = 500, limit: Int = .max) throws -> Int {
         var moved = 0
+        var after = ""  // the last key visited: each row is visited once, whatever happens to it
         let inlineMax = settings.inlineMax
         while moved < limit {
             let rows = try db.read { db in
                 try Row.fetchAll(db, sql: """
-                    SELECT \(CacheEntry.columns) FROM entry WHERE blob LIKE 'objects/__/__/%' LIMIT ?
-                    """, arguments: [min(chunk, limit - moved)]).map(CacheEntry.init(row:))
+                    SELECT \(CacheEntry.columns) FROM entry WHERE blob LIKE 'objects/__/__/%' AND key > ? ORDER BY key LIMIT ?
+                    """, arguments: [after, min(chunk, limit - moved)]).map(CacheEntry.init(row:))
             }
-            guard !rows.isEmpty else { break }
+            guard let last = rows.last else { break }
+            after = last.key
             var linked: [String] = []
-            let garbage = try db.write { db -> [String] in
+            let (garbage, dropped) = try db.write { db -> ([String], Int) in
                 var garbage: [String] = []
                 var broken: [String] = []
                 var delta = Totals()
                 for row in rows {
-                    // Re-read under the write lock: another process may have evicted it.
+                    // Re-read under the write lock: another process may have evicted or moved it.
                     guard let current = try CacheEntry.fetchOne(db, key: row.key), let old = current.blob,
-                          BlobStore.isLegacy(old) else { continue }
+                          old == row.blob else { continue }
+                    guard BlobStore.isLegacy(old) else {
+                        broken.append(current.key)  // names no v1 blob: nothing to move, nothing readable
+                        continue
+                    }
                     if current.size <= inlineMax {
                         guard let data = try blobs.read(old), Int64(data.count) == current.size else {
                             broken.append(current.key)
@@ -74,9 +83,12 @@ extension CacheStore {
                 garbage += try Self.deleteEntries(db, keys: broken)
                 try blobs.syncDirectories(of: linked)
                 try delta.apply(db)
-                return garbage
+                return (garbage, broken.count)
             }
             blobs.remove(garbage)
+            if dropped > 0 {
+                logger.warning("v1 rows dropped: their blob is missing, cut, or not a v1 blob path", metadata: ["rows": "\(dropped)"])
+            }
             moved += rows.count
         }
         return moved
