@@ -9,7 +9,9 @@ import Logging
 ///
 /// Open it once per process with ``open(settings:logger:)`` and call
 /// ``close()`` before exiting: it lets the puts in flight finish, refuses
-/// later ones, and writes batched access times.
+/// later ones, and writes batched access times. A store released without
+/// `close()` loses those access times and counts (logged): its `deinit`
+/// does no I/O, since it may run on any thread, Swift's cooperative pool included.
 @_spi(Benchmarks) public final class CacheStore: Sendable {
     @_spi(Benchmarks) public let settings: CacheSettings
     @_spi(Benchmarks) public let directory: URL
@@ -122,16 +124,15 @@ import Logging
         }
     }
 
+    /// No I/O here: the last reference may go on any thread, Swift's
+    /// cooperative pool included. Access times not written by ``close()``
+    /// are lost (a store released without it), and logged.
     deinit {
         housekeeping.withLock { $0.flusher?.cancel() }
-        // Last chance for batched access times (a normal exit calls close()).
-        let batch = pending.withLock { $0.take() }
-        guard !batch.isEmpty else { return }
-        do {
-            try db.write { try Self.apply(batch, db: $0) }
-        } catch {
-            logger.error("access times lost at deinit", metadata: ["entries": "\(batch.touches.count)", "error": "\(error)"])
-        }
+        let lost = pending.withLock { $0.take() }
+        guard !lost.isEmpty else { return }
+        logger.error("access times lost: the store was released without close()",
+                     metadata: ["entries": "\(lost.touches.count)", "hits": "\(lost.hits)", "misses": "\(lost.misses)"])
     }
 
     /// Quiesces the store: puts already admitted commit (or fail) first,
