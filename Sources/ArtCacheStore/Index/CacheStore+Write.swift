@@ -20,10 +20,10 @@ extension CacheStore {
             key: key.hex, url: normalized.string, host: normalized.host, kind: .original,
             parentKey: nil, spec: nil, blob: blobPath(for: key, size: data.count),
             contentType: contentType, declaredType: declared, size: Int64(data.count),
-            sha256: CacheKey.sha256Hex(data), sourceSHA256: nil, width: nil, height: nil,
+            sha256: "", sourceSHA256: nil, width: nil, height: nil,  // set by write(), off the caller's thread
             etag: validators.etag, lastModified: validators.lastModified, expiresAt: validators.expiresAt,
             freshFor: validators.freshFor, createdAt: now, accessedAt: now, hitCount: 0)
-        return try await write(entry, data: data, extra: { db, old in
+        return try await write(entry, data: data, extra: { db, old, new in
             // Stored at last: it leaves the offline retry queue, in the same transaction.
             try db.execute(sql: "DELETE FROM retry_queue WHERE url = ?", arguments: [normalized.string])
             if repaired {
@@ -33,7 +33,7 @@ extension CacheStore {
                     """, arguments: [declared ?? "none", contentType])
             }
             // New bytes make old variants stale.
-            guard let old, old.sha256 != entry.sha256 else { return [] }
+            guard let old, old.sha256 != new.sha256 else { return [] }
             let stale = try String.fetchAll(db, sql: "SELECT key FROM entry WHERE parent_key = ?", arguments: [key.hex])
             return try Self.deleteEntries(db, keys: stale)
         })
@@ -57,7 +57,7 @@ extension CacheStore {
         let entry = CacheEntry(
             key: key.hex, url: parentRow.url, host: parentRow.host, kind: .variant, parentKey: parent.hex, spec: spec,
             blob: blobPath(for: key, size: data.count), contentType: contentType, declaredType: nil,
-            size: Int64(data.count), sha256: CacheKey.sha256Hex(data), sourceSHA256: source, width: width, height: height,
+            size: Int64(data.count), sha256: "", sourceSHA256: source, width: width, height: height,  // set by write()
             etag: nil, lastModified: nil, expiresAt: nil, freshFor: nil, createdAt: now, accessedAt: now, hitCount: 0)
         return try await write(entry, data: data, check: { db in
             let current = try String.fetchOne(db, sql: "SELECT sha256 FROM entry WHERE key = ? AND kind = 'original'",
@@ -88,31 +88,49 @@ extension CacheStore {
         Int64(size) <= settings.inlineMax ? nil : blobs.newBlobPath(for: key)
     }
 
+    /// Bodies up to this size are hashed on the caller's thread; larger ones
+    /// on the blocking pool (SHA-256 runs at some hundreds of MB/s: 16 MiB,
+    /// the largest `inline_max`, would hold a cooperative thread for tens of
+    /// milliseconds). File blobs are always hashed there, in the job that
+    /// writes their temp file.
+    static let hashInPlaceMax = 256 << 10
+
     /// The crash-safe write path shared by originals and variants:
     /// 0. the put is admitted by the closed gate (``WriteGate``), or refused
-    ///    with `closed` before anything is written;
+    ///    with `closed` before anything is written; `entry.sha256` is set
+    ///    from `data` (off Swift's cooperative pool when large, see
+    ///    ``hashInPlaceMax``);
     /// 1. a file blob's bytes go to a temp file, fsync'd (outside any lock);
     /// 2. the put joins the next group commit (``WriteQueue``), where in its
-    ///    own savepoint: `check`, rename into place, upsert the row (and the
-    ///    inline bytes), `extra`; the shard folders of the batch's renames are
-    ///    fsync'd, then the batch commits;
+    ///    own savepoint: `check`, `extra` (given the row it replaces and the
+    ///    new one), rename into place, upsert the row (and the inline bytes);
+    ///    the shard folders of the batch's renames are fsync'd, then the
+    ///    batch commits;
     /// 3. after commit, replaced blob files are deleted, the limits enforced.
     /// A SIGKILL anywhere leaves only complete blobs behind committed rows;
     /// what may be left over (temp file, orphan blob) is for `verify --repair`.
     private func write(_ entry: CacheEntry, data: Data, check: @escaping @Sendable (Database) throws -> Void = { _ in },
-                       extra: @escaping @Sendable (Database, CacheEntry?) throws -> [String] = { _, _ in [] }) async throws -> CacheEntry {
+                       extra: @escaping @Sendable (Database, CacheEntry?, CacheEntry) throws -> [String] = { _, _, _ in [] })
+        async throws -> CacheEntry {
         try gate.enter()
         defer { gate.leave() }
         let blobs = self.blobs
-        var put = PendingPut(entry: entry, inlineData: nil, temporary: nil) { db, old in
+        var entry = entry
+        var put = PendingPut(entry: entry, inlineData: nil, temporary: nil) { db, old, new in
             try check(db)
-            return try extra(db, old)
+            return try extra(db, old, new)
         }
-        if entry.isInline {
+        if !entry.isInline {
+            let (temporary, sha256) = try await Blocking.run { (try blobs.writeTemporary(data), CacheKey.sha256Hex(data)) }
+            (put.temporary, entry.sha256) = (temporary, sha256)
+        } else if data.count > Self.hashInPlaceMax {
+            entry.sha256 = try await Blocking.run { CacheKey.sha256Hex(data) }
             put.inlineData = data
         } else {
-            put.temporary = try await Blocking.run { try blobs.writeTemporary(data) }
+            entry.sha256 = CacheKey.sha256Hex(data)
+            put.inlineData = data
         }
+        put.entry = entry
         return try await writes.submit(put)
     }
 
@@ -187,7 +205,7 @@ extension CacheStore {
             row.createdAt = old.kind == entry.kind ? old.createdAt : entry.createdAt
             row.hitCount = old.hitCount
         }
-        var garbage = try put.extra(db, old)
+        var garbage = try put.extra(db, old, row)
         if let temporary = put.temporary, let blob = entry.blob {
             try blobs.commitTemporary(temporary, to: blob)
         }

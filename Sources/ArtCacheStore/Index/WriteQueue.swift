@@ -11,9 +11,9 @@ struct PendingPut: Sendable {
     var inlineData: Data?
     /// The synced temp file holding the bytes, when they go to a file.
     var temporary: String?
-    /// Runs in the put's savepoint after the row is written, with the row it
-    /// replaced; returns blob files to delete after commit.
-    var extra: @Sendable (Database, CacheEntry?) throws -> [String]
+    /// Runs in the put's savepoint before the row is written, with the row it
+    /// replaces and the new one; returns blob files to delete after commit.
+    var extra: @Sendable (Database, _ old: CacheEntry?, _ new: CacheEntry) throws -> [String]
 }
 
 /// Group commit: puts from concurrent writers of this process are committed
