@@ -59,18 +59,19 @@ extension BlobStore {
         }
         var result: [(String, Bool, TimeInterval)] = []
         for (name, kind) in tmp.entries() where kind == .file {
-            let token: String
-            if name.hasSuffix(".part"), let dash = name.firstIndex(of: "-") {
-                token = String(name[..<dash])
-            } else if name.hasSuffix(WriterLock.suffix) {
-                token = String(name.dropLast(WriterLock.suffix.count))
-            } else {
-                continue  // not ours (and never deleted)
-            }
+            guard let token = Self.writerToken(ofTemporary: name) else { continue }  // not ours (and never deleted)
             let age = tmp.status(of: name).map { Date().timeIntervalSince1970 - Double($0.st_mtim.tv_sec) } ?? 0
             result.append((temporary.path + "/" + name, isAlive(token), age))
         }
         return result
+    }
+
+    /// The writer token a file in `tmp/` belongs to: `<token>-<id>.part` (a
+    /// temp file) or `<token>.writer` (its lock); nil for anything else.
+    static func writerToken(ofTemporary name: String) -> String? {
+        if name.hasSuffix(".part"), let dash = name.firstIndex(of: "-") { return String(name[..<dash]) }
+        if name.hasSuffix(WriterLock.suffix) { return String(name.dropLast(WriterLock.suffix.count)) }
+        return nil
     }
 
     /// Deletes v1's second-level folders (`objects/ab/cd/`) and the blob

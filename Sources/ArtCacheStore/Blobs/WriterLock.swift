@@ -35,7 +35,8 @@ final class WriterLock: Sendable {
     deinit { release() }
 
     /// Removes the lock file and releases the flock (the store's `close()`;
-    /// a process that exits without it leaves a released lock that `verify --repair` removes).
+    /// a process that exits without it leaves a released lock that the next
+    /// open of the cache sweeps, see `BlobStore.sweepDeadWriters()`).
     func release() {
         fd.withLock { fd in
             guard let open = fd else { return }
@@ -43,6 +44,35 @@ final class WriterLock: Sendable {
             close(open)  // releases the flock
             fd = nil
         }
+    }
+
+    /// What a sweep found for a writer's token (``claim(token:in:)``).
+    enum Claim {
+        /// Its flock is held (or being checked by someone else): leave its files alone.
+        case alive
+        /// No lock file: its writer is gone (a lock file exists for as long as its writer lives).
+        case noLockFile
+        /// Dead: its flock, taken exclusively on this open file, keeps other
+        /// sweeps and `verify` off it until ``remove(_:token:in:)``.
+        case dead(fd: Int32)
+    }
+
+    /// Whether the writer of `token` is dead, holding its lock exclusively if so.
+    static func claim(token: String, in tmp: DirectoryHandle) -> Claim {
+        let fd = tmp.openFile(token + suffix, flags: O_RDONLY)
+        guard fd >= 0 else { return errno == ENOENT ? .noLockFile : .alive }  // unreadable: never guess dead
+        guard flock(fd, LOCK_EX | LOCK_NB) == 0 else {
+            close(fd)
+            return .alive
+        }
+        return .dead(fd: fd)
+    }
+
+    /// Removes a dead writer's lock file (while still holding its flock), then
+    /// lets go of it. False when the file could not be removed.
+    static func remove(_ claim: Int32, token: String, in tmp: DirectoryHandle) -> Bool {
+        defer { close(claim) }
+        return tmp.removeFile(token + suffix)
     }
 
     /// True when a live writer holds `<token>.writer` in `tmp`.

@@ -59,6 +59,10 @@ import Logging
         let mode = mode_t(settings.mode)
         blobs = try BlobStore(root: directory, mode: mode)
         writes = WriteQueue(maxBatch: settings.writeBatchMax)
+        // A killed writer's lock file and temp files would fail `verify`
+        // until someone repairs: gone now, unless their writer still lives.
+        let swept = blobs.sweepDeadWriters()
+        if swept > 0 { logger.info("removed dead writers' temp files", metadata: ["files": "\(swept)"]) }
 
         var config = GRDB.Configuration()
         config.busyMode = .timeout(60)  // other processes' writes wait, never surface as SQLITE_BUSY
