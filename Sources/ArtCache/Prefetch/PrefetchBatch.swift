@@ -1,0 +1,105 @@
+@_spi(Benchmarks) import ArtCacheCore
+@_spi(Benchmarks) import ArtCacheFetch
+@_spi(Benchmarks) import ArtCacheRender
+@_spi(Benchmarks) import ArtCacheStore
+import Foundation
+
+/// One call's worth of prefetching: its events while it runs, and its
+/// summary and items (in the order given) when every item is done.
+public final class PrefetchBatch: Sendable {
+    private struct State {
+        var items: [PrefetchItem?]
+        var summary = PrefetchSummary()
+        var done = 0
+        var waiters: [CheckedContinuation<Void, Never>] = []
+    }
+
+    private let state: Locked<State>
+    private let started = Date()
+    /// One event per finished item, then the stream ends. Single consumer.
+    /// Events nobody reads are not kept beyond the newest
+    /// ``eventBufferLimit`` (each carries the batch's progress so far).
+    public let events: AsyncStream<PrefetchEvent>
+    /// Unread events kept: 1,024.
+    public static let eventBufferLimit = 1024
+    private let continuation: AsyncStream<PrefetchEvent>.Continuation
+
+    init(total: Int) {
+        var initial = State(items: Array(repeating: nil, count: total))
+        initial.summary.requested = total
+        state = Locked(initial)
+        (events, continuation) = AsyncStream.makeStream(of: PrefetchEvent.self, bufferingPolicy: .bufferingNewest(Self.eventBufferLimit))
+        if total == 0 { continuation.finish() }
+    }
+
+    func record(_ index: Int, _ item: PrefetchItem) {
+        let (progress, finished, waiters) = state.withLock { s -> (PrefetchProgress, Bool, [CheckedContinuation<Void, Never>]) in
+            guard s.items[index] == nil else { return (Self.progress(s, started), false, []) }
+            s.items[index] = item
+            s.done += 1
+            s.summary.add(item)
+            let finished = s.done == s.items.count
+            if finished { s.summary.seconds = Date().timeIntervalSince(started) }
+            let waiters = finished ? s.waiters : []
+            if finished { s.waiters = [] }
+            return (Self.progress(s, started), finished, waiters)
+        }
+        continuation.yield(.item(index: index, item: item, progress: progress))
+        if finished {
+            continuation.finish()
+            for waiter in waiters { waiter.resume() }
+        }
+    }
+
+    private static func progress(_ s: State, _ started: Date) -> PrefetchProgress {
+        PrefetchProgress(done: s.done, total: s.items.count, bytes: s.summary.bytes,
+                         failed: s.summary.failed + s.summary.refused, elapsed: Date().timeIntervalSince(started))
+    }
+
+    /// Waits until every item is done.
+    public func wait() async {
+        await withCheckedContinuation { (waiter: CheckedContinuation<Void, Never>) in
+            let done = state.withLock { s -> Bool in
+                if s.done == s.items.count { return true }
+                s.waiters.append(waiter)
+                return false
+            }
+            if done { waiter.resume() }
+        }
+    }
+
+    /// The summary, once every item is done.
+    public var summary: PrefetchSummary {
+        get async {
+            await wait()
+            return state.withLock { $0.summary }
+        }
+    }
+
+    /// Every item's result in the order given, once every item is done.
+    public var items: [PrefetchItem] {
+        get async {
+            await wait()
+            return state.withLock { $0.items.compactMap { $0 } }
+        }
+    }
+}
+
+extension PrefetchSummary {
+    mutating func add(_ item: PrefetchItem) {
+        bytes += Int64(item.bytes)
+        if item.repaired { repaired += 1 }
+        variants += item.variantsMade
+        renderFailures.merge(item.renderFailures, uniquingKeysWith: +)
+        switch item.outcome {
+        case .success(.cached): cached += 1
+        case .success(.revalidated): revalidated += 1
+        case .success(.downloaded): downloaded += 1
+        case .success(.uncacheable): uncacheable += 1
+        case .failure(let error) where error.code == .notAnImage: refused += 1
+        case .failure(let error):
+            failed += 1
+            failures[error.reason, default: 0] += 1
+        }
+    }
+}
