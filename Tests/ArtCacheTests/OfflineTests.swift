@@ -13,30 +13,7 @@ import Testing
 struct OfflineTests {
     /// A loopback port bound but never listening: every connect is refused
     /// at once, and no other test's server can take the port meanwhile.
-    final class RefusingPort {
-        let fd: Int32
-        let port: Int
-
-        init() throws {
-            let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-            var address = sockaddr_in()
-            address.sin_family = sa_family_t(AF_INET)
-            address.sin_addr.s_addr = inet_addr("127.0.0.1")
-            address.sin_port = 0
-            var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-            let bound = withUnsafeMutablePointer(to: &address) {
-                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) == 0 && getsockname(fd, $0, &length) == 0 }
-            }
-            guard fd >= 0, bound else {
-                if fd >= 0 { close(fd) }
-                throw POSIXError(.EADDRNOTAVAIL)
-            }
-            self.fd = fd
-            port = Int(UInt16(bigEndian: address.sin_port))
-        }
-
-        deinit { close(fd) }
-    }
+    typealias RefusingPort = HeldPort
 
     /// 40 URLs to an unreachable host: after `offline_after` connect
     /// failures the host is offline; the rest are not tried (no retries, no
