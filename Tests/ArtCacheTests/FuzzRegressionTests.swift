@@ -150,7 +150,7 @@ extension FuzzRegressionTests {
 
         /// fuzz-config: toml++ aborted the process on these table headers.
         @Test("Table headers toml++ would abort on are a syntax error",
-              arguments: ["[.]", "[~]", "[ #]", "[[\u{e9}]]", "[   ", "  [\t.x]"])
+              arguments: ["[.]", "[~]", "[ #]", "[[\u{e9}]]", "[   ", "  [\t.x]", "[\u{31F}", "[[\u{31F}a]]", "[ \u{301}a]"])
         func badTableHeader(_ toml: String) {
             let error = #expect(throws: ConfigError.self) { try Configuration.parse(toml: toml, source: "fuzz.conf") }
             #expect(error?.code == .syntax)

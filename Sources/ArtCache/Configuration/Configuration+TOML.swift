@@ -52,16 +52,23 @@ extension Configuration {
 
     /// toml++ (under TOMLKit) aborts the process on a table header whose
     /// name starts with anything but a bare-key character or a quote (`[.]`,
-    /// `[~]`, `[ #]`): such headers are a syntax error here, before it sees them.
+    /// `[~]`, `[ #]`, `[` + a combining mark): such headers are a syntax
+    /// error here, before it sees them. Read as bytes, as toml++ reads them:
+    /// as Characters, `[` followed by a combining mark is one grapheme that
+    /// is not `[`, and such a line went through unchecked.
     package static func checkTableHeaders(_ text: String, source: String) throws(ConfigError) {
-        for (index, line) in text.split(omittingEmptySubsequences: false, whereSeparator: \.isNewline).enumerated() {
-            var rest = line.drop { $0 == " " || $0 == "\t" }
-            guard rest.hasPrefix("[") else { continue }
+        func isSpace(_ byte: UInt8) -> Bool { byte == 0x20 || byte == 0x09 }
+        func startsAName(_ byte: UInt8) -> Bool {
+            (0x61...0x7A).contains(byte) || (0x41...0x5A).contains(byte) || (0x30...0x39).contains(byte)
+                || byte == UInt8(ascii: "_") || byte == UInt8(ascii: "-") || byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "'")
+        }
+        for (index, line) in text.utf8.split(separator: 0x0A, omittingEmptySubsequences: false).enumerated() {
+            var rest = line.drop(while: isSpace)
+            guard rest.first == UInt8(ascii: "[") else { continue }
             rest = rest.dropFirst()
-            if rest.hasPrefix("[") { rest = rest.dropFirst() }
-            rest = rest.drop { $0 == " " || $0 == "\t" }
-            let ok = rest.first.map { $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "_" || $0 == "-" || $0 == "\"" || $0 == "'") } ?? false
-            guard ok else {
+            if rest.first == UInt8(ascii: "[") { rest = rest.dropFirst() }
+            rest = rest.drop(while: isSpace)
+            guard let first = rest.first, startsAName(first) else {
                 throw ConfigError(code: .syntax, source: source, key: nil,
                                   message: "TOML syntax error at line \(index + 1): a table name must start with a letter, digit, _, - or a quote")
             }
