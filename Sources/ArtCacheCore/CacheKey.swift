@@ -13,6 +13,13 @@ public struct CacheKey: Hashable, Sendable, Codable, CustomStringConvertible {
         self.hex = CacheKey.sha256Hex(Data(normalizedURL.string.utf8))
     }
 
+    /// The key the original at `url` is stored under (one key for every
+    /// spelling of one resource); `.invalidURL` for anything but an
+    /// absolute http(s) URL with a host.
+    public init(url: String) throws(ArtCacheError) {
+        self.init(normalizedURL: try NormalizedURL(url))
+    }
+
     /// The key of a variant of `parent` made with `spec` (a canonical spec string).
     package init(parent: CacheKey, spec: String) {
         self.hex = CacheKey.sha256Hex(Data("variant:\(parent.hex):\(spec)".utf8))

@@ -57,7 +57,7 @@ public struct APIClient: Sendable {
     private func savedPath(_ url: String) throws -> URL {
         // The URL's cache key: the same file name in every process.
         do {
-            return directory.appendingPathComponent(try NormalizedURL(url).key.hex + ".json")
+            return directory.appendingPathComponent(try CacheKey(url: url).hex + ".json")
         } catch {
             throw Failure(description: "\(url): \(error)")
         }
