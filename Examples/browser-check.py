@@ -12,17 +12,11 @@ seen before still renders from the cache. Saves a screenshot of each page.
     python3 Examples/browser-check.py --fronts BIN --artcache BIN
 Prints one line per check and "N passed, N failed"; exit 1 on any failure.
 """
-import argparse, http.server, ipaddress, json, os, shutil, signal, socket, subprocess, sys, tempfile, threading, time
+import argparse, http.server, ipaddress, json, os, re, shutil, signal, subprocess, sys, tempfile, threading, time
 from urllib.parse import urlparse, parse_qs
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 KEY = "cd" * 32
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def make_images(folder):
@@ -45,11 +39,12 @@ class Origin(http.server.ThreadingHTTPServer):
     daemon_threads = True
     request_queue_size = 256  # the default listen backlog (5) refuses bursts of prefetch + browser
 
-    def __init__(self, port, images):
+    def __init__(self, images):
         self.images = images
         self.requests = []
         self.lock = threading.Lock()
-        super().__init__(("127.0.0.1", port), OriginHandler)
+        super().__init__(("127.0.0.1", 0), OriginHandler)  # port 0: the OS picks a free one
+        self.port = self.server_address[1]
 
 
 class OriginHandler(http.server.BaseHTTPRequestHandler):
@@ -95,12 +90,13 @@ class API(http.server.ThreadingHTTPServer):
     daemon_threads = True
     request_queue_size = 256
 
-    def __init__(self, port, origin):
+    def __init__(self, origin):
         self.fixtures = {}
         for name in ["itunes_search", "github_repos", "github_users", "twitter_home_timeline"]:
             text = open(f"{HERE}/Fixtures/{name}.json").read().replace("{{ORIGIN}}", origin)
             self.fixtures[name] = text.encode()
-        super().__init__(("127.0.0.1", port), APIHandler)
+        super().__init__(("127.0.0.1", 0), APIHandler)
+        self.port = self.server_address[1]
 
 
 class APIHandler(http.server.BaseHTTPRequestHandler):
@@ -132,14 +128,45 @@ def serve(server):
     return server
 
 
-def wait_port(port, seconds=60):
-    deadline = time.time() + seconds
-    while time.time() < deadline:
-        with socket.socket() as s:
-            if s.connect_ex(("127.0.0.1", port)) == 0:
-                return True
-        time.sleep(0.1)
-    return False
+class Started:
+    """A child listening on 127.0.0.1 port 0: its stdout and stderr are copied to
+    `log` by threads, which watch for the line that tells the port it got
+    (`artcache serve`: "serving … on http://127.0.0.1:PORT" on stdout; the
+    fronts: "fronts listening" with port=PORT on stderr)."""
+    PATTERNS = [re.compile(r"serving .* on http://127\.0\.0\.1:(\d+)"), re.compile(r"^(?=.*fronts listening).*?port=(\d+)")]
+
+    def __init__(self, cmd, env, log):
+        self.log = open(log, "w")
+        self.port = None
+        self.found = threading.Event()
+        self.lock = threading.Lock()
+        self.closed = 0
+        self.process = subprocess.Popen(cmd, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                        stderr=subprocess.PIPE)
+        self.threads = [threading.Thread(target=self._drain, args=(pipe,), daemon=True)
+                        for pipe in (self.process.stdout, self.process.stderr)]
+        for thread in self.threads:
+            thread.start()
+
+    def _drain(self, pipe):
+        for raw in iter(pipe.readline, b""):
+            line = raw.decode("utf-8", "replace")
+            with self.lock:
+                self.log.write(line)
+                self.log.flush()
+            match = next((m for m in (p.search(line) for p in self.PATTERNS) if m), None)
+            if match and self.port is None:
+                self.port = int(match.group(1))
+                self.found.set()
+        with self.lock:
+            self.closed += 1
+            if self.closed == 2:
+                self.found.set()  # both pipes closed: the child exited (without telling a port, if none yet)
+
+    def wait_port(self, seconds=60):
+        """The port once the child has said it listens; None when it exits first or `seconds` pass."""
+        self.found.wait(seconds)
+        return self.port
 
 
 def is_loopback(url):
@@ -163,9 +190,9 @@ def main():
     shots = f"{work}/screenshots"
     os.makedirs(shots)
     images = make_images(f"{work}/images")
-    origin_port, api_port = free_port(), free_port()
-    origin = serve(Origin(origin_port, images))
-    api = serve(API(api_port, f"http://127.0.0.1:{origin_port}"))
+    origin = serve(Origin(images))
+    api = serve(API(f"http://127.0.0.1:{origin.port}"))
+    origin_port, api_port = origin.port, api.port
     env = dict(os.environ, ARTCACHE_DOWNLOAD_ALLOWED_NETWORKS="127.0.0.0/8", ARTCACHE_DOWNLOAD_TIMEOUT="3s",
                ARTCACHE_DOWNLOAD_RETRIES="0", ARTCACHE_SERVICE_KEYS=KEY, ARTCACHE_SERVICE_FALLBACK="placeholder")
     results = []
@@ -176,30 +203,32 @@ def main():
         print(f"{'PASS' if ok else 'FAIL'} {name}{': ' + detail if detail else ''}", flush=True)
 
     def start(cmd):
-        p = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=open(f"{work}/log-{len(processes)}.txt", "w"))
-        processes.append(p)
-        return p
+        """Starts cmd (listening on 127.0.0.1:0) and returns the port it got, or None (a failed check)."""
+        child = Started(cmd, env, f"{work}/log-{len(processes)}.txt")
+        processes.append(child.process)
+        port = child.wait_port()
+        if port is None:
+            check(f"{os.path.basename(cmd[0])} started and told its port", False, f"see {child.log.name}")
+        return port
 
     pages = ["/itunes?term=jack+johnson&entity=album", "/itunes?term=nothing&entity=song", "/github/repos?q=swift",
              "/github/users?q=swift", "/github/users?q=octo", "/twitter"]
     try:
-        service_port = free_port()
         # The service shares its cache with the service-mode front (whose prefetch warms it).
-        start([args.artcache, "serve", "--listen", f"127.0.0.1:{service_port}", "--cache-dir", f"{work}/cache-service"])
+        service_port = start([args.artcache, "serve", "--listen", "127.0.0.1:0", "--cache-dir", f"{work}/cache-service"])
+        if service_port is None:
+            return 1
         modes = []
         for mode in ["inprocess", "service"]:
-            port = free_port()
-            cmd = [args.fronts, "--listen", f"127.0.0.1:{port}", "--cache-dir", f"{work}/cache-{mode}",
+            cmd = [args.fronts, "--listen", "127.0.0.1:0", "--cache-dir", f"{work}/cache-{mode}",
                    "--itunes-api", f"http://127.0.0.1:{api_port}", "--github-api", f"http://127.0.0.1:{api_port}",
                    "--twitter-api", f"http://127.0.0.1:{api_port}", "--images", mode]
             if mode == "service":
                 cmd += ["--service-url", f"http://127.0.0.1:{service_port}"]
-            start(cmd)
-            modes.append((mode, port))
-        for _, port in modes + [("service", service_port)]:
-            if not wait_port(port):
-                check(f"port {port} up", False)
+            port = start(cmd)
+            if port is None:
                 return 1
+            modes.append((mode, port))
         with sync_playwright() as pw:
             browser = pw.chromium.launch(executable_path=shutil.which("chromium"), args=["--no-sandbox"])
             context = browser.new_context(device_scale_factor=2)

@@ -15,7 +15,10 @@ targets=(fuzz-sniffer fuzz-resultset fuzz-url fuzz-config fuzz-headers)
 for target in "${targets[@]}"; do mkdir -p "$out/$target"; done
 
 # --- hand-made seeds ---------------------------------------------------------
-python3 - "$out" "$here/../Sources/ArtCache/Config/ConfigKeys.swift" <<'PY'
+# The config keys' declarations (found by name: the Sources layout may change).
+config_keys="$(find "$here/../Sources" -name ConfigKeys.swift -type f 2>/dev/null | sort | head -1)"
+[ -n "$config_keys" ] || { echo "seeds: no ConfigKeys.swift under Sources/" >&2; exit 1; }
+python3 - "$out" "$config_keys" <<'PY'
 import gzip, json, os, re, struct, sys, zlib
 
 out, config_keys = sys.argv[1], sys.argv[2]

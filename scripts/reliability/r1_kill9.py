@@ -12,7 +12,7 @@ the row count never goes down. At the end: `verify --repair` leaves 0
 problems, every committed original is still served from the cache without
 the network, and sampled entries match the origin byte for byte.
 
-Env: R1_KILLS (50), R1_URLS per process per run (60), R1_BUDGET seconds (200),
+Env: R1_KILLS (50), R1_URLS per process per run (60), R1_BUDGET seconds (150),
 R1_SEED (random seed; printed).
 """
 import json
@@ -28,7 +28,7 @@ import lib  # noqa: E402
 
 KILLS = int(lib.env_float("R1_KILLS", 50))
 PER_RUN = int(lib.env_float("R1_URLS", 60))
-BUDGET = lib.env_float("R1_BUDGET", 200)
+BUDGET = lib.env_float("R1_BUDGET", 150)
 MAX_RUNS = KILLS * 2          # bounded even when processes keep finishing before their kill
 KILL_WINDOW = 1.2             # seconds after start at first; then follows how long unkilled runs take
 PREFETCH_TIMEOUT = 90

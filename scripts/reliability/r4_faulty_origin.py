@@ -6,7 +6,6 @@ never on 404 or other answers), the typed reason in `prefetch --json`, and
 that nothing partial is stored (stats: 0 entries, no file under objects/ or
 tmp/, verify --hash clean)."""
 import os
-import socket
 import sys
 import time
 
@@ -58,14 +57,6 @@ CASES = [
 ]
 
 
-def closed_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
-
-
 def files_under(cache, sub):
     found = []
     for dirpath, _, files in os.walk(os.path.join(cache, sub)):
@@ -81,6 +72,7 @@ def body(rep, work, binary):
     origin = Origin(None, FaultyHandler, payload).start()
     lib.at_exit(origin.stop)
     lib.wait_http(origin.port, "/_requests", 10)
+    dead_port = lib.refusing_port()   # bound, never listening: connection refused, held until the test ends
 
     for i, case in enumerate(CASES):
         cache = os.path.join(work, "cache-%d" % i)
@@ -88,7 +80,7 @@ def body(rep, work, binary):
             route = "/fault/%s/c%d" % (case["route"], i) if case["route"] != "loop" else "/fault/loop/c%d/a" % i
             url = origin.base() + route
         else:
-            url = "http://127.0.0.1:%d/nothing-listens.jpg" % closed_port()
+            url = "http://127.0.0.1:%d/nothing-listens.jpg" % dead_port
         urls = os.path.join(work, "urls-%d.txt" % i)
         with open(urls, "w") as f:
             f.write(url + "\n")

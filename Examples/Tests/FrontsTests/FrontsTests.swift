@@ -1,5 +1,10 @@
 import ArtCache
 import Foundation
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
 import HTTPTypes
 import Hummingbird
 import HummingbirdTesting
@@ -58,7 +63,12 @@ struct FrontsTests {
         #expect(html.contains("src=\"/image?src=a&quot;b\" width=\"64\" height=\"64\""))
     }
 
-    @Test func imageRouteAnswersPlaceholdersNeverBrokenImages() async throws {
+    @Test(.timeLimit(.minutes(2)))
+    func imageRouteAnswersPlaceholdersNeverBrokenImages() async throws {
+        // A loopback port where nothing listens, held for the whole test (no other process can take it).
+        let refusing = try RefusingPort()
+        defer { refusing.close() }
+        let down = "http://127.0.0.1:\(refusing.port)"
         let dir = FileManager.default.temporaryDirectory.appendingPathComponent("fronts-\(UUID().uuidString)").path
         defer { try? FileManager.default.removeItem(atPath: dir) }
         var configuration = Configuration()
@@ -68,10 +78,10 @@ struct FrontsTests {
         configuration.download.connectTimeout = 2
         let pipeline = try await ImagePipeline.open(configuration: configuration)
         var options = FrontsOptions()
-        options.itunesAPI = "http://127.0.0.1:9"  // nothing listens on the discard port: the API is down
+        options.itunesAPI = down  // nothing listens there: the API is down
         let fronts = Fronts(pipeline: pipeline, options: options, logger: Logger(label: "test"), cancelOnDisconnect: false)
         let app = buildFrontsApplication(fronts: fronts)
-        let dead = ServiceURLSigner.encodeSource("http://127.0.0.1:9/a.jpg")
+        let dead = ServiceURLSigner.encodeSource("\(down)/a.jpg")
         // ::1 is loopback but not among the allowed networks: refused at connect time
         let blocked = ServiceURLSigner.encodeSource("http://[::1]:9/a.jpg")
         try await app.test(.router) { client in
@@ -97,7 +107,55 @@ struct FrontsTests {
                 #expect(String(buffer: response.body).contains("<form action=\"/itunes\""))
             }
         }
-        #expect(try await pipeline.retryQueue().map(\.url) == ["http://127.0.0.1:9/a.jpg"])  // the network failure waits for a retry
+        #expect(try await pipeline.retryQueue().map(\.url) == ["\(down)/a.jpg"])  // the network failure waits for a retry
         try await pipeline.close()
     }
+}
+
+/// A 127.0.0.1 TCP port that refuses connections (ECONNREFUSED) until `close()`:
+/// a socket bound to port 0 that never listens holds the port, so no other
+/// process can take it meanwhile (binding, closing and connecting later would
+/// race with anyone else who binds port 0).
+final class RefusingPort: Sendable {
+    let port: UInt16
+    private let descriptor: Int32
+
+    struct Failure: Error, CustomStringConvertible {
+        let description: String
+    }
+
+    init() throws {
+        #if canImport(Glibc)
+        let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        #else
+        let descriptor = socket(AF_INET, SOCK_STREAM, 0)
+        #endif
+        guard descriptor >= 0 else { throw Failure(description: "socket: errno \(errno)") }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = 0
+        address.sin_addr.s_addr = in_addr_t(0x7F00_0001).bigEndian  // 127.0.0.1
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let bound = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { pointer in
+                bind(descriptor, pointer, length) == 0 && getsockname(descriptor, pointer, &length) == 0
+            }
+        }
+        guard bound else {
+            let error = errno
+            closeDescriptor(descriptor)
+            throw Failure(description: "bind/getsockname 127.0.0.1:0: errno \(error)")
+        }
+        self.descriptor = descriptor
+        self.port = UInt16(bigEndian: address.sin_port)
+    }
+
+    /// Frees the port (call once, when the test is done with it).
+    func close() {
+        closeDescriptor(descriptor)
+    }
+}
+
+private func closeDescriptor(_ descriptor: Int32) {
+    _ = close(descriptor)
 }
