@@ -37,6 +37,40 @@ struct DeadWriterSweepTests {
         try await opened.close()
     }
 
+    /// A writer killed between renaming its batch's blobs into `objects/` and
+    /// committing their rows left files no row names (`verify`: orphans,
+    /// until `--repair`). Its rename journal lists them: the next open
+    /// removes exactly those, and keeps a listed blob a row does name (the
+    /// batch had committed) and anything that is not a blob path.
+    @Test func aDeadWritersUncommittedBlobsGoItsCommittedOnesStay() async throws {
+        let dir = TempDir()
+        var settings = Fixtures.settings(dir.path)
+        settings.inlineMax = 0  // every blob a file
+        let writer = try await CacheStore.open(settings: settings)
+        let committed = try await writer.put(url: "https://h/a.png", data: Fixtures.pngLike(size: 5000)).entry
+        let committedBlob = try #require(committed.blob)
+        // What the killed writer had renamed without committing.
+        let orphanKey = try NormalizedURL("https://h/never-committed.png").key.hex
+        let orphan = "objects/\(orphanKey.prefix(2))/\(orphanKey)-abc123"
+        #expect(FileManager.default.createFile(atPath: dir.path + "/" + orphan, contents: Fixtures.pngLike(size: 4000)))
+        let dead = String(format: "%016llx", UInt64.random(in: 0...UInt64.max))
+        let tmp = dir.path + "/tmp/"
+        #expect(FileManager.default.createFile(atPath: tmp + dead + ".writer", contents: Data()))
+        let journal = [orphan, committedBlob, "../../etc/passwd", "objects/zz/nope"].joined(separator: "\n") + "\n"
+        #expect(FileManager.default.createFile(atPath: tmp + dead + RenameJournal.suffix, contents: Data(journal.utf8)))
+        #expect(try await writer.verify().orphanBlobs == 1, "before: the uncommitted blob is an orphan")
+
+        let opened = try await CacheStore.open(settings: settings)
+        #expect(!FileManager.default.fileExists(atPath: dir.path + "/" + orphan))
+        #expect(FileManager.default.fileExists(atPath: dir.path + "/" + committedBlob))
+        #expect(!FileManager.default.fileExists(atPath: tmp + dead + RenameJournal.suffix))
+        let report = try await opened.verify()
+        #expect(report.problemCount == 0, "\(report.problems)")
+        #expect(try await opened.lookup(key: committed.cacheKey)?.data.count == 5000)
+        try await writer.close()
+        try await opened.close()
+    }
+
     /// The real thing: a writer process SIGKILLed with puts in flight.
     @Test(.timeLimit(.minutes(3))) func aSigkilledWritersLockAndTempFilesAreGoneAfterTheNextOpen() async throws {
         let dir = TempDir()
@@ -46,7 +80,7 @@ struct DeadWriterSweepTests {
                                               executable: CLI.stress)
         let reached = await CLI.waitForLines(out, count: 10)
         kill(process.processIdentifier, SIGKILL)
-        process.waitUntilExit()
+        await CLI.waitForExit(process)
         #expect(reached)
         #expect(process.terminationReason == .uncaughtSignal)
         let left = try FileManager.default.contentsOfDirectory(atPath: cache + "/tmp")
@@ -55,6 +89,8 @@ struct DeadWriterSweepTests {
         let store = try await CacheStore.open(settings: Fixtures.settings(cache))
         let report = try await store.verify()
         #expect(report.tempFiles == 0, "\(report.problems)")
+        // And what its last batch renamed into objects/ without committing.
+        #expect(report.problemCount == 0, "\(report.problems)")
         let after = try FileManager.default.contentsOfDirectory(atPath: cache + "/tmp")
         #expect(after == [store.blobs.writer.token + WriterLock.suffix], "left in tmp/: \(after)")
         try await store.close()

@@ -71,6 +71,7 @@ extension BlobStore {
     static func writerToken(ofTemporary name: String) -> String? {
         if name.hasSuffix(".part"), let dash = name.firstIndex(of: "-") { return String(name[..<dash]) }
         if name.hasSuffix(WriterLock.suffix) { return String(name.dropLast(WriterLock.suffix.count)) }
+        if name.hasSuffix(RenameJournal.suffix) { return String(name.dropLast(RenameJournal.suffix.count)) }
         return nil
     }
 

@@ -26,6 +26,9 @@ struct BlobStore: Sendable {
     /// This process's writer lock: temp files named with its token are live
     /// while it is held (``temporaryFiles()``).
     let writer: WriterLock
+    /// The blob paths this writer's batch in progress renames into place
+    /// (what a sweep removes if the writer dies before its commit).
+    let renames: RenameJournal
 
     var objects: URL { root.appendingPathComponent("objects", isDirectory: true) }
     var temporary: URL { root.appendingPathComponent("tmp", isDirectory: true) }
@@ -39,6 +42,7 @@ struct BlobStore: Sendable {
         directoryMode = mode
         try Self.createDirectories(root: root, mode: mode)
         writer = try WriterLock(in: root.appendingPathComponent("tmp").path, mode: mode & 0o666)
+        renames = RenameJournal(folder: root.appendingPathComponent("tmp").path, token: writer.token, mode: mode & 0o666)
     }
 
     static let shards = (0..<256).map { String(format: "%02x", $0) }

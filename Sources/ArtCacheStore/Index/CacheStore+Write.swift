@@ -151,6 +151,9 @@ extension CacheStore {
         var garbage: [String] = []
         var renamed: [String] = []
         do {
+            // Named before any rename: a writer killed before its commit
+            // leaves files the next open knows to remove.
+            try blobs.renames.record(puts.compactMap { $0.temporary == nil ? nil : $0.entry.blob })
             try db.write { db in
                 var delta = Totals()
                 for (index, put) in puts.enumerated() {
@@ -187,8 +190,10 @@ extension CacheStore {
                 results[index] = .failure(failure)
             }
             blobs.remove(renamed)
+            blobs.renames.clear()
             return results
         }
+        blobs.renames.clear()
         blobs.remove(garbage)
         return results
     }

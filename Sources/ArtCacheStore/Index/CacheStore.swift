@@ -59,10 +59,6 @@ import Logging
         let mode = mode_t(settings.mode)
         blobs = try BlobStore(root: directory, mode: mode)
         writes = WriteQueue(maxBatch: settings.writeBatchMax)
-        // A killed writer's lock file and temp files would fail `verify`
-        // until someone repairs: gone now, unless their writer still lives.
-        let swept = blobs.sweepDeadWriters()
-        if swept > 0 { logger.info("removed dead writers' temp files", metadata: ["files": "\(swept)"]) }
 
         var config = GRDB.Configuration()
         config.busyMode = .timeout(60)  // other processes' writes wait, never surface as SQLITE_BUSY
@@ -92,6 +88,19 @@ import Logging
             guard error.code != .incompatibleSchema, blobs.releaseReserveIfFull() else { throw error }
             db = try Self.openIndex(in: directory.path, configuration: config)
         }
+        // A killed writer's lock file, temp files and the blobs its last batch
+        // renamed but never committed would fail `verify` until someone
+        // repairs: gone now, unless their writer still lives.
+        let pool = db
+        let swept = blobs.sweepDeadWriters { path in
+            guard let key = BlobStore.key(ofBlob: path) else { return true }  // not a blob path: never removed
+            do {
+                return try pool.read { try String.fetchOne($0, sql: "SELECT blob FROM entry WHERE key = ?", arguments: [key]) } == path
+            } catch {
+                return true  // unsure: keep it (verify --repair decides later)
+            }
+        }
+        if swept > 0 { logger.info("removed what dead writers left", metadata: ["files": "\(swept)"]) }
         // Store v1's blob files move inline or to the one-level layout; in
         // chunks that each commit, so an interrupted migration resumes here.
         try migrateLegacyBlobs()
@@ -163,6 +172,7 @@ import Logging
             // No put is admitted any more and none is in flight (even if the
             // flush failed): no temp file can be written under this token
             // once it is released.
+            blobs.renames.close()
             blobs.writer.release()
         }
         try await finishing { try self.flushBlocking() }
