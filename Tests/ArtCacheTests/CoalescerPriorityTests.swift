@@ -8,7 +8,7 @@ import Testing
 /// own lock (so concurrent updates cannot leave a stale value) and the
 /// handle's observers (the render queue here) take their own locks inside
 /// it: lock order coalescer → priority handle → render queue, never back.
-@Suite("Coalescer priorities", .timeLimit(.minutes(1)))
+@Suite("Coalescer priorities", .timeLimit(.minutes(3)))  // 3: under TSan the whole suite shares 2 cores
 struct CoalescerPriorityTests {
     @Test func raisingAndLoweringFromManyTasksWhileFlightsCompleteNeitherDeadlocksNorGoesStale() async throws {
         let (joins, joined) = AsyncStream.makeStream(of: String.self)
@@ -16,7 +16,7 @@ struct CoalescerPriorityTests {
         var joinEvents = joins.makeAsyncIterator()
         let threads = WorkerThreads(count: 2, name: "artcache.test.priority")
         defer { threads.stop() }
-        for round in 0..<20 {
+        for round in 0..<8 {
             let gate = Gate()
             let (started, start) = AsyncStream.makeStream(of: PriorityHandle.self)
             let handles = (0..<40).map { PriorityHandle(ImagePriority.allCases[$0 % 5]) }

@@ -9,7 +9,7 @@ import Testing
 /// other, which the host breaker does not count, so a black-holed host never
 /// went offline (each of its URLs cost `connect_timeout` on every retry). And
 /// the breaker's host map only ever grew.
-@Suite("Connect timeouts and the host breaker", .timeLimit(.minutes(1)))
+@Suite("Connect timeouts and the host breaker", .timeLimit(.minutes(3)))
 struct ConnectTimeoutTests {
     /// A loopback port that never accepts. With `full`, a connect to it never
     /// completes, like one to a black-holed host, without a packet leaving

@@ -8,7 +8,7 @@ import Testing
 @_spi(Benchmarks) @testable import ArtCacheStore
 
 /// Real libcurl against a real loopback origin that misbehaves on purpose.
-@Suite("Downloader and pipeline", .timeLimit(.minutes(2)))
+@Suite("Downloader and pipeline", .timeLimit(.minutes(3)))
 struct DownloaderTests {
     struct Harness {
         let base: LoopbackHarness
@@ -314,8 +314,12 @@ struct DownloaderTests {
     /// (no HTTP/2) the transfers to a host queued behind the first one's
     /// response: one slow image held every other image of that host.
     @Test func aSlowResponseDoesNotHoldOtherTransfersToItsHost() async throws {
-        // A transfer queued behind the gated one would run out of its 5 s and fail.
-        let h = try await Harness { $0.timeout = 5; $0.retries = 0 }
+        // The gate stays closed until the fast transfer is done, so the slow
+        // one cannot have finished unless something timed out: the timeout
+        // is far beyond any machine's time for one small image (also under
+        // TSan), and a transfer queued behind the gated one would wait for
+        // it, then find the slow one done.
+        let h = try await Harness { $0.timeout = 60; $0.retries = 0 }
         let slowDone = Locked(false)
         let slow = Task {
             defer { slowDone.withLock { $0 = true } }

@@ -9,7 +9,7 @@ import Testing
 
 /// The embedding API (`ImagePipeline.open`, `image`, `task`, `cachedImage`,
 /// the prefetcher), against real libcurl, libvips and SQLite and a loopback origin.
-@Suite("Embedding API", .timeLimit(.minutes(2)))
+@Suite("Embedding API", .timeLimit(.minutes(3)))
 struct EmbeddingTests {
     /// A loopback origin serving a 400x300 JPEG under several names.
     static func harness(_ configure: (inout Configuration) -> Void = { _ in }) async throws -> LoopbackHarness {

@@ -9,7 +9,7 @@ import Testing
 /// Review findings on the file system: documented permissions, blobs never
 /// opened through symlinks, temp files live by their writer's lock (not a
 /// pid), and a full disk as a typed error.
-@Suite("File safety", .timeLimit(.minutes(1)))
+@Suite("File safety", .timeLimit(.minutes(3)))
 struct FileSafetyTests {
     static func mode(_ path: String) -> Int {
         var info = stat()

@@ -6,7 +6,7 @@ import ArtCache
 // The DocC article's code (FrontScenario+ArticleCode.swift) run against a
 // loopback origin, and checked to be exactly what the article shows.
 
-@Suite("Front scenarios (the DocC article's code)", .timeLimit(.minutes(2)))
+@Suite("Front scenarios (the DocC article's code)", .timeLimit(.minutes(3)))
 struct FrontScenarioTests {
     /// A loopback origin serving `images` and a pipeline opened the way a
     /// front opens it; both are closed when `body` returns.

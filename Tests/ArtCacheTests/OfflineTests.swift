@@ -9,7 +9,7 @@ import Testing
 
 /// Review findings: offline is a state, not one timeout (and one backoff)
 /// per URL; the waiting line per host and the blocking pool are bounded.
-@Suite("Offline hosts and bounded queues", .timeLimit(.minutes(1)))
+@Suite("Offline hosts and bounded queues", .timeLimit(.minutes(3)))
 struct OfflineTests {
     /// A loopback port bound but never listening: every connect is refused
     /// at once, and no other test's server can take the port meanwhile.

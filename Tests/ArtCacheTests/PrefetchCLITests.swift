@@ -9,7 +9,7 @@ import Testing
 
 /// `artcache prefetch` and `artcache get`, run as the built binary against a
 /// loopback origin started by the test.
-@Suite("prefetch and get CLI", .timeLimit(.minutes(2)))
+@Suite("prefetch and get CLI", .timeLimit(.minutes(3)))
 struct PrefetchCLITests {
     @Test func prefetchAnITunesResultSet() async throws {
         let dir = TempDir()

@@ -9,7 +9,7 @@ import Testing
 /// URL parser and let the hop through when that parser failed, while libcurl
 /// (which follows the hop) reads it with its own. The allowlist must see the
 /// URL libcurl will follow, and refuse what it cannot read.
-@Suite("Redirect Location as libcurl reads it", .timeLimit(.minutes(1)))
+@Suite("Redirect Location as libcurl reads it", .timeLimit(.minutes(3)))
 struct RedirectLocationTests {
     enum Outcome: Equatable, CustomStringConvertible {
         case status(Int)

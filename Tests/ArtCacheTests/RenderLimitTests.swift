@@ -14,7 +14,7 @@ import HummingbirdTesting
 /// Review findings on libvips: a render has a deadline enforced through
 /// libvips' kill flag, and ImageMagick decodes BMP and ICO only, called
 /// explicitly, never as a fallback for other bytes.
-@Suite("Render deadline and ImageMagick scope", .timeLimit(.minutes(2)))
+@Suite("Render deadline and ImageMagick scope", .timeLimit(.minutes(3)))
 struct RenderLimitTests {
     /// A valid, all-black RGB PNG: tiny on the wire (zeros deflate ~1000:1)
     /// but `width` x `height` pixels to inflate and resize.

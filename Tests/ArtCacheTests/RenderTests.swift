@@ -228,7 +228,7 @@ struct RenderTests {
     }
 }
 
-@Suite("Variants through the pipeline", .timeLimit(.minutes(2)))
+@Suite("Variants through the pipeline", .timeLimit(.minutes(3)))
 struct VariantPipelineTests {
     @Test func variantDownloadsItsOriginalAndRendersOnce() async throws {
         let dir = TempDir()

@@ -11,7 +11,7 @@ import Testing
 
 /// The cache's `hits` and `misses` count requests, not lookups; and the
 /// memory tier serves an image only while its original is fresh.
-@Suite("Request counting and memory freshness", .timeLimit(.minutes(1)))
+@Suite("Request counting and memory freshness", .timeLimit(.minutes(3)))
 struct RequestCountingTests {
     /// A cold thumbnail is one miss (it looks up the variant, then the
     /// original: that was two; through the service, a cache-only probe

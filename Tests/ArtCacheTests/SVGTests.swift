@@ -10,7 +10,7 @@ import Testing
 /// SVG is rasterised only when the renderer's own settings enable it: two
 /// renderers with different settings live in one process, and each decides
 /// per render (libvips is started once, whoever comes first).
-@Suite("SVG rendering", .timeLimit(.minutes(2)))
+@Suite("SVG rendering", .timeLimit(.minutes(3)))
 struct SVGTests {
     @Test func offByDefaultOnWhenEnabledAndNeverFetchesReferences() async throws {
         let dir = TempDir()

@@ -37,7 +37,7 @@ struct ServiceLiveTests {
         try await s.close()
     }
 
-    @Test(.timeLimit(.minutes(1)))
+    @Test(.timeLimit(.minutes(3)))
     func overloadAnswers429WithRetryAfter() async throws {
         let s = try await ServiceHarness(live: true) {
             $0.service.maxInflight = 1
@@ -66,7 +66,7 @@ struct ServiceLiveTests {
         try await s.close()
     }
 
-    @Test(.timeLimit(.minutes(1)))
+    @Test(.timeLimit(.minutes(3)))
     func aClientLeavingCancelsTheOriginTransfer() async throws {
         let s = try await ServiceHarness(live: true)
         s.origin.register("big.png", .init(body: Fixtures.pngLike(size: 300_000), contentType: "image/png"))

@@ -250,21 +250,17 @@ enum CLI {
 
     /// ``run(_:environment:directory:executable:)`` with a deadline: nil when
     /// the child had not exited after `seconds` (it is then killed with SIGKILL).
-    /// Its exit is awaited (termination handler), not polled.
+    /// Its exit is awaited (a thread in `waitUntilExit`), not polled.
     static func runBounded(_ arguments: [String], seconds: Double, executable: String = binary) async throws -> Result? {
         let (process, out, err) = try start(arguments, executable: executable)
         async let stdout = readToEnd(out)  // drained meanwhile: a chatty child never blocks on a full pipe
         async let stderr = readToEnd(err)
         let exited = await withTaskGroup(of: Bool.self) { group in
             group.addTask {
-                await withCheckedContinuation { continuation in
-                    let resumed = Locked(false)
-                    let resume = { @Sendable in
-                        if resumed.withLock({ done in defer { done = true }; return !done }) { continuation.resume() }
-                    }
-                    process.terminationHandler = { _ in resume() }
-                    if !process.isRunning { resume() }  // it exited before the handler was set
-                }
+                // A thread that waits for the exit (pthread_create orders it
+                // for TSan; Foundation's terminationHandler hand-off is not
+                // instrumented, so a lock captured by it looked raced).
+                await waitForExit(process)
                 return true
             }
             group.addTask {
