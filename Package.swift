@@ -30,6 +30,7 @@ let package = Package(
         .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
         .package(url: "https://github.com/apple/swift-metrics", from: "2.13.0"),
         .package(url: "https://github.com/apple/swift-http-types", from: "1.8.0"),
+        .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
         .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.1"),
     ],
     targets: [
@@ -46,6 +47,10 @@ let package = Package(
         .target(name: "CVipsFixtures", dependencies: ["CVipsShim", "CVipsSystem"]),
         .target(name: "ArtCacheFixtures", dependencies: ["CVipsFixtures", "CVipsShim"]),
         .systemLibrary(name: "CZlib", pkgConfig: "zlib", providers: [.apt(["zlib1g-dev"])]),
+        // libjpeg-turbo's TurboJPEG API and libwebp's encoder, for the JPEG
+        // fast path (non-variadic: no shims).
+        .systemLibrary(name: "CTurboJPEG", pkgConfig: "libturbojpeg", providers: [.apt(["libturbojpeg0-dev"])]),
+        .systemLibrary(name: "CWebP", pkgConfig: "libwebp", providers: [.apt(["libwebp-dev"])]),
         // The target graph is the architecture (arrows point down only):
         //
         //   artcache (CLI) ── ArtCacheServer ── Examples (fronts)
@@ -73,10 +78,10 @@ let package = Package(
             dependencies: ["ArtCacheCore", .product(name: "GRDB", package: "GRDB.swift"),
                            .product(name: "Logging", package: "swift-log")]
         ),
-        // Sniffing and libvips.
+        // Sniffing, libvips, and the TurboJPEG fast path.
         .target(
             name: "ArtCacheRender",
-            dependencies: ["ArtCacheCore", "CVipsShim", "CZlib"]
+            dependencies: ["ArtCacheCore", "CVipsShim", "CZlib", "CTurboJPEG", "CWebP"]
         ),
         .target(
             name: "ArtCache",
@@ -103,6 +108,7 @@ let package = Package(
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "UnixSignals", package: "swift-service-lifecycle"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
                 .product(name: "Crypto", package: "swift-crypto"),

@@ -24,6 +24,12 @@ public enum SyntheticImage {
         try generate("an oriented JPEG") { cvips_test_oriented_jpeg(Int32(width), Int32(height), Int32(orientation), $0, $1) }
     }
 
+    /// A zone plate JPEG (grey, or coloured): fine rings up to the Nyquist
+    /// limit, where a downscale that aliases shows moiré.
+    public static func zonePlateJPEG(width: Int = 600, height: Int = 600, colour: Bool = true, quality: Int = 90) throws -> Data {
+        try generate("a zone plate JPEG") { cvips_test_zone_jpeg(Int32(width), Int32(height), colour ? 1 : 0, Int32(quality), $0, $1) }
+    }
+
     public static func animatedGIF(width: Int, height: Int, frames: Int) throws -> Data {
         try generate("an animated GIF") { cvips_test_animated_gif(Int32(width), Int32(height), Int32(frames), $0, $1) }
     }

@@ -17,7 +17,7 @@ public func buildApplication(
     service: ThumbnailService,
     onServerRunning: @escaping @Sendable (_ host: String, _ port: Int) async -> Void = { _, _ in }
 ) -> some ApplicationProtocol {
-    let router = Router(context: BasicRequestContext.self)
+    let router = Router(context: ServiceRequestContext.self)
     router.add(middleware: TypedNotFound(service: service))
     router.get("/health") { _, _ -> Response in
         do throws(ArtCacheError) {
@@ -39,7 +39,7 @@ public func buildApplication(
     // Image paths (three segments) skip the router's trie: they are the hot
     // path, and their segments are long. Everything else goes to the router.
     let routes = router.buildResponder()
-    let responder = CallbackResponder<BasicRequestContext> { request, context in
+    let responder = CallbackResponder<ServiceRequestContext> { request, context in
         if request.method == .get, request.uri.path.utf8.lazy.filter({ $0 == UInt8(ascii: "/") }).count == 3 {
             return await service.image(request, context: context)
         }

@@ -7,6 +7,7 @@ import Foundation
 import HTTPTypes
 import Hummingbird
 import Logging
+import NIOCore
 
 /// The thumbnail service's request handling: URL grammar and signature,
 /// options and presets, negotiation, admission and deadline, the pipeline
@@ -89,7 +90,7 @@ public final class ThumbnailService: Sendable {
     // MARK: Image route
 
     /// `GET /{signature}/{options}/{source}`.
-    func image(_ request: Request, context: some RequestContext) async -> Response {
+    func image(_ request: Request, context: ServiceRequestContext) async -> Response {
         let started = ContinuousClock.now
         let (response, tier) = await answer(request, context: context)
         let elapsed = (ContinuousClock.now - started).components
@@ -105,7 +106,7 @@ public final class ThumbnailService: Sendable {
         return response
     }
 
-    private func answer(_ request: Request, context: some RequestContext) async -> (Response, String) {
+    private func answer(_ request: Request, context: ServiceRequestContext) async -> (Response, String) {
         let parsed: (request: ImageRequest, negotiated: Bool, signed: Bool)
         do {
             parsed = try parse(path: request.uri.path, accept: request.headers[.accept])
@@ -117,17 +118,14 @@ public final class ThumbnailService: Sendable {
             metrics.served(tier: "memory")
             return (success(hit, request: request, negotiated: parsed.negotiated, signed: parsed.signed), "memory")
         }
-        let watched = Locked(false)
-        var (response, tier) = await miss(request, parsed: parsed, watched: watched)
-        if watched.withLock({ $0 }) { response.headers[.connection] = "close" }  // watching the connection consumed it
-        return (response, tier)
+        return await miss(parsed, request: request, connection: cancelOnDisconnect ? context.channel : nil)
     }
 
     /// Not in memory: admission, deadline, disk, then the network.
-    private func miss(_ request: Request, parsed: (request: ImageRequest, negotiated: Bool, signed: Bool),
-                      watched: Locked<Bool>) async -> (Response, String) {
+    private func miss(_ parsed: (request: ImageRequest, negotiated: Bool, signed: Bool), request: Request,
+                      connection: (any Channel)?) async -> (Response, String) {
         do {
-            let image = try await admitted(request, parsed.request, watched: watched)
+            let image = try await admitted(parsed.request, connection: connection)
             let tier = image.source == .placeholder ? "placeholder" : image.source.rawValue
             metrics.served(tier: tier)
             return (success(image, request: request, negotiated: parsed.negotiated, signed: parsed.signed), tier)
@@ -205,36 +203,22 @@ public final class ThumbnailService: Sendable {
     }
 
     /// Runs one request under one admission slot (429 when full) and one
-    /// per-request deadline (503), queueing included. On a live connection
-    /// the disk is asked first (cache only) with the connection left alone;
-    /// only when it cannot answer does the request go to the network,
-    /// cancelled if the client leaves. Watching the connection consumes it
-    /// (`watched` is set: the answer closes it).
-    private func admitted(_ request: Request, _ imageRequest: ImageRequest, watched: Locked<Bool>) async throws -> ImageResponse {
+    /// per-request deadline (503), queueing included: one pass through the
+    /// pipeline (memory, disk, network; one lookup, one flight, one hit or
+    /// miss counted). When `connection` closes first (the client left), the
+    /// request is cancelled — its origin transfer too. The connection is
+    /// watched through its close future, never read: a keep-alive client
+    /// keeps its connection after a cold image.
+    private func admitted(_ imageRequest: ImageRequest, connection: (any Channel)?) async throws -> ImageResponse {
         let pipeline = self.pipeline
         let admission = self.admission
         let timeout = settings.timeout
-        let watch = cancelOnDisconnect
         return try await withThrowingTaskGroup(of: ImageResponse?.self) { group in
             group.addTask {
                 do {
                     return try await admission.run {
-                        guard watch else { return try await pipeline.image(imageRequest) }
-                        var cached = imageRequest
-                        cached.options.insert(.cacheOnly)
-                        cached.options.remove(.placeholderOnFailure)
-                        do {
-                            // A probe: its miss is not counted (the network
-                            // pass counts the request, once); its answer is.
-                            let image = try await pipeline.load(cached, priority: PriorityHandle(cached.priority), counting: false)
-                            if image.source != .memory { pipeline.count(image) }
-                            return image
-                        } catch let error as ArtCacheError where error.code == .notCached {
-                            watched.withLock { $0 = true }
-                            return try await request.body.consumeWithCancellationOnInboundClose { _ in
-                                try await pipeline.image(imageRequest)
-                            }
-                        }
+                        guard let connection else { return try await pipeline.image(imageRequest) }
+                        return try await Self.cancelled(onClose: connection) { try await pipeline.image(imageRequest) }
                     }
                 } catch Admission.Refusal.overloaded {
                     throw ServiceFailure.overloaded
@@ -250,6 +234,32 @@ public final class ThumbnailService: Sendable {
             guard let first = try await group.next(), let image = first else { throw ServiceFailure.deadline }
             return image
         }
+    }
+
+    /// Runs `body`, cancelled if `channel` closes before it ends. The
+    /// close callback holds only a box emptied when `body` ends, so a long
+    /// keep-alive connection keeps nothing of its finished requests but a
+    /// few bytes each.
+    static func cancelled<T: Sendable>(onClose channel: any Channel,
+                                       _ body: @escaping @Sendable () async throws -> T) async throws -> T {
+        let work = Task { try await body() }
+        let box = Locked<Task<T, Error>?>(work)
+        channel.closeFuture.whenComplete { _ in box.withLock { $0?.cancel() } }
+        defer { box.withLock { $0 = nil } }
+        return try await withTaskCancellationHandler { try await work.value } onCancel: { work.cancel() }
+    }
+}
+
+/// Hummingbird's basic context plus the connection's channel (its close
+/// future cancels a miss whose client left).
+struct ServiceRequestContext: RequestContext {
+    var coreContext: CoreRequestContextStorage
+    /// The connection; nil when the application is run without one.
+    let channel: (any Channel)?
+
+    init(source: ApplicationRequestContextSource) {
+        coreContext = .init(source: source)
+        channel = source.channel
     }
 }
 

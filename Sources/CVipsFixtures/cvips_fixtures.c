@@ -87,3 +87,23 @@ int cvips_test_animated_gif(int width, int height, int frames, void **out, size_
     g_object_unref(parent);
     return status;
 }
+
+int cvips_test_zone_jpeg(int width, int height, int colour, int quality, void **out, size_t *out_length) {
+    VipsImage *base = vips_image_new();
+    VipsImage **t = (VipsImage **) vips_object_local_array(VIPS_OBJECT(base), 5);
+    int status = -1;
+    *out = NULL;
+    *out_length = 0;
+    if (vips_zone(&t[0], width, height, NULL)) goto done;
+    if (vips_linear1(t[0], &t[1], 127.5, 127.5, NULL)) goto done;
+    if (vips_cast_uchar(t[1], &t[2], NULL)) goto done;
+    VipsImage *image = t[2];
+    if (colour) {
+        if (vips_falsecolour(t[2], &t[3], NULL)) goto done;
+        image = t[3];
+    }
+    status = vips_jpegsave_buffer(image, out, out_length, "Q", quality, NULL);
+done:
+    g_object_unref(base);
+    return status;
+}

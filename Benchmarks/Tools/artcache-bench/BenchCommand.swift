@@ -18,12 +18,19 @@ struct RenderOptions: ParsableArguments {
     @Option(help: "Output format.") var format = "jpeg"
     @Option(help: "Render every file this many times.") var repeats = 1
     @Option(help: "Renders at once (0 = cores).") var workers = 0
+    @Option(help: "Fit: contain, cover or smart.") var fit = "contain"
+    @Option(help: "Encoder quality.") var quality = 80
+    @Flag(inversion: .prefixedNo, help: "The TurboJPEG fast path for JPEG to JPEG ([thumbnails] fast_jpeg).") var fastJPEG = true
+    @Option(help: "Write each file's first render here (for the quality comparison).") var out: String?
     @Flag(help: "Print only the total and the rate.") var quiet = false
 
     /// Thumbnail settings with `workers` renders at once.
     var settings: ThumbnailSettings {
         var settings = ThumbnailSettings()
         settings.concurrency = workers
+        settings.fastJPEG = fastJPEG
+        settings.quality = quality
+        settings.fit = VariantSpec.Fit(rawValue: fit) ?? .contain
         return settings
     }
 }
@@ -52,6 +59,10 @@ struct RenderFiles: AsyncParsableCommand {
                     group.addTask {
                         do {
                             let image = try await renderer.render(data, spec: spec)
+                            if round == 0, let out = self.render.out {
+                                let name = URL(fileURLWithPath: files[index]).deletingPathExtension().lastPathComponent
+                                try image.data.write(to: URL(fileURLWithPath: out).appendingPathComponent(name + "." + image.format.rawValue))
+                            }
                             return (round == 0 ? index : -1, "ok \(image.width)x\(image.height) \(image.format.rawValue) \(image.data.count) bytes")
                         } catch {
                             return (round == 0 ? index : -1, "error \(error)")

@@ -120,6 +120,7 @@ extension Configuration {
         thumbnails.maxOutput = read.integer("thumbnails.max_output")
         thumbnails.allowSVG = read.bool("thumbnails.allow_svg")
         thumbnails.allowMagick = read.bool("thumbnails.allow_magick")
+        thumbnails.fastJPEG = read.bool("thumbnails.fast_jpeg")
         thumbnails.concurrency = read.integer("thumbnails.concurrency")
         thumbnails.placeholder = Configuration.expandTilde(read.string("thumbnails.placeholder"))
         thumbnails.renderTimeout = read.duration("thumbnails.render_timeout")

@@ -149,11 +149,10 @@ public final class ImagePipeline: Sendable {
 
     /// One request through the tiers, with a priority that may change.
     /// A memory hit is served only while its original is fresh; an expired
-    /// one goes to the disk tier, which revalidates. `counting`: the request
-    /// counts once in the cache's `hits` / `misses` when it reaches the disk
-    /// tier (a hit when the disk answered it as stored); the service's
-    /// cache-only probe does not count, its network pass does.
-    package func load(_ request: ImageRequest, priority: PriorityHandle, counting: Bool = true) async throws(ArtCacheError) -> ImageResponse {
+    /// one goes to the disk tier, which revalidates. The request counts once
+    /// in the cache's `hits` / `misses` when it reaches the disk tier (a hit
+    /// when the disk answered it as stored).
+    package func load(_ request: ImageRequest, priority: PriorityHandle) async throws(ArtCacheError) -> ImageResponse {
         var reachedDisk = false
         do {
             let resolved = try resolve(request)
@@ -167,11 +166,11 @@ public final class ImagePipeline: Sendable {
             } else {
                 response = try await originalResponse(resolved.url, mode: mode, priority: priority)
             }
-            if counting, reachedDisk { count(response) }
+            if reachedDisk { count(response) }
             if response.cacheKey != nil { memory.store(response, forKey: resolved.memoryKey) }
             return response
         } catch {
-            if counting, reachedDisk, !(error is CancellationError), (error as? ArtCacheError)?.code != .cancelled {
+            if reachedDisk, !(error is CancellationError), (error as? ArtCacheError)?.code != .cancelled {
                 store.recordRequest(hit: false)
             }
             let failure = ArtCacheError(any: error, context: request.url)
@@ -185,7 +184,7 @@ public final class ImagePipeline: Sendable {
 extension ImagePipeline {
     /// Counts one request answered past the memory tier in the cache's
     /// `hits` / `misses`: a hit when the disk answered it as stored.
-    package func count(_ response: ImageResponse) {
+    func count(_ response: ImageResponse) {
         store.recordRequest(hit: response.source == .disk && !response.rendered)
     }
 }

@@ -6,6 +6,8 @@ import Foundation
 private struct RenderCounters: Sendable {
     var started = 0
     var inProgress = 0
+    /// Renders the TurboJPEG fast path made (the rest were libvips').
+    var fast = 0
 }
 
 /// A rendered variant.
@@ -122,6 +124,9 @@ private struct RenderCounters: Sendable {
         return (c.started, c.inProgress, threads.load.waiting)
     }
 
+    /// Renders made by the TurboJPEG fast path since this renderer was made.
+    package var fastRenders: Int { counters.withLock { $0.fast } }
+
     /// Runs `body` on the render pool, started by priority.
     package func onRenderThread<T: Sendable>(priority: PriorityHandle, _ body: @escaping @Sendable () throws -> T) async throws -> T {
         try await threads.run(priority: priority) { [counters] in
@@ -141,6 +146,13 @@ private struct RenderCounters: Sendable {
         let sniffed = sniffedFormat ?? Sniffer.sniff(data).format
         let loaders = try allowedLoaders(for: sniffed)
         for spec in specs { try checkOutput(spec) }
+        let deadline = ContinuousClock.now + .seconds(settings.renderTimeout)
+        if settings.fastJPEG, JPEGFastPath.handles(sniffed, specs: specs),
+           let fast = JPEGFastPath.plan(data, specs: specs, maxSourcePixels: settings.renderLimits.maxSourcePixels),
+           let rendered = try fast.render(data, deadline: deadline) {
+            counters.withLock { $0.fast += 1 }
+            return rendered
+        }
         try Self.start()
         let render = VipsRender(timeout: settings.renderTimeout, format: sniffed)
         // One contain or cover output of a JPEG or PNG (one frame, a size

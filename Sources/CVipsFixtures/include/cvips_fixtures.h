@@ -15,6 +15,10 @@ int cvips_test_image(int width, int height, int bands, const char *suffix, void 
  * EXIF orientation `orientation` (the pixels are not rotated). */
 int cvips_test_cmyk_jpeg(int width, int height, int with_profile, void **out, size_t *out_length);
 int cvips_test_oriented_jpeg(int width, int height, int orientation, void **out, size_t *out_length);
+/* A zone plate (concentric rings whose frequency rises to the Nyquist limit
+ * at the edges: what a downscale that aliases turns into moire), as a JPEG
+ * at `quality`: grey, or coloured through libvips' false colour. */
+int cvips_test_zone_jpeg(int width, int height, int colour, int quality, void **out, size_t *out_length);
 /* An animated GIF of `frames` frames, each width x height. */
 int cvips_test_animated_gif(int width, int height, int frames, void **out, size_t *out_length);
 

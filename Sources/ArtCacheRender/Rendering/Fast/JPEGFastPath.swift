@@ -1,0 +1,107 @@
+import CTurboJPEG
+import CVipsShim
+import Foundation
+
+/// The common artwork case at the codec's speed: a JPEG (YCbCr, RGB or
+/// grey; no ICC profile, or an sRGB one; any EXIF orientation) to JPEG or
+/// WebP thumbnails that `contain` or `cover`. libjpeg-turbo decodes with its DCT
+/// scaled to the smallest size at least ``decodeMargin`` × the largest
+/// output, a Lanczos-3 ``Resampler`` takes it to each output size, the
+/// pixels are turned upright and centre-cropped, and libjpeg-turbo (or
+/// libwebp) encodes.
+/// Several outputs share the one decode.
+///
+/// Everything else — other formats, CMYK, other ICC profiles, `smart`
+/// crops, PNG/AVIF output, a file TurboJPEG warns about — is
+/// libvips' (``plan(_:specs:maxSourcePixels:)`` returns nil, or the decode
+/// step does, and the caller renders with libvips, which decides).
+///
+/// imgproxy's shape: the work is a list of steps, the deadline checked
+/// between them (each step is milliseconds on artwork; a source has passed
+/// the pixel limit before any).
+package struct JPEGFastPath {
+    /// The decode is at least this many times the largest output on each
+    /// side (then Lanczos-3 reduces it): 2, as libvips' thumbnail leaves for
+    /// its final reduce; 1 would be faster and blurrier-or-aliased.
+    package static let decodeMargin = 2
+
+    let metadata: JPEGMetadata
+    let header: TurboJPEGDecoder.Header
+    let decoder: TurboJPEGDecoder
+    let specs: [VariantSpec]
+
+    /// Whether these outputs are the fast path's at all (before reading the bytes).
+    package static func handles(_ format: SniffedFormat, specs: [VariantSpec]) -> Bool {
+        format == .jpeg && !specs.isEmpty && specs.allSatisfy { $0.fit != .smart && [.jpeg, .auto, .webp].contains($0.format) }
+    }
+
+    /// The plan for `data`, or nil when libvips is to render it.
+    package static func plan(_ data: Data, specs: [VariantSpec], maxSourcePixels: Int) -> JPEGFastPath? {
+        guard let metadata = JPEGMetadata(data), !metadata.hasProfile || metadata.profileIsSRGB,
+              let decoder = try? TurboJPEGDecoder() else { return nil }
+        let header: TurboJPEGDecoder.Header? = data.withUnsafeBytes { try? decoder.header($0) }
+        guard let header, header.width >= 1, header.height >= 1, header.width * header.height <= maxSourcePixels,
+              [TJCS_YCbCr, TJCS_GRAY, TJCS_RGB].map({ Int32($0.rawValue) }).contains(header.colorspace) else { return nil }
+        return JPEGFastPath(metadata: metadata, header: header, decoder: decoder, specs: specs)
+    }
+
+    /// The DCT scale: the smallest n/8 whose decode is at least `margin` ×
+    /// `box` on each side (or the full size).
+    package static func factor(width: Int, height: Int, box: (width: Int, height: Int), margin: Int = decodeMargin) -> (num: Int, denom: Int) {
+        let candidates = TurboJPEGDecoder.scalingFactors.filter { $0.num <= $0.denom }
+            .sorted { Double($0.num) / Double($0.denom) < Double($1.num) / Double($1.denom) }
+        return candidates.first {
+            TurboJPEGDecoder.scaled(width, $0) >= min(width, box.width * margin)
+                && TurboJPEGDecoder.scaled(height, $0) >= min(height, box.height * margin)
+        } ?? (1, 1)
+    }
+
+    /// Runs the steps; nil when TurboJPEG gives up on the bytes (libvips then
+    /// renders them). Throws `timedOut` past `deadline`, `encode` when the
+    /// encoder fails.
+    package func render(_ data: Data, deadline: ContinuousClock.Instant) throws(RenderError) -> [RenderedImage]? {
+        let orientation = metadata.orientation
+        let upright = RenderPlan.upright(width: header.width, height: header.height, orientation: orientation)
+        let box = RenderPlan.decodeBox(width: upright.width, height: upright.height, specs: specs)
+        let storedBox = orientation >= 5 ? (box.height, box.width) : (box.width, box.height)
+        let factor = Self.factor(width: header.width, height: header.height, box: storedBox)
+        let channels = header.colorspace == Int32(TJCS_GRAY.rawValue) ? 1 : 3
+        let decoded: PixelBuffer? = data.withUnsafeBytes {
+            try? decoder.decode($0, factor: factor, channels: channels, header: header)
+        }
+        guard let decoded else { return nil }
+        try Self.check(deadline)
+        let encoder: TurboJPEGEncoder
+        do { encoder = try TurboJPEGEncoder() } catch { throw RenderError(.encode, error.description) }
+        var outputs: [RenderedImage] = []
+        for spec in specs {
+            let scale = RenderPlan.scale(width: upright.width, height: upright.height, into: spec)
+            let size = (width: max(1, Int((Double(upright.width) * scale).rounded())),
+                        height: max(1, Int((Double(upright.height) * scale).rounded())))
+            let stored = orientation >= 5 ? (size.height, size.width) : (size.width, size.height)
+            var pixels = Resampler.resize(decoded, width: min(stored.0, decoded.width), height: min(stored.1, decoded.height))
+            pixels = pixels.oriented(orientation)
+            if let crop = RenderPlan.crop(width: pixels.width, height: pixels.height, spec: spec) {
+                pixels = pixels.cropped(left: (pixels.width - crop.width) / 2, top: (pixels.height - crop.height) / 2,
+                                        width: crop.width, height: crop.height)
+            }
+            try Self.check(deadline)
+            let format: VariantSpec.Format = spec.format == .webp ? .webp : .jpeg
+            let encoded: Data
+            do {
+                encoded = format == .webp ? try WebPEncoder.encode(pixels, quality: spec.quality)
+                    : try encoder.encode(pixels, quality: spec.quality)
+            } catch {
+                throw RenderError(.encode, error.description)
+            }
+            outputs.append(RenderedImage(data: encoded, width: pixels.width, height: pixels.height, format: format, hasAlpha: false))
+        }
+        return outputs
+    }
+
+    static func check(_ deadline: ContinuousClock.Instant) throws(RenderError) {
+        guard ContinuousClock.now < deadline else {
+            throw RenderError(.timedOut, VipsImage.describe(.jpeg, kind: Int32(CVIPS_TIMEOUT)))
+        }
+    }
+}

@@ -1,0 +1,138 @@
+import CTurboJPEG
+import Foundation
+
+/// Pixels in memory: 8-bit, interleaved, `channels` 1 (grey) or 3 (RGB),
+/// rows of `width * channels` bytes.
+package struct PixelBuffer: Sendable {
+    package var width: Int
+    package var height: Int
+    package var channels: Int
+    package var bytes: [UInt8]
+
+    package init(width: Int, height: Int, channels: Int, bytes: [UInt8]) {
+        precondition(bytes.count == width * height * channels, "pixel buffer size")
+        self.width = width
+        self.height = height
+        self.channels = channels
+        self.bytes = bytes
+    }
+
+    package init(width: Int, height: Int, channels: Int) {
+        self.init(width: width, height: height, channels: channels,
+                  bytes: [UInt8](repeating: 0, count: width * height * channels))
+    }
+
+    /// Pixels that `fill` writes, every byte (not zeroed first).
+    static func filled(width: Int, height: Int, channels: Int, _ fill: (UnsafeMutableBufferPointer<UInt8>) -> Bool) -> PixelBuffer? {
+        var filled = false
+        let bytes = [UInt8](unsafeUninitializedCapacity: width * height * channels) { buffer, count in
+            filled = fill(buffer)
+            if !filled { buffer.initialize(repeating: 0) }
+            count = buffer.count
+        }
+        return filled ? PixelBuffer(width: width, height: height, channels: channels, bytes: bytes) : nil
+    }
+
+    package var rowBytes: Int { width * channels }
+}
+
+/// Why TurboJPEG gave up: the fast path then hands the bytes to libvips,
+/// which decides (it may still render a truncated file, or name the error).
+package struct TurboJPEGError: Error, Sendable, CustomStringConvertible {
+    package let message: String
+    package var description: String { "turbojpeg: \(message)" }
+}
+
+/// One TurboJPEG decompressor (GRDB's pattern: one final class per C
+/// handle, freed in `deinit`; the pointer never leaves this class).
+///
+/// Not `Sendable`: a handle is used by the one render thread that made it.
+final class TurboJPEGDecoder {
+    private let handle: tjhandle
+
+    init() throws(TurboJPEGError) {
+        guard let handle = tjInitDecompress() else { throw TurboJPEGError(message: "cannot start a decompressor") }
+        self.handle = handle
+    }
+
+    deinit { tjDestroy(handle) }
+
+    /// What the JPEG's header says: size, chroma subsampling, colour space.
+    struct Header {
+        var width: Int
+        var height: Int
+        /// `TJCS_*`: YCbCr, grey and RGB decode here; CMYK and YCCK do not.
+        var colorspace: Int32
+    }
+
+    func header(_ jpeg: UnsafeRawBufferPointer) throws(TurboJPEGError) -> Header {
+        var width: Int32 = 0, height: Int32 = 0, subsampling: Int32 = 0, colorspace: Int32 = 0
+        let base = jpeg.baseAddress?.assumingMemoryBound(to: UInt8.self)
+        guard tjDecompressHeader3(handle, base, UInt(jpeg.count), &width, &height, &subsampling, &colorspace) == 0 else {
+            throw failure()
+        }
+        return Header(width: Int(width), height: Int(height), colorspace: colorspace)
+    }
+
+    /// The DCT scaling factors this libjpeg-turbo offers (n/8), largest first.
+    static let scalingFactors: [(num: Int, denom: Int)] = {
+        var count: Int32 = 0
+        guard let factors = tjGetScalingFactors(&count) else { return [(1, 1)] }
+        return (0..<Int(count)).map { (Int(factors[$0].num), Int(factors[$0].denom)) }
+    }()
+
+    /// A side scaled by `factor` as libjpeg scales it (rounded up).
+    static func scaled(_ side: Int, _ factor: (num: Int, denom: Int)) -> Int {
+        (side * factor.num + factor.denom - 1) / factor.denom
+    }
+
+    /// Decodes with the DCT scaled by `factor` into `channels` (1: grey,
+    /// 3: RGB). A warning (a truncated or damaged file) is an error here.
+    func decode(_ jpeg: UnsafeRawBufferPointer, factor: (num: Int, denom: Int), channels: Int,
+                header: Header) throws(TurboJPEGError) -> PixelBuffer {
+        let width = Self.scaled(header.width, factor), height = Self.scaled(header.height, factor)
+        let format = channels == 1 ? TJPF_GRAY : TJPF_RGB
+        let base = jpeg.baseAddress?.assumingMemoryBound(to: UInt8.self)
+        let pixels = PixelBuffer.filled(width: width, height: height, channels: channels) { out in
+            tjDecompress2(handle, base, UInt(jpeg.count), out.baseAddress, Int32(width), Int32(width * channels),
+                          Int32(height), Int32(format.rawValue), TJFLAG_STOPONWARNING) == 0
+        }
+        guard let pixels else { throw failure() }
+        return pixels
+    }
+
+    private func failure() -> TurboJPEGError {
+        TurboJPEGError(message: tjGetErrorStr2(handle).map { String(cString: $0) } ?? "unknown error")
+    }
+}
+
+/// One TurboJPEG compressor (one C handle, freed in `deinit`).
+final class TurboJPEGEncoder {
+    private let handle: tjhandle
+
+    init() throws(TurboJPEGError) {
+        guard let handle = tjInitCompress() else { throw TurboJPEGError(message: "cannot start a compressor") }
+        self.handle = handle
+    }
+
+    deinit { tjDestroy(handle) }
+
+    /// Baseline JPEG at `quality`: grey stays grey; colour is 4:2:0 below
+    /// quality 90 and 4:4:4 from 90 (libvips' `jpegsave` default), no
+    /// metadata (like `strip`).
+    func encode(_ pixels: PixelBuffer, quality: Int) throws(TurboJPEGError) -> Data {
+        let format = pixels.channels == 1 ? TJPF_GRAY : TJPF_RGB
+        let subsampling = pixels.channels == 1 ? TJSAMP_GRAY : (quality < 90 ? TJSAMP_420 : TJSAMP_444)
+        var output: UnsafeMutablePointer<UInt8>?
+        var length: UInt = 0
+        let status = pixels.bytes.withUnsafeBufferPointer { source in
+            tjCompress2(handle, source.baseAddress, Int32(pixels.width), Int32(pixels.rowBytes), Int32(pixels.height),
+                        Int32(format.rawValue), &output, &length, Int32(subsampling.rawValue), Int32(quality), 0)
+        }
+        defer { if let output { tjFree(output) } }
+        guard status == 0, let output else {
+            throw TurboJPEGError(message: tjGetErrorStr2(handle).map { String(cString: $0) } ?? "unknown error")
+        }
+        return Data(bytes: output, count: Int(length))
+    }
+}
