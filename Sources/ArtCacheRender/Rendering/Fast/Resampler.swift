@@ -83,9 +83,9 @@ package enum Resampler {
         let horizontal = taps(source: sourceWidth, target: width)
         let vertical = taps(source: image.height, target: height)
         let rowSamples = sourceWidth * channels
-        var out = PixelBuffer(width: width, height: height, channels: channels)
-        image.bytes.withUnsafeBufferPointer { src in
-            out.bytes.withUnsafeMutableBufferPointer { dst in
+        // Every output byte is written below: no zeroing first.
+        let out = PixelBuffer.filled(width: width, height: height, channels: channels) { dst in
+            image.bytes.withUnsafeBufferPointer { src in
                 let column = UnsafeMutableBufferPointer<Float>.allocate(capacity: rowSamples)
                 let pixels = UnsafeMutableBufferPointer<SIMD4<Float>>.allocate(capacity: sourceWidth)
                 defer { column.deallocate(); pixels.deallocate() }
@@ -130,7 +130,8 @@ package enum Resampler {
                     }
                 }
             }
+            return true
         }
-        return out
+        return out!
     }
 }
