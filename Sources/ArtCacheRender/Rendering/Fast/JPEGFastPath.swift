@@ -22,10 +22,10 @@ import Foundation
 package struct JPEGFastPath {
     /// The decode is at least this many times the largest output on each
     /// side, then Lanczos-3 reduces it. Measured against libvips' own
-    /// thumbnail (mean difference, 600→100 cover): 1.5 gives ≈1/255 on
-    /// photographs and ≈2.4 on zone plates (Pillow's draft() ≈1.0 and 3.4);
-    /// 1 gave 5.4 and 8.5 (the DCT scaling alone aliases); 2 costs a larger
-    /// decode for no visible gain.
+    /// thumbnail (mean difference, 600→100 cover, Q80): 1.5 gives ≈1.2/255
+    /// on photographs and ≈3.4 on zone plates (Pillow's draft() ≈1.0 and
+    /// 3.4; Benchmarks/RESULTS.md); 1 gave 5.4 and 8.5 in FastJPEGTests (the
+    /// DCT scaling alone aliases); 2 costs a larger decode for no visible gain.
     package static let decodeMargin = 1.5
 
     let metadata: JPEGMetadata
