@@ -32,7 +32,8 @@ public func buildApplication(
         }
     }
     router.get("/metrics") { _, _ -> Response in
-        let text = service.metrics.exposition(activity: service.pipeline.activity, admission: service.admission.load)
+        let text = service.metrics.exposition(activity: service.pipeline.activity, admission: service.admission.load,
+                                              logDropped: service.logWriter?.dropped ?? 0)
         return Response(status: .ok, headers: [.contentType: "text/plain; version=0.0.4; charset=utf-8"],
                         body: ResponseBody(byteBuffer: ByteBuffer(bytes: text)))
     }
@@ -64,7 +65,20 @@ public func runThumbnailService(
     logger: Logger,
     onServerRunning: @escaping @Sendable (_ host: String, _ port: Int) async -> Void = { _, _ in }
 ) async throws {
-    let service = try await ThumbnailService(pipeline: pipeline, logger: logger)
+    try await runThumbnailService(pipeline: pipeline, logger: logger, logWriter: nil, onServerRunning: onServerRunning)
+}
+
+/// `runThumbnailService` logging through `logWriter` (`artcache serve`:
+/// its access log is written off the request path; /metrics counts what
+/// the writer dropped).
+package func runThumbnailService(
+    pipeline: ImagePipeline,
+    logger: Logger,
+    logWriter: LogWriter?,
+    onServerRunning: @escaping @Sendable (_ host: String, _ port: Int) async -> Void = { _, _ in }
+) async throws {
+    let service = try await ThumbnailService(pipeline: pipeline, logger: logger, cancelOnDisconnect: true,
+                                             healthMaxAge: .seconds(2), logWriter: logWriter)
     let group = makeServiceGroup(service: service, signals: [.sigterm, .sigint], onServerRunning: onServerRunning)
     try await group.run()
 }

@@ -17,6 +17,9 @@ final class ServiceMetrics: Sendable {
     private let counters = Locked<[String: Metrics.Counter]>([:])
     private let timers = Locked<[String: Metrics.Timer]>([:])
     private let bytesServed: Metrics.Counter
+    private let logDropped: Metrics.Counter
+    /// Events the log writer had dropped at the last exposition.
+    private let logDroppedReported = Locked(0)
 
     init() {
         var factory = PrometheusMetricsFactory(registry: registry)
@@ -27,6 +30,7 @@ final class ServiceMetrics: Sendable {
         ]
         self.factory = factory
         bytesServed = Metrics.Counter(label: "artcache_bytes_served_total", factory: factory)
+        logDropped = Metrics.Counter(label: "artcache_access_log_dropped_total", factory: factory)
     }
 
     /// One answered request: by status, latency by tier, bytes.
@@ -63,7 +67,7 @@ final class ServiceMetrics: Sendable {
     }
 
     /// The Prometheus text, with the gauges of work in progress read now.
-    func exposition(activity: PipelineActivity, admission: (inflight: Int, waiting: Int)) -> [UInt8] {
+    func exposition(activity: PipelineActivity, admission: (inflight: Int, waiting: Int), logDropped dropped: Int = 0) -> [UInt8] {
         func gauge(_ label: String, _ value: Int) {
             Gauge(label: label, factory: factory).record(Double(value))
         }
@@ -74,6 +78,12 @@ final class ServiceMetrics: Sendable {
         gauge("artcache_memory_entries", activity.memoryEntries)
         gauge("artcache_requests_in_flight", admission.inflight)
         gauge("artcache_queue_depth", admission.waiting)
+        // access_log_dropped: log events the writer had no room for (a counter: the new ones since last time).
+        let newlyDropped = logDroppedReported.withLock { reported -> Int in
+            defer { reported = max(reported, dropped) }
+            return max(0, dropped - reported)
+        }
+        logDropped.increment(by: newlyDropped)
         return registry.emitToBuffer()
     }
 }

@@ -28,6 +28,8 @@ public final class ThumbnailService: Sendable {
     let parsedPaths = Locked<[String: ParsedPath]>([:])
     /// `/health`'s check, run at most once per `healthMaxAge`.
     let health: HealthCheck
+    /// Where `logger` writes when `serve` runs it (its drops are counted in /metrics).
+    let logWriter: LogWriter?
 
     /// What failed images answer with.
     enum Fallback: Sendable {
@@ -44,9 +46,10 @@ public final class ThumbnailService: Sendable {
         try await self.init(pipeline: pipeline, logger: logger, cancelOnDisconnect: cancelOnDisconnect, healthMaxAge: .seconds(2))
     }
 
-    /// `healthMaxAge`: how old `/health`'s answer may be (tests: zero, a new check each time).
+    /// `healthMaxAge`: how old `/health`'s answer may be (tests: zero, a new
+    /// check each time); `logWriter`: the writer behind `logger`, if any.
     package init(pipeline: ImagePipeline, logger: Logger, cancelOnDisconnect: Bool,
-                 healthMaxAge: Duration) async throws(ArtCacheError) {
+                 healthMaxAge: Duration, logWriter: LogWriter? = nil) async throws(ArtCacheError) {
         let configuration = pipeline.configuration
         settings = configuration.service
         presets = configuration.presets
@@ -77,6 +80,7 @@ public final class ThumbnailService: Sendable {
         self.pipeline = pipeline
         self.cancelOnDisconnect = cancelOnDisconnect
         self.logger = logger
+        self.logWriter = logWriter
         health = HealthCheck(maxAge: healthMaxAge) { () async -> Result<Void, ArtCacheError> in
             do throws(ArtCacheError) {
                 try await pipeline.checkHealth()

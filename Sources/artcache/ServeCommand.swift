@@ -32,24 +32,37 @@ struct ServeCommand: AsyncParsableCommand {
                 configuration.service.host = parsed.host
                 configuration.service.port = parsed.port
             }
-            var logger = Logger(label: "artcache.serve")
-            logger.logLevel = global.verbose ? .debug : .info
-            let pipeline = try await ImagePipeline.open(configuration: configuration, logger: logger)
+            // The service's log (its access log included) is formatted and
+            // written on a thread of its own, never on the request path.
+            let writer = LogWriter()
             do {
-                let directory = configuration.cache.directory
-                try await runThumbnailService(pipeline: pipeline, logger: logger) { host, port in
-                    let authority = host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)"
-                    // One line on stdout, written at once (a pipe reader waits for it).
-                    FileHandle.standardOutput.write(Data("artcache: serving \(directory) on http://\(authority)\n".utf8))
-                }
+                try await serve(configuration, writer: writer)
             } catch {
-                do {
-                    try await pipeline.close()  // closing twice is harmless
-                } catch let closing {
-                    Output.error("\(closing)")  // reported, but the service's own error decides the exit
-                }
+                _ = try? await Blocking.run { writer.stop() }  // what is queued is written before the error
                 throw error
             }
+            _ = try? await Blocking.run { writer.stop() }  // and before the process ends
+        }
+    }
+
+    private func serve(_ configuration: Configuration, writer: LogWriter) async throws {
+        var logger = Logger(label: "artcache.serve") { BufferedLogHandler(label: $0, writer: writer) }
+        logger.logLevel = global.verbose ? .debug : .info
+        let pipeline = try await ImagePipeline.open(configuration: configuration, logger: logger)
+        do {
+            let directory = configuration.cache.directory
+            try await runThumbnailService(pipeline: pipeline, logger: logger, logWriter: writer) { host, port in
+                let authority = host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)"
+                // One line on stdout, written at once (a pipe reader waits for it).
+                FileHandle.standardOutput.write(Data("artcache: serving \(directory) on http://\(authority)\n".utf8))
+            }
+        } catch {
+            do {
+                try await pipeline.close()  // closing twice is harmless
+            } catch let closing {
+                Output.error("\(closing)")  // reported, but the service's own error decides the exit
+            }
+            throw error
         }
     }
 }

@@ -1,0 +1,172 @@
+import Foundation
+import Logging
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Log lines formatted and written on a thread of their own, off the request
+/// path: a request only appends its event to a bounded queue (a lock, an
+/// array append); the writer thread formats the events and writes them to
+/// the file descriptor in one `write` per batch. When the queue is full an
+/// event is dropped and counted (`artcache_access_log_dropped_total` in
+/// /metrics), so a slow terminal or pipe never slows the service.
+///
+/// `serve` installs it (``BufferedLogHandler``); libraries only log.
+/// Lines still queued when the process is killed are lost; ``stop()``
+/// (after the service has drained) writes them.
+///
+/// `@unchecked Sendable` is sound: `state` is read and written only with
+/// `condition` locked (a pthread mutex and condition variable, which TSan
+/// sees), and the thread's own buffers never leave it.
+package final class LogWriter: @unchecked Sendable {
+    /// One event, as logged (formatting waits for the writer thread).
+    struct Record {
+        var date: Date
+        var level: Logger.Level
+        var label: String
+        var message: Logger.Message
+        var metadata: Logger.Metadata
+        var source: String
+    }
+
+    private struct State {
+        var queue: [Record] = []
+        var dropped = 0
+        var written = 0
+        var enqueued = 0
+        var stopping = false
+    }
+
+    private let condition = NSCondition()
+    private var state = State()
+    private let fd: Int32
+    package let capacity: Int
+    private var thread: Thread?
+
+    /// A writer to `fd` (standard error by default) holding at most
+    /// `capacity` events not yet written.
+    package init(fd: Int32 = 2, capacity: Int = 8192) {
+        self.fd = fd
+        self.capacity = max(1, capacity)
+        // The thread holds the writer until `stop()`: a writer lives as
+        // long as the service that logs through it.
+        let thread = Thread { self.drain() }
+        thread.name = "artcache.log"
+        self.thread = thread
+        thread.start()
+    }
+
+    /// Queues `record`; false (and counted) when the queue is full or the writer stopped.
+    @discardableResult
+    func enqueue(_ record: Record) -> Bool {
+        condition.lock()
+        defer { condition.unlock() }
+        guard !state.stopping, state.queue.count < capacity else {
+            state.dropped += 1
+            return false
+        }
+        state.queue.append(record)
+        state.enqueued += 1
+        if state.queue.count == 1 { condition.signal() }
+        return true
+    }
+
+    /// Events dropped because the queue was full.
+    package var dropped: Int {
+        condition.lock()
+        defer { condition.unlock() }
+        return state.dropped
+    }
+
+    /// Returns once every event queued before the call is written.
+    package func flush() {
+        condition.lock()
+        let target = state.enqueued
+        while state.written < target { condition.wait() }
+        condition.unlock()
+    }
+
+    /// Writes what is queued, then ends the thread; later events are dropped.
+    package func stop() {
+        condition.lock()
+        state.stopping = true
+        condition.broadcast()
+        condition.unlock()
+        flush()
+    }
+
+    private func drain() {
+        while true {
+            condition.lock()
+            while state.queue.isEmpty && !state.stopping { condition.wait() }
+            let batch = state.queue
+            state.queue.removeAll(keepingCapacity: true)
+            let done = state.stopping && batch.isEmpty
+            condition.unlock()
+            if done { return }
+            var text = ""
+            for record in batch { text += Self.format(record) }
+            write(text)
+            condition.lock()
+            state.written += batch.count
+            condition.broadcast()
+            condition.unlock()
+        }
+    }
+
+    private func write(_ text: String) {
+        var bytes = Array(text.utf8)
+        var offset = 0
+        while offset < bytes.count {
+            let n = bytes.withUnsafeMutableBytes { Glibc.write(fd, $0.baseAddress! + offset, $0.count - offset) }
+            if n < 0, errno == EINTR { continue }
+            guard n > 0 else { return }  // a closed descriptor: the lines are lost, the service goes on
+            offset += n
+        }
+    }
+
+    /// `2026-11-23T22:06:31+0000 info artcache.serve: key=value … [Module] message`,
+    /// as swift-log's `StreamLogHandler` writes it.
+    static func format(_ record: Record) -> String {
+        let metadata = record.metadata.isEmpty ? ""
+            : " " + record.metadata.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: " ")
+        return "\(timestamp(record.date)) \(record.level) \(record.label):\(metadata) [\(record.source)] \(record.message)\n"
+    }
+
+    private static func timestamp(_ date: Date) -> String {
+        var seconds = time_t(date.timeIntervalSince1970)
+        var parts = tm()
+        localtime_r(&seconds, &parts)
+        var buffer = [Int8](repeating: 0, count: 32)
+        let count = strftime(&buffer, buffer.count, "%Y-%m-%dT%H:%M:%S%z", &parts)
+        return String(decoding: buffer.prefix(count).map { UInt8(bitPattern: $0) }, as: UTF8.self)
+    }
+}
+
+/// A `LogHandler` that hands events to a ``LogWriter`` (`serve` installs
+/// it for its logger, access log included).
+package struct BufferedLogHandler: LogHandler {
+    package var metadata: Logger.Metadata = [:]
+    package var metadataProvider: Logger.MetadataProvider?
+    package var logLevel: Logger.Level = .info
+    let label: String
+    let writer: LogWriter
+
+    package init(label: String, writer: LogWriter) {
+        self.label = label
+        self.writer = writer
+    }
+
+    package subscript(metadataKey key: String) -> Logger.Metadata.Value? {
+        get { metadata[key] }
+        set { metadata[key] = newValue }
+    }
+
+    package func log(event: LogEvent) {
+        var merged = metadata
+        if let provided = metadataProvider?.get() { merged.merge(provided) { _, new in new } }
+        if let own = event.metadata { merged.merge(own) { _, new in new } }
+        writer.enqueue(LogWriter.Record(date: Date(), level: event.level, label: label, message: event.message,
+                                        metadata: merged, source: event.source))
+    }
+}
