@@ -35,7 +35,14 @@ package final class LogWriter: @unchecked Sendable {
         var written = 0
         var enqueued = 0
         var stopping = false
+        /// The writer thread waits for a first event (only then does an
+        /// enqueue signal it: no wake-up per request).
+        var idle = false
     }
+
+    /// After writing a batch the thread lets the next one gather this long
+    /// (fewer wake-ups and writes at high rates; a lone line waits no longer).
+    static let gathering: TimeInterval = 0.005
 
     private let condition = NSCondition()
     private var state = State()
@@ -67,7 +74,7 @@ package final class LogWriter: @unchecked Sendable {
         }
         state.queue.append(record)
         state.enqueued += 1
-        if state.queue.count == 1 { condition.signal() }
+        if state.idle { condition.signal() }
         return true
     }
 
@@ -82,7 +89,10 @@ package final class LogWriter: @unchecked Sendable {
     package func flush() {
         condition.lock()
         let target = state.enqueued
-        while state.written < target { condition.wait() }
+        while state.written < target {
+            condition.broadcast()  // a gathering writer writes now
+            condition.wait()
+        }
         condition.unlock()
     }
 
@@ -96,16 +106,29 @@ package final class LogWriter: @unchecked Sendable {
     }
 
     private func drain() {
+        var stamp = (second: Int.min, text: "")
         while true {
             condition.lock()
-            while state.queue.isEmpty && !state.stopping { condition.wait() }
+            while state.queue.isEmpty && !state.stopping {
+                state.idle = true
+                condition.wait()
+                state.idle = false
+            }
+            if !state.stopping, state.queue.count < capacity / 2 {
+                // Let the batch gather (flush and stop broadcast: they end it early).
+                _ = condition.wait(until: Date(timeIntervalSinceNow: Self.gathering))
+            }
             let batch = state.queue
             state.queue.removeAll(keepingCapacity: true)
             let done = state.stopping && batch.isEmpty
             condition.unlock()
             if done { return }
             var text = ""
-            for record in batch { text += Self.format(record) }
+            for record in batch {
+                let second = Int(record.date.timeIntervalSince1970.rounded(.down))
+                if second != stamp.second { stamp = (second, Self.timestamp(record.date)) }  // once a second, not a line
+                text += Self.format(record, timestamp: stamp.text)
+            }
             write(text)
             condition.lock()
             state.written += batch.count
@@ -127,13 +150,17 @@ package final class LogWriter: @unchecked Sendable {
 
     /// `2026-11-23T22:06:31+0000 info artcache.serve: key=value … [Module] message`,
     /// as swift-log's `StreamLogHandler` writes it.
-    static func format(_ record: Record) -> String {
-        let metadata = record.metadata.isEmpty ? ""
-            : " " + record.metadata.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: " ")
-        return "\(timestamp(record.date)) \(record.level) \(record.label):\(metadata) [\(record.source)] \(record.message)\n"
+    static func format(_ record: Record, timestamp: String? = nil) -> String {
+        var line = timestamp ?? Self.timestamp(record.date)
+        line += " \(record.level) \(record.label):"
+        for (key, value) in record.metadata.sorted(by: { $0.key < $1.key }) {
+            line += " \(key)=\(value)"
+        }
+        line += " [\(record.source)] \(record.message)\n"
+        return line
     }
 
-    private static func timestamp(_ date: Date) -> String {
+    static func timestamp(_ date: Date) -> String {
         var seconds = time_t(date.timeIntervalSince1970)
         var parts = tm()
         localtime_r(&seconds, &parts)
@@ -163,9 +190,14 @@ package struct BufferedLogHandler: LogHandler {
     }
 
     package func log(event: LogEvent) {
-        var merged = metadata
-        if let provided = metadataProvider?.get() { merged.merge(provided) { _, new in new } }
-        if let own = event.metadata { merged.merge(own) { _, new in new } }
+        var merged: Logger.Metadata
+        if metadata.isEmpty, metadataProvider == nil {
+            merged = event.metadata ?? [:]  // the common case: no copy, no merge
+        } else {
+            merged = metadata
+            if let provided = metadataProvider?.get() { merged.merge(provided) { _, new in new } }
+            if let own = event.metadata { merged.merge(own) { _, new in new } }
+        }
         writer.enqueue(LogWriter.Record(date: Date(), level: event.level, label: label, message: event.message,
                                         metadata: merged, source: event.source))
     }
