@@ -51,6 +51,8 @@ let package = Package(
         // fast path (non-variadic: no shims).
         .systemLibrary(name: "CTurboJPEG", pkgConfig: "libturbojpeg", providers: [.apt(["libturbojpeg0-dev"])]),
         .systemLibrary(name: "CWebP", pkgConfig: "libwebp", providers: [.apt(["libwebp-dev"])]),
+        // The fast path's resample loop in C: fast in debug builds too.
+        .target(name: "CPixels"),
         // The target graph is the architecture (arrows point down only):
         //
         //   artcache (CLI) ── ArtCacheServer ── Examples (fronts)
@@ -81,7 +83,7 @@ let package = Package(
         // Sniffing, libvips, and the TurboJPEG fast path.
         .target(
             name: "ArtCacheRender",
-            dependencies: ["ArtCacheCore", "CVipsShim", "CZlib", "CTurboJPEG", "CWebP"]
+            dependencies: ["ArtCacheCore", "CVipsShim", "CZlib", "CTurboJPEG", "CWebP", "CPixels"]
         ),
         .target(
             name: "ArtCache",

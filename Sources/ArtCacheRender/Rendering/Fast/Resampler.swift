@@ -1,4 +1,5 @@
 @_spi(Benchmarks) import ArtCacheCore
+import CPixels
 import Foundation
 
 /// Downscaling with a Lanczos-3 kernel, separable (columns, then rows), the
@@ -71,64 +72,25 @@ package enum Resampler {
     }
 
     /// `image` resized to `width` x `height` (each side no larger than the
-    /// image's).
-    ///
-    /// Columns first: each output row is a weighted sum of whole source
-    /// rows (contiguous, so the compiler vectorizes it), into a row of
-    /// 4-float pixels; then each output pixel is a sum of those `SIMD4`s.
+    /// image's): columns first (each output row a weighted sum of whole
+    /// source rows), then rows, in C (`cpix_resample`), so that the loop is
+    /// fast in debug builds too.
     package static func resize(_ image: PixelBuffer, width: Int, height: Int) -> PixelBuffer {
         precondition(width >= 1 && height >= 1 && width <= image.width && height <= image.height, "downscale only")
+        precondition(image.channels == 1 || image.channels == 3, "grey or RGB")
         if width == image.width && height == image.height { return image }
-        let channels = image.channels, sourceWidth = image.width
-        let horizontal = taps(source: sourceWidth, target: width)
-        let vertical = taps(source: image.height, target: height)
-        let rowSamples = sourceWidth * channels
-        // Every output byte is written below: no zeroing first.
-        let out = PixelBuffer.filled(width: width, height: height, channels: channels) { dst in
+        let h = taps(source: image.width, target: width)
+        let v = taps(source: image.height, target: height)
+        var column = [Float](repeating: 0, count: image.width * image.channels)
+        var pixels = [Float](repeating: 0, count: image.width * 4)
+        // Every output byte is written: no zeroing first.
+        let out = PixelBuffer.filled(width: width, height: height, channels: image.channels) { dst in
             image.bytes.withUnsafeBufferPointer { src in
-                let column = UnsafeMutableBufferPointer<Float>.allocate(capacity: rowSamples)
-                let pixels = UnsafeMutableBufferPointer<SIMD4<Float>>.allocate(capacity: sourceWidth)
-                defer { column.deallocate(); pixels.deallocate() }
-                vertical.weights.withUnsafeBufferPointer { vWeights in
-                    horizontal.weights.withUnsafeBufferPointer { hWeights in
-                        for y in 0..<height {
-                            // One row of the source reduced vertically.
-                            // (Raw pointers and wrapping indices: no overflow
-                            // checks in the loop, so it is vectorized.)
-                            let first = Int(vertical.start[y]), n = Int(vertical.count[y])
-                            let accumulator = column.baseAddress!
-                            let w0 = vWeights[y * vertical.taps]
-                            var source = src.baseAddress! + first * rowSamples
-                            for i in 0..<rowSamples { accumulator[i] = w0 * Float(source[i]) }
-                            for k in 1..<max(1, n) {
-                                let weight = vWeights[y * vertical.taps + k]
-                                source = src.baseAddress! + (first + k) * rowSamples
-                                for i in 0..<rowSamples { accumulator[i] += weight * Float(source[i]) }
-                            }
-                            if channels == 3 {
-                                for x in 0..<sourceWidth {
-                                    pixels[x] = SIMD4(column[3 * x], column[3 * x + 1], column[3 * x + 2], 0)
-                                }
-                            } else {
-                                for x in 0..<sourceWidth {
-                                    var p = SIMD4<Float>(repeating: 0)
-                                    for c in 0..<min(4, channels) { p[c] = column[channels * x + c] }
-                                    pixels[x] = p
-                                }
-                            }
-                            // Then horizontally, a pixel at a time.
-                            let outRow = y * width * channels
-                            for x in 0..<width {
-                                let start = Int(horizontal.start[x]), taps = Int(horizontal.count[x])
-                                let w = x * horizontal.taps
-                                var sum = SIMD4<Float>(repeating: 0)
-                                for k in 0..<taps { sum += hWeights[w + k] * pixels[start + k] }
-                                let clamped = (sum + 0.5).clamped(lowerBound: SIMD4(repeating: 0), upperBound: SIMD4(repeating: 255))
-                                for c in 0..<channels { dst[outRow + x * channels + c] = UInt8(clamped[c]) }
-                            }
-                        }
-                    }
-                }
+                cpix_resample(src.baseAddress, Int32(image.width), Int32(image.channels), dst.baseAddress,
+                              Int32(width), Int32(height),
+                              h.start, h.count, h.weights, Int32(h.taps),
+                              v.start, v.count, v.weights, Int32(v.taps),
+                              &column, &pixels)
             }
             return true
         }
