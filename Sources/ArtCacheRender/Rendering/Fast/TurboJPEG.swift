@@ -74,13 +74,6 @@ final class TurboJPEGDecoder {
         return Header(width: Int(width), height: Int(height), colorspace: colorspace)
     }
 
-    /// The DCT scaling factors this libjpeg-turbo offers (n/8), largest first.
-    static let scalingFactors: [(num: Int, denom: Int)] = {
-        var count: Int32 = 0
-        guard let factors = tjGetScalingFactors(&count) else { return [(1, 1)] }
-        return (0..<Int(count)).map { (Int(factors[$0].num), Int(factors[$0].denom)) }
-    }()
-
     /// A side scaled by `factor` as libjpeg scales it (rounded up).
     static func scaled(_ side: Int, _ factor: (num: Int, denom: Int)) -> Int {
         (side * factor.num + factor.denom - 1) / factor.denom
