@@ -156,6 +156,30 @@ extension FuzzRegressionTests {
             #expect(error?.code == .syntax)
         }
 
+        /// fuzz-config: toml++ asserted `!is_value_terminator(*cp)` (an abort;
+        /// undefined behaviour in release builds) on a `}` where an array
+        /// expects a value. Reproducer: Fuzz/regressions/fuzz-config/array-closing-brace.toml.
+        @Test("A '}' where an array expects a value is a syntax error",
+              arguments: ["a = [}", "[thumbnails]\nsizes = [}}}\u{FFFD}fit=cower\"", "a = [ # c\n\n  }", "a = [1, }", "a = [[1],\n}",
+                          "a = { b = [\t} }", #"a = ["x", '''y''', """z\n""""", }"#])
+        func closingBraceInArray(_ toml: String) {
+            let error = #expect(throws: ConfigError.self) { try Configuration.parse(toml: toml, source: "fuzz.conf") }
+            #expect(error?.code == .syntax, "\(toml.debugDescription)")
+            #expect(error?.message.contains("saw '}'") == true, "\(error?.message ?? "")")
+        }
+
+        @Test("The scan skips strings and comments: '[}' and ',}' inside them are read as written")
+        func bracesInStringsAndComments() throws {
+            let toml = #"""
+                # a = [}
+                [download]
+                allowed_sources = ["[}", ',}', """x\"""[}""", '''[
+                }''', "\"", ] # [, }
+                """#
+            let values = try Configuration.parse(toml: toml, source: "ok.conf")
+            #expect(values["download.allowed_sources"] == .list(["[}", ",}", #"x"""[}"#, "[\n}", "\""]))
+        }
+
         @Test("Units never return infinity")
         func finiteUnits() {
             let huge = "1" + String(repeating: "0", count: 305)

@@ -9,6 +9,7 @@ extension Configuration {
     /// Parses TOML text into checked values (every key known, every value of its type).
     package static func parse(toml text: String, source: String) throws(ConfigError) -> [String: ConfigValue] {
         try checkTableHeaders(text, source: source)
+        try checkArrayValues(text, source: source)
         let table: TOMLTable
         do {
             table = try TOMLTable(string: text)
@@ -71,6 +72,68 @@ extension Configuration {
             guard let first = rest.first, startsAName(first) else {
                 throw ConfigError(code: .syntax, source: source, key: nil,
                                   message: "TOML syntax error at line \(index + 1): a table name must start with a letter, digit, _, - or a quote")
+            }
+        }
+    }
+
+    /// toml++ also aborts (a debug assertion; in release builds, undefined
+    /// behaviour) when an array holds `}` where a value should be: `[}` or
+    /// `[1, }`, with spaces, line breaks or comments between. Never valid
+    /// TOML, so a syntax error here, found by a byte scan that skips strings
+    /// and comments as toml++ does. The scan only has to agree with toml++
+    /// on text toml++ reads without error up to that point: wherever it
+    /// would stop earlier (an unterminated string, say), it never reaches
+    /// the value either.
+    package static func checkArrayValues(_ text: String, source: String) throws(ConfigError) {
+        let bytes = Array(text.utf8)
+        var open: [UInt8] = []           // unclosed `[` / `{`, innermost last
+        var previous: UInt8 = 0          // last byte outside strings, comments and blanks
+        var line = 1
+        var index = 0
+        func at(_ offset: Int) -> UInt8? { index + offset < bytes.count ? bytes[index + offset] : nil }
+        func startsWith(_ quote: UInt8) -> Bool { at(0) == quote && at(1) == quote && at(2) == quote }
+        while index < bytes.count {
+            let byte = bytes[index]
+            switch byte {
+            case 0x0A:
+                line += 1
+                index += 1
+            case 0x20, 0x09, 0x0D:
+                index += 1
+            case UInt8(ascii: "#"):
+                while index < bytes.count, bytes[index] != 0x0A { index += 1 }
+            case UInt8(ascii: "\""), UInt8(ascii: "'"):
+                let quote = byte
+                let escapes = quote == UInt8(ascii: "\"")
+                if startsWith(quote) {           // multi-line: up to the next three quotes (and two more, part of it)
+                    index += 3
+                    while index < bytes.count, !startsWith(quote) {
+                        if bytes[index] == 0x0A { line += 1 }
+                        index += escapes && bytes[index] == UInt8(ascii: "\\") ? 2 : 1
+                    }
+                    index += 3
+                    var extra = 0
+                    while extra < 2, at(0) == quote { index += 1; extra += 1 }
+                } else {                         // one line
+                    index += 1
+                    while index < bytes.count, bytes[index] != quote, bytes[index] != 0x0A {
+                        index += escapes && bytes[index] == UInt8(ascii: "\\") ? 2 : 1
+                    }
+                    if at(0) == quote { index += 1 }
+                }
+                previous = quote
+            default:
+                if byte == UInt8(ascii: "}"), previous == UInt8(ascii: "[") || (previous == UInt8(ascii: ",") && open.last == UInt8(ascii: "[")) {
+                    throw ConfigError(code: .syntax, source: source, key: nil,
+                                      message: "TOML syntax error at line \(line): expected a value or ']' in an array, saw '}'")
+                }
+                switch byte {
+                case UInt8(ascii: "["), UInt8(ascii: "{"): open.append(byte)
+                case UInt8(ascii: "]"), UInt8(ascii: "}"): _ = open.popLast()
+                default: break
+                }
+                previous = byte
+                index += 1
             }
         }
     }
