@@ -20,6 +20,9 @@ final class ServiceMetrics: Sendable {
     private let logDropped: Metrics.Counter
     /// Events the log writer had dropped at the last exposition.
     private let logDroppedReported = Locked(0)
+    private let writesDropped: Metrics.Counter
+    /// Writes the store had dropped at the last exposition.
+    private let writesDroppedReported = Locked<Int64>(0)
 
     init() {
         var factory = PrometheusMetricsFactory(registry: registry)
@@ -31,6 +34,7 @@ final class ServiceMetrics: Sendable {
         self.factory = factory
         bytesServed = Metrics.Counter(label: "artcache_bytes_served_total", factory: factory)
         logDropped = Metrics.Counter(label: "artcache_access_log_dropped_total", factory: factory)
+        writesDropped = Metrics.Counter(label: "artcache_store_writes_dropped_total", factory: factory)
     }
 
     /// One answered request: by status, latency by tier, bytes.
@@ -78,12 +82,19 @@ final class ServiceMetrics: Sendable {
         gauge("artcache_memory_entries", activity.memoryEntries)
         gauge("artcache_requests_in_flight", admission.inflight)
         gauge("artcache_queue_depth", admission.waiting)
+        gauge("artcache_store_writes_pending", activity.writesPending)
         // access_log_dropped: log events the writer had no room for (a counter: the new ones since last time).
         let newlyDropped = logDroppedReported.withLock { reported -> Int in
             defer { reported = max(reported, dropped) }
             return max(0, dropped - reported)
         }
         logDropped.increment(by: newlyDropped)
+        // writes_dropped: puts behind answers the store did not keep (queue full, or the write failed).
+        let newlyDroppedWrites = writesDroppedReported.withLock { reported -> Int64 in
+            defer { reported = max(reported, activity.writesDropped) }
+            return max(0, activity.writesDropped - reported)
+        }
+        writesDropped.increment(by: newlyDroppedWrites)
         return registry.emitToBuffer()
     }
 }

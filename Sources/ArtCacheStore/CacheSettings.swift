@@ -21,6 +21,11 @@ public struct CacheSettings: Sendable, Equatable {
     public var inlineMax: Int64 = 65_536
     /// Most puts committed in one transaction (group commit).
     public var writeBatchMax = 256
+    /// Most puts a request does not wait for (store-behind: a miss is
+    /// answered once rendered, its original and variant commit behind the
+    /// answer). A put that finds them all taken is not written, and counted
+    /// (`writes_dropped`). 0: every miss waits for its commit.
+    public var writeBehindMax = 512
     /// Permission bits of the folders artcache creates (`[cache] mode`);
     /// files get the same bits without execute. Default 0o700: owner only.
     public var mode = 0o700

@@ -33,6 +33,7 @@ struct StatsCommand: AsyncParsableCommand {
         lines.append("lookups      \(s.hits) hits, \(s.misses) misses\(ratio)")
         lines.append("evictions    \(s.evictions) (\(Units.formatSize(s.evictedBytes)))")
         lines.append("retry queue  \(s.retryQueue)" + (s.retryDropped > 0 ? " (\(s.retryDropped) dropped when full)" : ""))
+        if s.writesDropped > 0 { lines.append("not stored   \(s.writesDropped) (answered, then dropped: store-behind queue full or write failed)") }
         let now = Date()
         if let oldest = s.oldestAccess, let newest = s.newestAccess {
             lines.append("access       oldest \(Units.formatDuration(now.timeIntervalSince(oldest))) ago, newest \(Units.formatDuration(now.timeIntervalSince(newest))) ago")

@@ -57,6 +57,7 @@ extension Configuration {
         cache.accessFlushBatch = read.integer("cache.access_flush_batch")
         cache.inlineMax = read.size("cache.inline_max")
         cache.writeBatchMax = read.integer("cache.write_batch_max")
+        cache.writeBehindMax = read.integer("cache.write_behind_max")
         let modeText = read.string("cache.mode")
         guard let mode = CacheSettings.parseMode(modeText) else {
             throw read.invalid("cache.mode", "invalid value \"\(modeText)\": expected octal permissions from 0700 to 0777 (the owner keeps rwx)")

@@ -54,9 +54,11 @@ extension ImagePipeline {
     package var activity: PipelineActivity {
         let downloads = downloader.activity
         let renders = renderer.activity
+        let writes = store.writeBehindActivity
         return PipelineActivity(downloadsActive: downloads.active, downloadsQueued: downloads.queued,
                                 rendersActive: renders.inProgress, rendersQueued: renders.waiting,
-                                memoryEntries: memory.stats.entries, memoryBytes: memory.stats.bytes)
+                                memoryEntries: memory.stats.entries, memoryBytes: memory.stats.bytes,
+                                writesPending: writes.pending, writesDropped: writes.dropped)
     }
 
     /// Liveness: the index answers a read and libvips renders a 1x1 image.
@@ -106,4 +108,8 @@ package struct PipelineActivity: Sendable, Equatable {
     package var rendersQueued: Int
     package var memoryEntries: Int
     package var memoryBytes: Int64
+    /// Puts behind answers not committed yet; those not stored since the
+    /// store opened (queue full or write failed).
+    package var writesPending = 0
+    package var writesDropped: Int64 = 0
 }

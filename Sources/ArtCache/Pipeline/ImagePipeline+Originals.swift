@@ -36,7 +36,10 @@ extension ImagePipeline {
     /// cache). Concurrent calls for one URL share one download, which runs
     /// at the highest priority of its callers. Network failures go to the
     /// persistent retry queue; an origin's final answer takes the URL out.
-    func original(_ url: NormalizedURL, mode: FetchMode = .normal, priority: PriorityHandle) async throws -> FetchOutcome {
+    /// `behind`: a download returns once checked; it is committed behind
+    /// (``CacheStore/putBehind(url:data:contentType:declaredType:repaired:validators:now:)``).
+    func original(_ url: NormalizedURL, mode: FetchMode = .normal, behind: Bool = false,
+                  priority: PriorityHandle) async throws -> FetchOutcome {
         if mode == .cacheOnly {
             guard let hit = try await store.lookup(key: url.key, counting: false) else {
                 throw ArtCacheError(.notCached, "\(url): not in the cache (cache-only request)")
@@ -45,7 +48,7 @@ extension ImagePipeline {
         }
         return try await originals.run(key: mode.prefix + url.key.hex, priority: priority) { [self] priority in
             do {
-                return try await load(url, reload: mode == .reload, priority: priority)
+                return try await load(url, reload: mode == .reload, behind: behind, priority: priority)
             } catch let error as DownloadError {
                 await recordOutcome(of: url, networkFailure: error.isNetworkFailure ? error : nil, final: error.code != .cancelled)
                 throw error
@@ -75,7 +78,7 @@ extension ImagePipeline {
 
     /// An original as a response (dimensions read from its header).
     func originalResponse(_ url: NormalizedURL, mode: FetchMode, priority: PriorityHandle) async throws -> ImageResponse {
-        let outcome = try await original(url, mode: mode, priority: priority)
+        let outcome = try await original(url, mode: mode, behind: true, priority: priority)
         let source: ImageResponse.Source = switch outcome.source {
         case .cached: .disk
         case .revalidated: .revalidated
@@ -104,7 +107,7 @@ extension ImagePipeline {
         return rotated ? (header.height, header.width) : (header.width, header.height)
     }
 
-    private func load(_ url: NormalizedURL, reload: Bool, priority: PriorityHandle) async throws -> FetchOutcome {
+    private func load(_ url: NormalizedURL, reload: Bool, behind: Bool, priority: PriorityHandle) async throws -> FetchOutcome {
         let now = Date()
         if !reload, let hit = try await store.lookup(key: url.key, counting: false) {
             if hit.entry.isFresh(at: now) {
@@ -128,19 +131,19 @@ extension ImagePipeline {
                 let entry = try await store.entry(forKey: url.key) ?? hit.entry
                 return FetchOutcome(source: .revalidated, entry: entry, data: hit.data, repaired: false, downloadedBytes: 0)
             }
-            return try await keep(response, url: url, now: now)
+            return try await keep(response, url: url, now: now, behind: behind)
         }
         let response = try await downloader.fetch(url.string, validators: nil, priority: priority)
         guard response.status != 304 else {
             throw DownloadError(.httpStatus, "\(url): 304 Not Modified for an unconditional request", status: 304)
         }
-        return try await keep(response, url: url, now: now)
+        return try await keep(response, url: url, now: now, behind: behind)
     }
 
     /// Sniffs a 2xx body and stores it (or only checks it, under
     /// `no-store`). Refusing a body that is not an image is the pipeline's
     /// job, before anything is stored: the store keeps what it is given.
-    private func keep(_ response: HTTPResponse, url: NormalizedURL, now: Date) async throws -> FetchOutcome {
+    private func keep(_ response: HTTPResponse, url: NormalizedURL, now: Date, behind: Bool) async throws -> FetchOutcome {
         let declared = response.headers["content-type"]
         let policy = HTTPCachePolicy(headers: response.headers, now: now)
         let checked: Sniffer.Checked
@@ -153,12 +156,13 @@ extension ImagePipeline {
             return FetchOutcome(source: .uncacheable, entry: nil, data: response.body, repaired: checked.repaired,
                                 downloadedBytes: response.body.count)
         }
-        let entry = try await store.put(
-            url: url.string, data: response.body, contentType: checked.sniffed.mimeType, declaredType: checked.declared,
-            repaired: checked.repaired,
-            validators: HTTPValidators(etag: response.headers["etag"], lastModified: response.headers["last-modified"],
-                                       expiresAt: policy.expiresAt, freshFor: policy.lifetime),
-            now: now)
+        let validators = HTTPValidators(etag: response.headers["etag"], lastModified: response.headers["last-modified"],
+                                        expiresAt: policy.expiresAt, freshFor: policy.lifetime)
+        let entry = behind
+            ? try await store.putBehind(url: url.string, data: response.body, contentType: checked.sniffed.mimeType,
+                                        declaredType: checked.declared, repaired: checked.repaired, validators: validators, now: now)
+            : try await store.put(url: url.string, data: response.body, contentType: checked.sniffed.mimeType,
+                                  declaredType: checked.declared, repaired: checked.repaired, validators: validators, now: now)
         return FetchOutcome(source: .downloaded, entry: entry, data: response.body, repaired: checked.repaired,
                             downloadedBytes: response.body.count)
     }

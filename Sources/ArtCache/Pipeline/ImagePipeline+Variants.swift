@@ -29,7 +29,10 @@ extension ImagePipeline {
     /// (one flight per URL); a 304 keeps the variant, new bytes replace it.
     /// Concurrent requests for one variant share one render, at the highest
     /// priority of their callers.
-    func variant(_ url: NormalizedURL, spec: VariantSpec, mode: FetchMode = .normal,
+    ///
+    /// `behind`: a miss returns once rendered; its original and variant are
+    /// committed behind it (``CacheStore/putBehind(url:data:contentType:declaredType:repaired:validators:now:)``).
+    func variant(_ url: NormalizedURL, spec: VariantSpec, mode: FetchMode = .normal, behind: Bool = false,
                  priority: PriorityHandle) async throws -> VariantOutcome {
         let canonical = spec.canonical
         let key = CacheKey(parent: url.key, spec: canonical)
@@ -37,13 +40,16 @@ extension ImagePipeline {
             var original: FetchOutcome?
             if mode != .reload, let hit = try await store.lookup(key: key, counting: false) {
                 let parent = try await store.entry(forKey: url.key)
-                if let parent, parent.isFresh(at: Date()) || mode == .cacheOnly {
+                // (A variant rendered from other bytes than its original's can
+                // only be seen while the new original is still written behind.)
+                if let parent, parent.isFresh(at: Date()) || mode == .cacheOnly,
+                   hit.entry.sourceSHA256 == nil || hit.entry.sourceSHA256 == parent.sha256 {
                     return VariantOutcome(source: .disk, rendered: false, entry: hit.entry, data: hit.data,
                                           contentType: hit.entry.contentType, width: hit.entry.width ?? 0,
                                           height: hit.entry.height ?? 0, freshUntil: parent.expiresAt)
                 }
                 // Its original expired: revalidated (or, offline, served stale) first.
-                let confirmed = try await self.original(url, mode: mode, priority: priority)
+                let confirmed = try await self.original(url, mode: mode, behind: behind, priority: priority)
                 if let entry = confirmed.entry, entry.sha256 == hit.entry.sourceSHA256 {
                     return VariantOutcome(source: confirmed.source == .revalidated ? .revalidated : .disk, rendered: false,
                                           entry: hit.entry, data: hit.data, contentType: hit.entry.contentType,
@@ -53,11 +59,15 @@ extension ImagePipeline {
                 original = confirmed  // new bytes: render from them
             }
             let source: FetchOutcome
-            if let original { source = original } else { source = try await self.original(url, mode: mode, priority: priority) }
+            if let original {
+                source = original
+            } else {
+                source = try await self.original(url, mode: mode, behind: behind, priority: priority)
+            }
             let rendered = try await renderer.render(source.data, spec: spec, priority: priority)
             var entry: CacheEntry?
             if let parent = source.entry {
-                entry = try await storeVariant(rendered, spec: canonical, of: parent, url: url)
+                entry = try await storeVariant(rendered, spec: canonical, of: parent, url: url, behind: behind)
             }
             let from: ImageResponse.Source = switch source.source {
             case .cached: .disk
@@ -73,7 +83,7 @@ extension ImagePipeline {
     /// A variant as a response.
     func variantResponse(_ url: NormalizedURL, spec: VariantSpec, mode: FetchMode,
                          priority: PriorityHandle) async throws -> ImageResponse {
-        let outcome = try await variant(url, spec: spec, mode: mode, priority: priority)
+        let outcome = try await variant(url, spec: spec, mode: mode, behind: true, priority: priority)
         return ImageResponse(data: outcome.data, contentType: outcome.contentType,
                              width: outcome.width, height: outcome.height, source: outcome.source,
                              cacheKey: outcome.entry?.cacheKey, entry: outcome.entry, rendered: outcome.rendered,
@@ -121,8 +131,13 @@ extension ImagePipeline {
     /// Stores a render of `parent`'s bytes. When the original was evicted or
     /// replaced meanwhile, nothing is stored (nil) and the render is still
     /// the caller's to hand out; other store errors are thrown.
-    private func storeVariant(_ image: RenderedImage, spec: String, of parent: CacheEntry, url: NormalizedURL) async throws -> CacheEntry? {
+    private func storeVariant(_ image: RenderedImage, spec: String, of parent: CacheEntry, url: NormalizedURL,
+                              behind: Bool = false) async throws -> CacheEntry? {
         do {
+            if behind {
+                return try await store.putVariantBehind(parent: parent, spec: spec, data: image.data, contentType: image.contentType,
+                                                        width: image.width, height: image.height)
+            }
             return try await store.putVariant(parent: parent.cacheKey, spec: spec, data: image.data, contentType: image.contentType,
                                               width: image.width, height: image.height, sourceSHA256: parent.sha256)
         } catch let error as StoreError where error.code == .missingParent || error.code == .staleSource {

@@ -17,8 +17,10 @@ struct PendingAccess: Sendable {
     var misses: Int64 = 0
     /// Touches dropped because the batch was full (logged when a flush succeeds).
     var dropped = 0
+    /// Puts behind the answer not stored (``WriteBehind``): `writes_dropped`.
+    var writesDropped: Int64 = 0
 
-    var isEmpty: Bool { touches.isEmpty && hits == 0 && misses == 0 }
+    var isEmpty: Bool { touches.isEmpty && hits == 0 && misses == 0 && writesDropped == 0 }
 
     mutating func take() -> PendingAccess {
         let batch = self
@@ -31,6 +33,7 @@ struct PendingAccess: Sendable {
         for (key, count) in other.hitCounts { hitCounts[key, default: 0] += count }
         hits += other.hits
         misses += other.misses
+        writesDropped += other.writesDropped
         dropped += other.dropped
         bound(capacity)
     }
@@ -102,6 +105,11 @@ extension CacheStore {
 
     func recordMiss() {
         pending.withLock { $0.misses += 1 }
+    }
+
+    /// Counts a put behind the answer that was not stored (`writes_dropped`).
+    func recordDroppedWrite() {
+        pending.withLock { $0.writesDropped += 1 }
     }
 
     /// Counts one request that reached the disk tier: a hit when the disk
@@ -187,6 +195,7 @@ extension CacheStore {
         }
         try Schema.bump(db, "hits", by: batch.hits)
         try Schema.bump(db, "misses", by: batch.misses)
+        try Schema.bump(db, "writes_dropped", by: batch.writesDropped)
     }
 
     func startFlusher() {

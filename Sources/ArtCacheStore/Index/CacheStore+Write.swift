@@ -13,6 +13,18 @@ extension CacheStore {
     @_spi(Benchmarks) public func put(url: String, data: Data, contentType: String, declaredType: String? = nil,
                                       repaired: Bool = false, validators: HTTPValidators = HTTPValidators(),
                                       now: Date = Date()) async throws -> CacheEntry {
+        let (entry, extra) = try originalPut(url: url, data: data, contentType: contentType, declaredType: declaredType,
+                                             repaired: repaired, validators: validators, now: now)
+        return try await write(entry, data: data, extra: extra)
+    }
+
+    typealias Extra = @Sendable (Database, CacheEntry?, CacheEntry) throws -> [String]
+
+    /// The row of an original put and what its savepoint does besides
+    /// writing it (shared by ``put(url:data:contentType:declaredType:repaired:validators:now:)``
+    /// and ``putBehind(url:data:contentType:declaredType:repaired:validators:now:)``).
+    func originalPut(url: String, data: Data, contentType: String, declaredType: String?, repaired: Bool,
+                     validators: HTTPValidators, now: Date) throws -> (CacheEntry, Extra) {
         let normalized = try NormalizedURL.forStore(url)
         let declared = declaredType
         let key = normalized.key
@@ -23,7 +35,7 @@ extension CacheStore {
             sha256: "", sourceSHA256: nil, width: nil, height: nil,  // set by write(), off the caller's thread
             etag: validators.etag, lastModified: validators.lastModified, expiresAt: validators.expiresAt,
             freshFor: validators.freshFor, createdAt: now, accessedAt: now, hitCount: 0)
-        return try await write(entry, data: data, extra: { db, old, new in
+        return (entry, { db, old, new in
             // Stored at last: it leaves the offline retry queue, in the same transaction.
             try db.execute(sql: "DELETE FROM retry_queue WHERE url = ?", arguments: [normalized.string])
             if repaired {
@@ -49,7 +61,17 @@ extension CacheStore {
     @discardableResult
     package func putVariant(parent: CacheKey, spec: String, data: Data, contentType: String, width: Int?, height: Int?,
                            sourceSHA256: String? = nil, now: Date = Date()) async throws -> CacheEntry {
-        guard let parentRow = try await entry(forKey: parent), parentRow.kind == .original else {
+        try await putVariant(parent: parent, spec: spec, data: data, contentType: contentType, width: width, height: height,
+                             sourceSHA256: sourceSHA256, now: now, admitted: false)
+    }
+
+    /// `admitted`: the caller holds the gate's admission (a put behind).
+    func putVariant(parent: CacheKey, spec: String, data: Data, contentType: String, width: Int?, height: Int?,
+                    sourceSHA256: String?, now: Date, admitted: Bool) async throws -> CacheEntry {
+        // An original still being written behind commits first (the
+        // variant's savepoint checks that it is there).
+        await behind.waitUntilWritten(parent.hex)
+        guard let parentRow = try await committedEntry(forKey: parent), parentRow.kind == .original else {
             throw StoreError(.missingParent, "original \(parent.hex) is not in the cache (evicted?)")
         }
         let source = sourceSHA256 ?? parentRow.sha256
@@ -59,7 +81,7 @@ extension CacheStore {
             blob: blobPath(for: key, size: data.count), contentType: contentType, declaredType: nil,
             size: Int64(data.count), sha256: "", sourceSHA256: source, width: width, height: height,  // set by write()
             etag: nil, lastModified: nil, expiresAt: nil, freshFor: nil, createdAt: now, accessedAt: now, hitCount: 0)
-        return try await write(entry, data: data, check: { db in
+        return try await write(entry, data: data, admitted: admitted, check: { db in
             let current = try String.fetchOne(db, sql: "SELECT sha256 FROM entry WHERE key = ? AND kind = 'original'",
                                               arguments: [parent.hex])
             guard let current else {
@@ -109,20 +131,33 @@ extension CacheStore {
     /// 3. after commit, replaced blob files are deleted, the limits enforced.
     /// A SIGKILL anywhere leaves only complete blobs behind committed rows;
     /// what may be left over (temp file, orphan blob) is for `verify --repair`.
-    private func write(_ entry: CacheEntry, data: Data, check: @escaping @Sendable (Database) throws -> Void = { _ in },
-                       extra: @escaping @Sendable (Database, CacheEntry?, CacheEntry) throws -> [String] = { _, _, _ in [] })
-        async throws -> CacheEntry {
-        try gate.enter()
-        defer { gate.leave() }
+    ///
+    /// `admitted`: the caller already holds the gate's admission (a put
+    /// behind, admitted when it was accepted). A put of the same key still
+    /// pending behind is waited for first: the two commit in order.
+    func write(_ entry: CacheEntry, data: Data, admitted: Bool = false,
+               check: @escaping @Sendable (Database) throws -> Void = { _ in },
+               extra: @escaping Extra = { _, _, _ in [] }) async throws -> CacheEntry {
+        if !admitted {
+            try gate.enter()
+            await behind.waitUntilWritten(entry.key)
+        }
+        defer { if !admitted { gate.leave() } }
         let blobs = self.blobs
         var entry = entry
         var put = PendingPut(entry: entry, inlineData: nil, temporary: nil) { db, old, new in
             try check(db)
             return try extra(db, old, new)
         }
+        let known = entry.sha256  // a put behind hashed its bytes when it was accepted
+        let hashed = !known.isEmpty
         if !entry.isInline {
-            let (temporary, sha256) = try await Blocking.run { (try blobs.writeTemporary(data), CacheKey.sha256Hex(data)) }
+            let (temporary, sha256) = try await Blocking.run {
+                (try blobs.writeTemporary(data), hashed ? known : CacheKey.sha256Hex(data))
+            }
             (put.temporary, entry.sha256) = (temporary, sha256)
+        } else if hashed {
+            put.inlineData = data
         } else if data.count > Self.hashInPlaceMax {
             entry.sha256 = try await Blocking.run { CacheKey.sha256Hex(data) }
             put.inlineData = data

@@ -20,6 +20,8 @@ import Logging
     let logger: Logger
     let pending = Locked(PendingAccess())
     let writes: WriteQueue
+    /// Puts accepted and not yet committed (store-behind), read first.
+    let behind: WriteBehind
     /// Admits puts until ``close()``, which waits for the admitted ones.
     let gate = WriteGate()
     let housekeeping = Locked(Housekeeping())
@@ -59,6 +61,7 @@ import Logging
         let mode = mode_t(settings.mode)
         blobs = try BlobStore(root: directory, mode: mode)
         writes = WriteQueue(maxBatch: settings.writeBatchMax)
+        behind = WriteBehind(capacity: settings.writeBehindMax)
 
         var config = GRDB.Configuration()
         config.busyMode = .timeout(60)  // other processes' writes wait, never surface as SQLITE_BUSY
@@ -200,7 +203,14 @@ import Logging
         _ = try await db.read { db in try Int.fetchOne(db, sql: "SELECT count(*) FROM totals") }
     }
 
+    /// The row of `key`: a put still pending behind first, else the index's.
     package func entry(forKey key: CacheKey) async throws -> CacheEntry? {
+        if let pending = behind.find(key.hex) { return pending.entry }
+        return try await committedEntry(forKey: key)
+    }
+
+    /// The index's row of `key` (what is committed).
+    func committedEntry(forKey key: CacheKey) async throws -> CacheEntry? {
         try await db.read { db in
             try CacheEntry.fetchOne(db, key: key.hex)
         }
@@ -215,6 +225,7 @@ import Logging
     /// found item is touched either way). The pipeline counts once per
     /// request instead, whatever lookups the request takes.
     @_spi(Benchmarks) public func lookup(key: CacheKey, counting: Bool = true) async throws -> CachedImage? {
+        if let pending = behind.find(key.hex) { return recordLookup(pending.entry, pending.data, counting: counting) }
         // An inline blob comes with its row, from one read snapshot.
         let found = try await db.read { db in try Self.readRow(db, key: key) }
         var data = found?.inline
@@ -229,6 +240,7 @@ import Logging
     /// server's worker pool; never Swift's cooperative pool): no hop to
     /// another thread, so the cost is SQLite's and the file read's alone.
     @_spi(Benchmarks) public func lookupBlocking(key: CacheKey) throws -> CachedImage? {
+        if let pending = behind.find(key.hex) { return recordLookup(pending.entry, pending.data) }
         let found = try db.read { db in try Self.readRow(db, key: key) }
         var data = found?.inline
         if let blob = found?.entry.blob { data = try blobs.read(blob) }

@@ -34,12 +34,15 @@ internal import GRDB
     @_spi(Benchmarks) public var retryQueue: Int
     /// URLs dropped from the full retry queue (oldest first), ever.
     @_spi(Benchmarks) public var retryDropped: Int64 = 0
+    /// Puts behind an answer that were not stored (the store-behind queue
+    /// was full, or the write failed): `writes_dropped`.
+    @_spi(Benchmarks) public var writesDropped: Int64 = 0
     /// This process's memory tier (zero when read from the store alone).
     @_spi(Benchmarks) public var memory = MemoryTierStats()
 
     enum CodingKeys: String, CodingKey {
         case directory, entries, originals, variants, bytes, inlineBytes, fileBytes, maxBytes, maxEntries, hits, misses
-        case evictions, evictedBytes, repairs, hosts, oldestAccess, newestAccess, retryQueue, retryDropped, memory
+        case evictions, evictedBytes, repairs, hosts, oldestAccess, newestAccess, retryQueue, retryDropped, writesDropped, memory
     }
 
     /// Every key is always present (absent dates are null), so the JSON is stable.
@@ -64,6 +67,7 @@ internal import GRDB
         try c.encode(newestAccess, forKey: .newestAccess)
         try c.encode(retryQueue, forKey: .retryQueue)
         try c.encode(retryDropped, forKey: .retryDropped)
+        try c.encode(writesDropped, forKey: .writesDropped)
         try c.encode(memory, forKey: .memory)
     }
 }
@@ -83,6 +87,7 @@ internal import GRDB
 
 extension CacheStore {
     @_spi(Benchmarks) public func stats() async throws -> CacheStats {
+        await waitForWritesBehind()  // what this process answered is counted as stored
         try await flush()
         let directory = self.directory.path
         let settings = self.settings
@@ -113,7 +118,8 @@ extension CacheStore {
                 repairs: repairs, hosts: hosts,
                 oldestAccess: oldest.map(Date.init(timeIntervalSince1970:)),
                 newestAccess: newest.map(Date.init(timeIntervalSince1970:)),
-                retryQueue: retry, retryDropped: counters["retry_dropped"] ?? 0)
+                retryQueue: retry, retryDropped: counters["retry_dropped"] ?? 0,
+                writesDropped: counters["writes_dropped"] ?? 0)
         }
     }
 }
