@@ -49,6 +49,8 @@ public func buildApplication(
     let settings = service.settings
     return Application(
         responder: responder,
+        // Memory hits of image paths are answered in the channel pipeline, before the router.
+        server: .http1(configuration: .init(additionalChannelHandlers: [MemoryHitHandler(service: service)])),
         configuration: ApplicationConfiguration(address: .hostname(settings.host, port: settings.port), serverName: "artcache"),
         onServerRunning: { channel in
             await onServerRunning(settings.host, channel.localAddress?.port ?? settings.port)

@@ -13,6 +13,20 @@ extension ThumbnailService {
     /// validators and caching headers. A placeholder answer carries the
     /// error's reason and is not cached.
     func success(_ image: ImageResponse, request: Request, negotiated: Bool, signed: Bool) -> Response {
+        let prepared = success(image, ifNoneMatch: request.headers[.ifNoneMatch], negotiated: negotiated, signed: signed)
+        return Response(status: prepared.status, headers: prepared.headers, body: prepared.body.map { ResponseBody(byteBuffer: $0) } ?? ResponseBody())
+    }
+
+    /// A response as status, headers and body bytes: what both the router
+    /// and the channel handler in front of it (``MemoryHitHandler``) send.
+    struct Prepared {
+        var status: HTTPResponse.Status
+        var headers: HTTPFields
+        var body: ByteBuffer?
+    }
+
+    /// ``success(_:request:negotiated:signed:)`` from the request's `If-None-Match` alone.
+    func success(_ image: ImageResponse, ifNoneMatch: String?, negotiated: Bool, signed: Bool) -> Prepared {
         var headers = HTTPFields()
         let etag = "\"" + (image.entry?.sha256.prefix(32).description ?? Self.digest(image.data)) + "\""
         headers[.eTag] = etag
@@ -28,11 +42,11 @@ extension ThumbnailService {
             headers[.cacheControl] = signed ? "public, max-age=\(maxAge), immutable" : "public, max-age=\(maxAge)"
             if let created = image.entry?.createdAt { headers[.lastModified] = HTTPDate.string(created.timeIntervalSince1970) }
         }
-        if image.error == nil, let asked = request.headers[.ifNoneMatch], Self.matches(asked, etag: etag) {
-            return Response(status: .notModified, headers: headers)
+        if image.error == nil, let asked = ifNoneMatch, Self.matches(asked, etag: etag) {
+            return Prepared(status: .notModified, headers: headers, body: nil)
         }
         headers[.contentLength] = String(image.data.count)
-        return Response(status: .ok, headers: headers, body: ResponseBody(byteBuffer: ByteBuffer(bytes: image.data)))
+        return Prepared(status: .ok, headers: headers, body: ByteBuffer(bytes: image.data))
     }
 
     /// The error status with a one-line body naming the reason.

@@ -8,6 +8,7 @@ import HTTPTypes
 import Hummingbird
 import Logging
 import NIOCore
+import Synchronization
 
 /// The thumbnail service's request handling: URL grammar and signature,
 /// options and presets, negotiation, admission and deadline, the pipeline
@@ -30,6 +31,8 @@ public final class ThumbnailService: Sendable {
     let health: HealthCheck
     /// Where `logger` writes when `serve` runs it (its drops are counted in /metrics).
     let logWriter: LogWriter?
+    /// Memory hits answered in the channel pipeline (``MemoryHitHandler``).
+    let channelHits = Atomic<Int>(0)
 
     /// What failed images answer with.
     enum Fallback: Sendable {
@@ -123,6 +126,29 @@ public final class ThumbnailService: Sendable {
             return (success(hit, request: request, negotiated: parsed.negotiated, signed: parsed.signed), "memory")
         }
         return await miss(parsed, request: request, connection: cancelOnDisconnect ? context.channel : nil)
+    }
+
+    /// A memory hit for an image path, answered without leaving the caller's
+    /// thread (``MemoryHitHandler`` calls it on the connection's event loop):
+    /// nil when the path is not a valid image path (the router answers it,
+    /// with its typed refusal) or the memory tier has no fresh image for it.
+    /// Counted and logged as the router's answers are.
+    func memoryHit(path: String, accept: String?, ifNoneMatch: String?, started: ContinuousClock.Instant) -> Prepared? {
+        guard let parsed = try? parse(path: path, accept: accept), let hit = pipeline.cachedImage(for: parsed.request) else { return nil }
+        metrics.served(tier: "memory")
+        channelHits.add(1, ordering: .relaxed)
+        let prepared = success(hit, ifNoneMatch: ifNoneMatch, negotiated: parsed.negotiated, signed: parsed.signed)
+        let elapsed = (ContinuousClock.now - started).components
+        let seconds = Double(elapsed.seconds) + Double(elapsed.attoseconds) / 1e18
+        let bytes = prepared.body?.readableBytes ?? 0
+        metrics.answered(status: prepared.status.code, tier: "memory", seconds: seconds, bytes: bytes)
+        if settings.accessLog {
+            logger.info("request", metadata: [
+                "method": "GET", "path": "\(path.prefix(120))", "status": "\(prepared.status.code)", "tier": "memory",
+                "bytes": "\(bytes)", "ms": "\(Int(seconds * 1000))", "error": "\(prepared.headers[.artcacheError] ?? "")",
+            ])
+        }
+        return prepared
     }
 
     /// Not in memory: admission, deadline, disk, then the network.

@@ -79,7 +79,7 @@ struct FileSafetyTests {
         let writer = try await CacheStore.open(settings: Fixtures.settings(cache))
         let live = try writer.blobs.writeTemporary(Data("in flight".utf8))
         // The old rule took a file named with a live pid (here our own) for live.
-        FileManager.default.createFile(atPath: cache + "/tmp/\(getpid())-\(UUID().uuidString).part", contents: Data("x".utf8))
+        _ = FileManager.default.createFile(atPath: cache + "/tmp/\(getpid())-\(UUID().uuidString).part", contents: Data("x".utf8))
         let report = try await verifier.verify()
         #expect(report.tempFiles == 1, "only the pid-named file is dead: \(report.problems)")
         #expect(FileManager.default.fileExists(atPath: live))

@@ -101,3 +101,52 @@ enum HTTPGet {
         return Answer(status: http.statusCode, headers: fields, body: data)
     }
 }
+
+extension RawHTTP {
+    /// Sends `requests` (paths) pipelined in one write on one connection and
+    /// reads their responses in the order they come: each as its status line
+    /// and lower-cased header fields (bodies read by Content-Length and
+    /// dropped). Bounded: gives up after `seconds` without data.
+    static func pipelined(port: Int, paths: [String], seconds: Int = 60) throws -> [(status: String, headers: [String: String])] {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard fd >= 0 else { throw POSIXError(.EIO) }
+        defer { close(fd) }
+        var timeout = timeval(tv_sec: seconds, tv_usec: 0)
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = in_port_t(UInt16(port).bigEndian)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        let connected = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+        guard connected == 0 else { throw POSIXError(.ECONNREFUSED) }
+        let text = paths.map { "GET \($0) HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n" }.joined()
+        _ = text.withCString { write(fd, $0, strlen($0)) }
+        var buffer: [UInt8] = []
+        var responses: [(status: String, headers: [String: String])] = []
+        var chunk = [UInt8](repeating: 0, count: 65536)
+        while responses.count < paths.count {
+            // A complete response in the buffer?
+            let separator: [UInt8] = [13, 10, 13, 10]
+            if let end = buffer.indices.first(where: { buffer[$0...].starts(with: separator) }) {
+                let head = String(decoding: buffer[..<end], as: UTF8.self).components(separatedBy: "\r\n")
+                var headers: [String: String] = [:]
+                for line in head.dropFirst() {
+                    guard let colon = line.firstIndex(of: ":") else { continue }
+                    headers[line[..<colon].lowercased()] = line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)
+                }
+                let length = Int(headers["content-length"] ?? "0") ?? 0
+                if buffer.count >= end + 4 + length {
+                    responses.append((head.first ?? "", headers))
+                    buffer.removeFirst(end + 4 + length)
+                    continue
+                }
+            }
+            let count = read(fd, &chunk, chunk.count)
+            guard count > 0 else { throw POSIXError(.ETIMEDOUT) }
+            buffer += chunk[..<count]
+        }
+        return responses
+    }
+}

@@ -1,0 +1,93 @@
+@_spi(Benchmarks) import ArtCacheCore
+import Foundation
+import HTTPTypes
+import NIOCore
+import NIOHTTPTypes
+
+/// Answers memory hits of image paths in the connection's channel pipeline,
+/// in front of Hummingbird's router: no hop into Swift concurrency and back,
+/// no request context, no response writer. Whatever it does not answer (not
+/// a `GET` of an image path, not a valid signed path, not fresh in the memory
+/// tier, `Connection: close`, or a request behind one still being answered)
+/// goes on to the router unchanged.
+///
+/// The hit is the router's own answer (``ThumbnailService/memoryHit(path:accept:ifNoneMatch:started:)``:
+/// same headers, ETag and `304 Not Modified`, metrics and access log), plus
+/// `Date` and `Server` as Hummingbird adds them. Freshness is the memory
+/// tier's: an entry carries its original's expiry and is not served past it.
+///
+/// Pipelined requests keep their order: a request is answered here only
+/// when no earlier request of the connection is still with the router.
+final class MemoryHitHandler: ChannelDuplexHandler, RemovableChannelHandler {
+    typealias InboundIn = HTTPRequestPart
+    typealias InboundOut = HTTPRequestPart
+    typealias OutboundIn = HTTPResponsePart
+    typealias OutboundOut = HTTPResponsePart
+
+    private let service: ThumbnailService
+    /// Requests passed on to the router whose response has not ended yet.
+    private var withRouter = 0
+    /// The rest of a request answered here (its body, its end) is dropped.
+    private var dropping = false
+
+    init(service: ThumbnailService) {
+        self.service = service
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        let part = unwrapInboundIn(data)
+        switch part {
+        case .head(let request):
+            if withRouter == 0, let prepared = hit(request) {
+                dropping = true
+                context.write(wrapOutboundOut(.head(HTTPResponse(status: prepared.status, headerFields: prepared.headers))),
+                              promise: nil)
+                if let body = prepared.body { context.write(wrapOutboundOut(.body(body)), promise: nil) }
+                context.writeAndFlush(wrapOutboundOut(.end(nil)), promise: nil)
+                return
+            }
+            dropping = false
+            withRouter += 1
+            context.fireChannelRead(data)
+        case .body, .end:
+            if dropping {
+                if case .end = part { dropping = false }
+                return
+            }
+            context.fireChannelRead(data)
+        }
+    }
+
+    func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
+        if case .end = unwrapOutboundIn(data) { withRouter = max(0, withRouter - 1) }
+        context.write(data, promise: promise)
+    }
+
+    private func hit(_ request: HTTPRequest) -> ThumbnailService.Prepared? {
+        guard request.method == .get, let path = request.path, !path.contains("?"),
+              path.utf8.lazy.filter({ $0 == UInt8(ascii: "/") }).count == 3,
+              !(request.headerFields[.connection]?.lowercased().contains("close") ?? false) else { return nil }
+        let started = ContinuousClock.now
+        guard var prepared = service.memoryHit(path: path, accept: request.headerFields[.accept],
+                                               ifNoneMatch: request.headerFields[.ifNoneMatch], started: started) else { return nil }
+        prepared.headers[.date] = Self.date.text()
+        prepared.headers[.server] = "artcache"
+        return prepared
+    }
+
+    /// `Date`, formatted once per second (shared by every connection).
+    private static let date = DateHeader()
+}
+
+/// The IMF-fixdate of the current second, formatted at most once per second.
+final class DateHeader: Sendable {
+    private let cached = Locked<(second: Int, text: String)>((-1, ""))
+
+    func text() -> String {
+        let second = Int(Date().timeIntervalSince1970)
+        if let known = cached.withLock({ $0.second == second ? $0.text : nil }) { return known }
+        let text = HTTPDate.string(Double(second))
+        cached.withLock { $0 = (second, text) }
+        return text
+    }
+}
