@@ -11,7 +11,7 @@
 // internal parsers: debug builds compile every module with -enable-testing.
 import PackageDescription
 
-let fuzzTargets = ["fuzz-sniffer", "fuzz-resultset", "fuzz-url", "fuzz-config", "fuzz-headers"]
+let fuzzTargets = ["fuzz-sniffer", "fuzz-resultset", "fuzz-url", "fuzz-config", "fuzz-headers", "fuzz-jpeg"]
 
 let package = Package(
     name: "artcache-fuzz",

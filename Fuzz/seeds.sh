@@ -11,7 +11,7 @@ set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 out="${1:-$here/.corpus}"
 shared="${ARTCACHE_SHARED_CORPUS:-$here/../../shared/corpus}"
-targets=(fuzz-sniffer fuzz-resultset fuzz-url fuzz-config fuzz-headers)
+targets=(fuzz-sniffer fuzz-resultset fuzz-url fuzz-config fuzz-headers fuzz-jpeg)
 for target in "${targets[@]}"; do mkdir -p "$out/$target"; done
 
 # --- hand-made seeds ---------------------------------------------------------
@@ -210,12 +210,52 @@ if command -v vips >/dev/null; then
       vips copy "$tmp/$source.v" "$out/fuzz-sniffer/vips-$source.$ext" 2>/dev/null || rm -f "$out/fuzz-sniffer/vips-$source.$ext"
     done
   done
+  # fuzz-jpeg: small JPEGs (colour, grey, 4:4:4, progressive), then each with an
+  # EXIF orientation and an ICC profile segment spliced in after SOI.
+  vips zone "$tmp/zone.v" 64 48 2>/dev/null && vips linear "$tmp/zone.v" "$tmp/zl.v" 127 128 --uchar 2>/dev/null \
+    && vips bandjoin "$tmp/zl.v $tmp/zl.v $tmp/zl.v" "$tmp/rgb.v" 2>/dev/null || true
+  [ -f "$tmp/rgb.v" ] && {
+    vips copy "$tmp/rgb.v" "$out/fuzz-jpeg/rgb.jpg[Q=70]" 2>/dev/null || true
+    vips copy "$tmp/rgb.v" "$out/fuzz-jpeg/rgb444.jpg[Q=90,subsample-mode=off]" 2>/dev/null || true
+    vips copy "$tmp/rgb.v" "$out/fuzz-jpeg/progressive.jpg[interlace]" 2>/dev/null || true
+    vips copy "$tmp/zl.v" "$out/fuzz-jpeg/grey.jpg" 2>/dev/null || true
+  }
+  python3 - "$out/fuzz-jpeg" <<'PY'
+import os, struct, sys
+folder = sys.argv[1]
+def exif(orientation):
+    ifd = struct.pack("<H", 1) + struct.pack("<HHIHH", 0x0112, 3, 1, orientation, 0) + struct.pack("<I", 0)
+    tiff = b"II*\x00" + struct.pack("<I", 8) + ifd
+    body = b"Exif\x00\x00" + tiff
+    return b"\xff\xe1" + struct.pack(">H", len(body) + 2) + body
+def icc(description):
+    text = description.encode()
+    desc = b"desc" + b"\x00" * 4 + struct.pack(">I", len(text) + 1) + text + b"\x00"
+    header = bytearray(128); header[16:20] = b"RGB "
+    table = struct.pack(">I", 1) + b"desc" + struct.pack(">II", 144, len(desc))
+    profile = bytes(header) + table + desc
+    body = b"ICC_PROFILE\x00\x01\x01" + profile
+    return b"\xff\xe2" + struct.pack(">H", len(body) + 2) + body
+for name in sorted(os.listdir(folder)):
+    data = open(os.path.join(folder, name), "rb").read()
+    if not data.startswith(b"\xff\xd8"): continue
+    base = name.rsplit(".", 1)[0]
+    for orientation in (3, 6, 8):
+        open(os.path.join(folder, f"{base}-exif{orientation}.jpg"), "wb").write(data[:2] + exif(orientation) + data[2:])
+    open(os.path.join(folder, f"{base}-srgb.jpg"), "wb").write(data[:2] + icc("sRGB IEC61966-2.1") + data[2:])
+    open(os.path.join(folder, f"{base}-p3.jpg"), "wb").write(data[:2] + icc("Display P3") + data[2:])
+PY
 fi
 
 # --- the shared real-world corpus, when present (first 16 KiB of each image) ---
 if [ -d "$shared/images" ]; then
   find "$shared/images" -type f | while read -r file; do
     head -c 16384 "$file" > "$out/fuzz-sniffer/shared-$(basename "$(dirname "$file")")-$(basename "$file")"
+  done
+  # fuzz-jpeg: the corpus's JPEGs whole, when small (artwork and avatars).
+  find "$shared/images" -type f -size -96k | while read -r file; do
+    [ "$(head -c 2 "$file" | od -An -tx1 | tr -d ' ')" = "ffd8" ] || continue
+    cp "$file" "$out/fuzz-jpeg/shared-$(basename "$(dirname "$file")")-$(basename "$file")"
   done
 fi
 if [ -d "$shared/api" ]; then
