@@ -3,6 +3,7 @@ import Foundation
 import HTTPTypes
 import Hummingbird
 import Logging
+import NIOCore
 import Synchronization
 
 /// How a front shows images.
@@ -120,7 +121,7 @@ public final class Fronts: Sendable {
 
 /// The fronts' routes: `/itunes`, `/github/repos`, `/github/users`, `/twitter`, `/image`, `/`.
 public func buildFrontsApplication(fronts: Fronts) -> some ApplicationProtocol {
-    let router = Router(context: BasicRequestContext.self)
+    let router = Router(context: FrontsRequestContext.self)
     let options = fronts.options
     @Sendable func html(_ text: String) -> Response {
         Response(status: .ok, headers: [.contentType: "text/html; charset=utf-8", .cacheControl: "no-store"],
@@ -169,12 +170,11 @@ public func buildFrontsApplication(fronts: Fronts) -> some ApplicationProtocol {
         html(await fronts.page(title: "Twitter timeline", form: "", apiURL: "\(options.twitterAPI)/1.1/statuses/home_timeline.json",
                                empty: "No tweets.", rows: APIModels.timelineRows).0)
     }
-    router.get("/image") { request, _ in
-        guard fronts.cancelOnDisconnect else { return await fronts.imageResponse(request) }
-        // Watching the connection consumes it: the answer closes it.
-        var response = try await request.body.consumeWithCancellationOnInboundClose { _ in await fronts.imageResponse(request) }
-        response.headers[.connection] = "close"
-        return response
+    router.get("/image") { request, context in
+        guard fronts.cancelOnDisconnect, let channel = context.channel else { return await fronts.imageResponse(request) }
+        // The connection is watched through its close future, never read:
+        // a browser keeps its keep-alive connection after a cold image.
+        return await cancelled(onClose: channel) { await fronts.imageResponse(request) }
     }
     return Application(
         router: router,
@@ -184,4 +184,26 @@ public func buildFrontsApplication(fronts: Fronts) -> some ApplicationProtocol {
         },
         logger: fronts.logger
     )
+}
+
+/// Hummingbird's basic context plus the connection (its close future
+/// cancels an image request whose client left).
+struct FrontsRequestContext: RequestContext {
+    var coreContext: CoreRequestContextStorage
+    let channel: (any Channel)?
+
+    init(source: ApplicationRequestContextSource) {
+        coreContext = .init(source: source)
+        channel = source.channel
+    }
+}
+
+/// Runs `body`, cancelled if `channel` closes before it ends. The close
+/// callback holds only a box emptied when `body` ends.
+func cancelled<T: Sendable>(onClose channel: any Channel, _ body: @escaping @Sendable () async -> T) async -> T {
+    let work = Task { await body() }
+    let box = Mutex<Task<T, Never>?>(work)
+    channel.closeFuture.whenComplete { _ in box.withLock { $0?.cancel() } }
+    defer { box.withLock { $0 = nil } }
+    return await withTaskCancellationHandler { await work.value } onCancel: { work.cancel() }
 }
