@@ -39,7 +39,7 @@ struct GetCommand: AsyncParsableCommand {
 
     func run() async throws {
         try await reportingErrors(json: json) {
-            let configuration = try global.configuration()
+            let configuration = try global.storingConfiguration()
             let (image, path) = try await global.withPipeline(configuration) { pipeline in
                 let image = try await pipeline.image(ImageRequest(url: url, priority: .high))
                 return (image, image.entry.flatMap(pipeline.blobLocation(of:)))

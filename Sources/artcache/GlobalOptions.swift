@@ -28,6 +28,16 @@ struct GlobalOptions: ParsableArguments {
         return configuration
     }
 
+    /// ``configuration()`` for a one-shot command (`get`, `thumb`): its
+    /// answer is stored before it returns (no store-behind), so a write that
+    /// fails (`storage_full`...) is the command's error, and the path it
+    /// prints exists.
+    func storingConfiguration() throws -> Configuration {
+        var configuration = try configuration()
+        configuration.cache.writeBehindMax = 0
+        return configuration
+    }
+
     var logger: Logger {
         var logger = Logger(label: "artcache")
         logger.logLevel = verbose ? .debug : .warning

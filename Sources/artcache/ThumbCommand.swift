@@ -36,7 +36,7 @@ struct ThumbCommand: AsyncParsableCommand {
 
     func run() async throws {
         try await reportingErrors(json: json) {
-            let configuration = try global.configuration()
+            let configuration = try global.storingConfiguration()
             guard let spec = configuration.thumbnails.spec(size: size, fit: fit, format: format, quality: quality) else {
                 throw ValidationError("--size must be WIDTHxHEIGHT (e.g. 100x100) and --quality 1-100")
             }
