@@ -128,6 +128,7 @@ struct IndexBench: AsyncParsableCommand {
     @Option var rows = 1_000_000
     @Option var lookups = 20_000
     @Option(help: "Bytes of the inline blob of every row (0: rows only).") var inlineBytes = 1024
+    @Option(help: "Reads batched before their access times are written (default: the store's).") var accessFlushBatch: Int?
     @Flag(help: "Keep the directory afterwards.") var keep = false
 
     func run() async throws {
@@ -142,6 +143,7 @@ struct IndexBench: AsyncParsableCommand {
         settings.maxEntries = Int(Int32.max)
         settings.maxAge = 0
         settings.accessFlushInterval = 0
+        if let accessFlushBatch { settings.accessFlushBatch = accessFlushBatch }
         let store = try await CacheStore.open(settings: settings)
         var inserted = 0
         while inserted < rows {

@@ -43,11 +43,22 @@ extension CacheStore {
     /// transaction, totals adjusted once. Returns the blob files to unlink
     /// after commit, and what was removed.
     static func deleteVictims(_ db: Database) throws -> (files: [String], removed: Totals) {
-        let removed = try victimTotals(db)
-        guard removed.entries > 0 else { return ([], removed) }
-        let files = try String.fetchAll(db, sql: """
-            SELECT blob FROM entry WHERE blob IS NOT NULL AND key IN (SELECT key FROM temp.victim)
+        try addFamilies(db)
+        // One pass over the victims' rows gives both what they add up to and their files.
+        var removed = Totals()
+        var files: [String] = []
+        let rows = try Row.fetchCursor(db, sql: """
+            SELECT entry.kind, entry.size, entry.blob FROM temp.victim JOIN entry USING (key)
             """)
+        while let row = try rows.next() {
+            let size: Int64 = row[1]
+            let blob: String? = row[2]
+            removed.entries += 1
+            removed.originals += (row[0] as String) == "original" ? 1 : 0
+            removed.bytes += size
+            if let blob { files.append(blob) } else { removed.inlineBytes += size }
+        }
+        guard removed.entries > 0 else { return ([], removed) }
         try db.execute(sql: """
             DELETE FROM inline_blob WHERE key IN (SELECT key FROM temp.victim);
             DELETE FROM entry WHERE key IN (SELECT key FROM temp.victim);

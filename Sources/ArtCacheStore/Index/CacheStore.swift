@@ -234,25 +234,22 @@ import Logging
     /// request instead, whatever lookups the request takes.
     @_spi(Benchmarks) public func lookup(key: CacheKey, counting: Bool = true) async throws -> CachedImage? {
         if let pending = behind.find(key.hex) { return recordLookup(pending.entry, pending.data, counting: counting) }
-        // An inline blob comes with its row, from one read snapshot.
-        let found = try await db.read { db in try Self.readRow(db, key: key) }
-        var data = found?.inline
-        if let blob = found?.entry.blob {
-            let blobs = self.blobs
-            data = try await Blocking.run { try blobs.read(blob) }
-        }
-        return recordLookup(found?.entry, data, counting: counting)
+        // One hop: the row, its inline bytes or its file, read on one thread
+        // of the blocking pool (GRDB's async read took a hop to its reader's
+        // queue and back, and a file blob another one).
+        return try await Blocking.run { try self.lookupBlocking(key: key, counting: counting) }
     }
 
     /// ``lookup(key:)`` for a thread of the caller's own (a render thread, a
     /// server's worker pool; never Swift's cooperative pool): no hop to
     /// another thread, so the cost is SQLite's and the file read's alone.
-    @_spi(Benchmarks) public func lookupBlocking(key: CacheKey) throws -> CachedImage? {
-        if let pending = behind.find(key.hex) { return recordLookup(pending.entry, pending.data) }
+    @_spi(Benchmarks) public func lookupBlocking(key: CacheKey, counting: Bool = true) throws -> CachedImage? {
+        if let pending = behind.find(key.hex) { return recordLookup(pending.entry, pending.data, counting: counting) }
+        // An inline blob comes with its row, from one read snapshot.
         let found = try db.read { db in try Self.readRow(db, key: key) }
         var data = found?.inline
         if let blob = found?.entry.blob { data = try blobs.read(blob) }
-        return recordLookup(found?.entry, data)
+        return recordLookup(found?.entry, data, counting: counting)
     }
 
     private static func readRow(_ db: Database, key: CacheKey) throws -> (entry: CacheEntry, inline: Data?)? {
