@@ -106,15 +106,19 @@ extension CacheEntry {
     /// INSERT, or UPDATE of the row with the same key when `replacing`.
     func save(_ db: Database, replacing: Bool) throws {
         let values = databaseValues
+        // Cached statements: a put is on the group commit's path, and
+        // parsing its SQL again for every row showed in profiles.
         if replacing {
-            let assignments = Self.columnNames.dropFirst().map { "\($0) = ?" }.joined(separator: ", ")
-            try db.execute(sql: "UPDATE entry SET \(assignments) WHERE key = ?",
-                           arguments: StatementArguments(values.dropFirst() + [key]))
+            try db.cachedStatement(sql: Self.updateSQL).execute(arguments: StatementArguments(values.dropFirst() + [key]))
         } else {
-            let marks = Array(repeating: "?", count: values.count).joined(separator: ", ")
-            try db.execute(sql: "INSERT INTO entry (\(Self.columns)) VALUES (\(marks))", arguments: StatementArguments(values))
+            try db.cachedStatement(sql: Self.insertSQL).execute(arguments: StatementArguments(values))
         }
     }
+
+    private static let updateSQL =
+        "UPDATE entry SET \(columnNames.dropFirst().map { "\($0) = ?" }.joined(separator: ", ")) WHERE key = ?"
+    private static let insertSQL =
+        "INSERT INTO entry (\(columns)) VALUES (\(Array(repeating: "?", count: columnNames.count).joined(separator: ", ")))"
 }
 
 /// A stored item with its bytes, as returned by a lookup. The bytes were

@@ -37,7 +37,7 @@ extension CacheStore {
             freshFor: validators.freshFor, createdAt: now, accessedAt: now, hitCount: 0)
         return (entry, { db, old, new in
             // Stored at last: it leaves the offline retry queue, in the same transaction.
-            try db.execute(sql: "DELETE FROM retry_queue WHERE url = ?", arguments: [normalized.string])
+            try db.cachedStatement(sql: "DELETE FROM retry_queue WHERE url = ?").execute(arguments: [normalized.string])
             if repaired {
                 try db.execute(sql: """
                     INSERT INTO repair (declared, sniffed, count) VALUES (?, ?, 1)
@@ -46,7 +46,7 @@ extension CacheStore {
             }
             // New bytes make old variants stale.
             guard let old, old.sha256 != new.sha256 else { return [] }
-            let stale = try String.fetchAll(db, sql: "SELECT key FROM entry WHERE parent_key = ?", arguments: [key.hex])
+            let stale = try String.fetchAll(db.cachedStatement(sql: "SELECT key FROM entry WHERE parent_key = ?"), arguments: [key.hex])
             return try Self.deleteEntries(db, keys: stale)
         })
     }
@@ -82,7 +82,7 @@ extension CacheStore {
             size: Int64(data.count), sha256: "", sourceSHA256: source, width: width, height: height,  // set by write()
             etag: nil, lastModified: nil, expiresAt: nil, freshFor: nil, createdAt: now, accessedAt: now, hitCount: 0)
         return try await write(entry, data: data, admitted: admitted, check: { db in
-            let current = try String.fetchOne(db, sql: "SELECT sha256 FROM entry WHERE key = ? AND kind = 'original'",
+            let current = try String.fetchOne(db.cachedStatement(sql: "SELECT sha256 FROM entry WHERE key = ? AND kind = 'original'"),
                                               arguments: [parent.hex])
             guard let current else {
                 throw StoreError(.missingParent, "original \(parent.hex) was evicted while its variant was stored")
@@ -251,9 +251,10 @@ extension CacheStore {
         }
         try row.save(db, replacing: old != nil)
         if let data = put.inlineData {
-            try db.execute(sql: "INSERT OR REPLACE INTO inline_blob (key, data) VALUES (?, ?)", arguments: [entry.key, data])
+            try db.cachedStatement(sql: "INSERT OR REPLACE INTO inline_blob (key, data) VALUES (?, ?)")
+                .execute(arguments: [entry.key, data])
         } else if old?.isInline == true {
-            try db.execute(sql: "DELETE FROM inline_blob WHERE key = ?", arguments: [entry.key])
+            try db.cachedStatement(sql: "DELETE FROM inline_blob WHERE key = ?").execute(arguments: [entry.key])
         }
         if let old {
             delta.add(old, -1)

@@ -149,14 +149,14 @@ enum Schema {
     /// Adds `delta` to a named counter (hits, misses, evictions, evicted_bytes).
     static func bump(_ db: Database, _ name: String, by delta: Int64) throws {
         guard delta != 0 else { return }
-        try db.execute(sql: """
+        try db.cachedStatement(sql: """
             INSERT INTO counter (name, value) VALUES (?, ?)
             ON CONFLICT(name) DO UPDATE SET value = value + excluded.value
-            """, arguments: [name, delta])
+            """).execute(arguments: [name, delta])
     }
 
     static func totals(_ db: Database) throws -> Totals {
-        let row = try Row.fetchOne(db, sql: "SELECT entries, originals, bytes, inline_bytes FROM totals WHERE id = 1")
+        let row = try Row.fetchOne(db.cachedStatement(sql: "SELECT entries, originals, bytes, inline_bytes FROM totals WHERE id = 1"))
         return Totals(entries: row?["entries"] ?? 0, originals: row?["originals"] ?? 0,
                       bytes: row?["bytes"] ?? 0, inlineBytes: row?["inline_bytes"] ?? 0)
     }
@@ -196,10 +196,10 @@ struct Totals: Sendable, Equatable {
     /// Adds this change to the totals row (one statement, whatever it counts).
     func apply(_ db: Database) throws {
         guard self != Totals() else { return }
-        try db.execute(sql: """
+        try db.cachedStatement(sql: """
             UPDATE totals SET entries = entries + ?, originals = originals + ?, bytes = bytes + ?,
                 inline_bytes = inline_bytes + ? WHERE id = 1
-            """, arguments: [entries, originals, bytes, inlineBytes])
+            """).execute(arguments: [entries, originals, bytes, inlineBytes])
     }
 
     /// Replaces the totals row.
