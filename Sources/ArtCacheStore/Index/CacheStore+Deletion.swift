@@ -51,12 +51,9 @@ extension CacheStore {
             SELECT entry.kind, entry.size, entry.blob FROM temp.victim JOIN entry USING (key)
             """)
         while let row = try rows.next() {
-            let size: Int64 = row[1]
             let blob: String? = row[2]
-            removed.entries += 1
-            removed.originals += (row[0] as String) == "original" ? 1 : 0
-            removed.bytes += size
-            if let blob { files.append(blob) } else { removed.inlineBytes += size }
+            removed.add(kind: EntryKind(rawValue: row[0]) ?? .original, size: row[1], inline: blob == nil)
+            if let blob { files.append(blob) }
         }
         guard removed.entries > 0 else { return ([], removed) }
         try db.execute(sql: """

@@ -237,14 +237,19 @@ import Logging
         // One hop: the row, its inline bytes or its file, read on one thread
         // of the blocking pool (GRDB's async read took a hop to its reader's
         // queue and back, and a file blob another one).
-        return try await Blocking.run { try self.lookupBlocking(key: key, counting: counting) }
+        return try await Blocking.run { try self.lookupCommitted(key: key, counting: counting) }
     }
 
     /// ``lookup(key:)`` for a thread of the caller's own (a render thread, a
     /// server's worker pool; never Swift's cooperative pool): no hop to
     /// another thread, so the cost is SQLite's and the file read's alone.
-    @_spi(Benchmarks) public func lookupBlocking(key: CacheKey, counting: Bool = true) throws -> CachedImage? {
-        if let pending = behind.find(key.hex) { return recordLookup(pending.entry, pending.data, counting: counting) }
+    @_spi(Benchmarks) public func lookupBlocking(key: CacheKey) throws -> CachedImage? {
+        if let pending = behind.find(key.hex) { return recordLookup(pending.entry, pending.data) }
+        return try lookupCommitted(key: key, counting: true)
+    }
+
+    /// The committed row of `key` and its bytes, read on the calling thread.
+    private func lookupCommitted(key: CacheKey, counting: Bool) throws -> CachedImage? {
         // An inline blob comes with its row, from one read snapshot.
         let found = try db.read { db in try Self.readRow(db, key: key) }
         var data = found?.inline

@@ -182,10 +182,15 @@ struct Totals: Sendable, Equatable {
 
     /// Counts `entry` in (+1) or out (-1).
     mutating func add(_ entry: CacheEntry, _ sign: Int = 1) {
+        add(kind: entry.kind, size: entry.size, inline: entry.isInline, sign)
+    }
+
+    /// Counts a row of `kind` and `size` in (+1) or out (-1), by its columns.
+    mutating func add(kind: EntryKind, size: Int64, inline: Bool, _ sign: Int = 1) {
         entries += sign
-        originals += entry.kind == .original ? sign : 0
-        bytes += Int64(sign) * entry.size
-        inlineBytes += entry.blob == nil ? Int64(sign) * entry.size : 0
+        originals += kind == .original ? sign : 0
+        bytes += Int64(sign) * size
+        inlineBytes += inline ? Int64(sign) * size : 0
     }
 
     static func - (a: Totals, b: Totals) -> Totals {
