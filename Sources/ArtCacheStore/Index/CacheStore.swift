@@ -161,7 +161,7 @@ import Logging
 
     /// Quiesces the store: puts already admitted commit (or fail) first,
     /// later ones fail with `closed` (``WriteGate``); then batched access
-    /// times and counters are written, background work stops and the writer
+    /// times and counters are written (on a full disk they are lost, logged), background work stops and the writer
     /// lock is released. Closing twice is harmless.
     ///
     /// It finishes its work even when the calling task is cancelled (a
@@ -186,7 +186,13 @@ import Logging
             blobs.renames.close()
             blobs.writer.release()
         }
-        try await finishing { try self.flushBlocking() }
+        do {
+            try await finishing { try self.flushBlocking() }
+        } catch let error as StoreError where error.code == .storageFull {
+            // Access times and counters are approximate by contract: on a full
+            // disk they are lost (logged), and the command's own result stands.
+            logger.warning("access times not recorded at close: the cache's disk is full", metadata: ["error": "\(error)"])
+        }
     }
 
     /// Runs `body` on the blocking pool to its end, whether or not the
