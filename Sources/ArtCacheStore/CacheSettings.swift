@@ -29,9 +29,28 @@ public struct CacheSettings: Sendable, Equatable {
     /// answer). A put that finds them all taken is not written, and counted
     /// (`writes_dropped`). 0: every miss waits for its commit.
     public var writeBehindMax = 512
+    /// Added to the nice value of the thread that commits writes
+    /// (`[cache] writer_nice`): writes are behind the answers, so on a busy
+    /// machine renders and answers go first. 0: the process's priority.
+    public var writerNice = 10
+    /// How a batch's new blob files reach the disk before the rows naming
+    /// them commit (`[cache] sync`); either way on the commit thread, never
+    /// on a request's path.
+    public var sync = Sync.filesystem
     /// Permission bits of the folders artcache creates (`[cache] mode`);
     /// files get the same bits without execute. Default 0o700: owner only.
     public var mode = 0o700
+
+    /// `[cache] sync`.
+    public enum Sync: String, Sendable, Equatable, CaseIterable {
+        /// One syncfs(2) of the cache's filesystem per group commit: the
+        /// batch's files and renames together (Benchmarks: the cheaper one).
+        /// It also flushes other programs' pending writes on that filesystem.
+        case filesystem
+        /// fdatasync(2) of each new file, then fsync(2) of each shard folder
+        /// renamed into: for a cache sharing a busy filesystem.
+        case files
+    }
 
     /// The documented defaults of `cache.conf`; set the fields to change them.
     public init() {}

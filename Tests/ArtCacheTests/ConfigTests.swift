@@ -105,6 +105,7 @@ struct ConfigTests {
         BadCase(toml: "[cache]\nmax_size = \"1GB\"\nmax_size = \"2GB\"", code: .syntax, key: nil, mentions: "line"),
         BadCase(toml: "[cache\nmax_size = 1", code: .syntax, key: nil, mentions: "line"),
         BadCase(toml: "cache = 5", code: .wrongType, key: "cache", mentions: "table"),
+        BadCase(toml: "[cache]\nsync = \"never\"", code: .invalidValue, key: "cache.sync", mentions: "filesystem, files"),
     ]
 
     @Test(arguments: badCases)

@@ -67,6 +67,58 @@ struct StoreV2Tests {
         #expect(try await store.verify(hash: true).remaining == 0)
     }
 
+    /// `[cache] sync`: either way, every file blob of a group commit is in
+    /// place with its bytes once its put returns, and no temp file is left.
+    @Test(arguments: CacheSettings.Sync.allCases)
+    func everySyncModeCommitsCompleteFiles(_ sync: CacheSettings.Sync) async throws {
+        let dir = TempDir()
+        var settings = Fixtures.settings(dir.path, inlineMax: 0)
+        settings.sync = sync
+        let config = try Configuration.read(path: dir.write("sync.conf", "[cache]\nsync = \"\(sync.rawValue)\"\n"), environment: [:])
+        #expect(config.cache.sync == sync)
+        let store = try await CacheStore.open(settings: settings)
+        let entries = try await withThrowingTaskGroup(of: CacheEntry.self, returning: [CacheEntry].self) { group in
+            for index in 0..<24 {
+                group.addTask {
+                    try await store.put(url: "https://h/\(index).png", data: Fixtures.pngLike(size: 3000 + index, seed: UInt8(index))).entry
+                }
+            }
+            return try await group.reduce(into: []) { $0.append($1) }
+        }
+        for entry in entries {
+            let index = Int(entry.url.dropFirst("https://h/".count).prefix { $0.isNumber })!
+            #expect(FileManager.default.contents(atPath: store.filePath(of: entry)) == Fixtures.pngLike(size: 3000 + index, seed: UInt8(index)))
+        }
+        #expect(!store.blobs.temporaryFiles().contains { $0.path.hasSuffix(".part") })
+        #expect(try await store.verify(hash: true).remaining == 0)
+    }
+
+    /// The group commit runs behind the answers: its thread is niced by 10
+    /// (renders and answers go first on a busy machine), the rest of the
+    /// process is not.
+    @Test func theCommitThreadRunsAtALowerPriority() async throws {
+        let dir = TempDir()
+        let store = try await CacheStore.open(settings: Fixtures.settings(dir.path, inlineMax: 0))
+        try await store.put(url: "https://h/a.png", data: Fixtures.pngLike(size: 2000))  // the thread has run
+        errno = 0
+        let base = getpriority(__priority_which_t(PRIO_PROCESS.rawValue), 0)
+        #expect(errno == 0)
+        var niced: [Int] = []
+        for task in try FileManager.default.contentsOfDirectory(atPath: "/proc/self/task") {
+            guard let comm = try? String(contentsOfFile: "/proc/self/task/\(task)/comm", encoding: .utf8),
+                  comm.trimmingCharacters(in: .newlines) == "artcache.commit",
+                  let stat = try? String(contentsOfFile: "/proc/self/task/\(task)/stat", encoding: .utf8) else { continue }
+            // Fields after the command's closing parenthesis: state is field 3, nice field 19.
+            let fields = stat[stat.range(of: ")", options: .backwards)!.upperBound...].split(separator: " ")
+            niced.append(Int(fields[16])!)
+        }
+        let names = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/task"))?
+            .compactMap { try? String(contentsOfFile: "/proc/self/task/\($0)/comm", encoding: .utf8) } ?? []
+        #expect(!niced.isEmpty, "no artcache.commit thread among \(names)")
+        #expect(niced.allSatisfy { $0 == min(19, Int(base) + 10) }, "nice values \(niced), process \(base)")
+        withExtendedLifetime(store) {}
+    }
+
     @Test func oneFailingPutDoesNotUndoItsBatch() async throws {
         let dir = TempDir()
         let store = try await CacheStore.open(settings: Fixtures.settings(dir.path))

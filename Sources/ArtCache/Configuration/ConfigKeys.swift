@@ -59,6 +59,8 @@ package struct ConfigKey: Sendable {
         ConfigKey(section: "cache", name: "inline_max", kind: .size(min: 0, max: 16 << 20), defaultValue: .size(cache.inlineMax)),
         ConfigKey(section: "cache", name: "mode", kind: .string, defaultValue: .string("0" + String(cache.mode, radix: 8))),
         ConfigKey(section: "cache", name: "write_batch_max", kind: .integer(min: 1, max: 100_000), defaultValue: .integer(cache.writeBatchMax)),
+        ConfigKey(section: "cache", name: "sync", kind: .choice(CacheSettings.Sync.allCases.map(\.rawValue)), defaultValue: .string(cache.sync.rawValue)),
+        ConfigKey(section: "cache", name: "writer_nice", kind: .integer(min: 0, max: 19), defaultValue: .integer(cache.writerNice)),
         ConfigKey(section: "cache", name: "write_behind_max", kind: .integer(min: 0, max: 100_000), defaultValue: .integer(cache.writeBehindMax)),
         // [download]
         ConfigKey(section: "download", name: "concurrency", kind: .integer(min: 1, max: 1024), defaultValue: .integer(download.concurrency)),

@@ -58,6 +58,8 @@ extension Configuration {
         cache.inlineMax = read.size("cache.inline_max")
         cache.writeBatchMax = read.integer("cache.write_batch_max")
         cache.writeBehindMax = read.integer("cache.write_behind_max")
+        cache.writerNice = read.integer("cache.writer_nice")
+        cache.sync = CacheSettings.Sync(rawValue: read.string("cache.sync")) ?? cache.sync
         let modeText = read.string("cache.mode")
         guard let mode = CacheSettings.parseMode(modeText) else {
             throw read.invalid("cache.mode", "invalid value \"\(modeText)\": expected octal permissions from 0700 to 0777 (the owner keeps rwx)")

@@ -14,7 +14,7 @@ extension Configuration {
             "cache.max_age": cache.maxAge, "cache.access_flush_interval": cache.accessFlushInterval,
             "cache.access_flush_batch": Double(cache.accessFlushBatch), "cache.inline_max": Double(cache.inlineMax),
             "cache.write_batch_max": Double(cache.writeBatchMax),
-            "cache.write_behind_max": Double(cache.writeBehindMax),
+            "cache.write_behind_max": Double(cache.writeBehindMax), "cache.writer_nice": Double(cache.writerNice),
             "download.concurrency": Double(download.concurrency), "download.per_host": Double(download.perHost),
             "download.connect_timeout": download.connectTimeout, "download.timeout": download.timeout,
             "download.low_speed_limit": Double(download.lowSpeedLimit), "download.low_speed_time": download.lowSpeedTime,

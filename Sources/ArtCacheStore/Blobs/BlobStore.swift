@@ -29,6 +29,8 @@ struct BlobStore: Sendable {
     /// The blob paths this writer's batch in progress renames into place
     /// (what a sweep removes if the writer dies before its commit).
     let renames: RenameJournal
+    /// `objects/`, open while the store is: what ``syncFilesystem()`` syncs.
+    let anchor: DirectoryHandle
 
     var objects: URL { root.appendingPathComponent("objects", isDirectory: true) }
     var temporary: URL { root.appendingPathComponent("tmp", isDirectory: true) }
@@ -43,6 +45,7 @@ struct BlobStore: Sendable {
         try Self.createDirectories(root: root, mode: mode)
         writer = try WriterLock(in: root.appendingPathComponent("tmp").path, mode: mode & 0o666)
         renames = RenameJournal(folder: root.appendingPathComponent("tmp").path, token: writer.token, mode: mode & 0o666)
+        anchor = try DirectoryHandle(path: root.appendingPathComponent("objects").path)
     }
 
     static let shards = (0..<256).map { String(format: "%02x", $0) }
@@ -148,7 +151,9 @@ struct BlobStore: Sendable {
     }
 
     /// Writes `data` to a new temp file (named with this process's writer
-    /// token) and flushes it to disk. Returns its path.
+    /// token). Returns its path. Not yet on disk: the group commit syncs a
+    /// batch's files together before the rows naming them commit
+    /// (``syncTemporary(_:)`` or ``syncFilesystem()``, `[cache] sync`).
     func writeTemporary(_ data: Data) throws(StoreError) -> String {
         let name = "\(writer.token)-\(UUID().uuidString).part"
         let path = temporary.path + "/" + name
@@ -166,7 +171,7 @@ struct BlobStore: Sendable {
                 }
                 offset += n
             }
-            if fchmod(fd, fileMode) != 0 || fsync(fd) != 0 { return errno }
+            if fchmod(fd, fileMode) != 0 { return errno }
             return nil
         }
         if let failure {
@@ -175,6 +180,31 @@ struct BlobStore: Sendable {
         }
         return path
     }
+
+    /// Flushes a temp file's bytes to disk (`[cache] sync = "files"`).
+    func syncTemporary(_ tempPath: String) throws(StoreError) {
+        let tmp = try DirectoryHandle(path: temporary.path)
+        let fd = tmp.openFile((tempPath as NSString).lastPathComponent, flags: O_RDONLY)
+        guard fd >= 0 else { throw StoreError.io("cannot open \(tempPath)", errno: errno) }
+        defer { close(fd) }
+        guard fdatasync(fd) == 0 else { throw StoreError.io("cannot sync \(tempPath)", errno: errno) }
+    }
+
+    /// Flushes everything written to the cache's filesystem, the batch's
+    /// files and their renames, in one call (`[cache] sync = "filesystem"`,
+    /// syncfs(2)). The handle it syncs through was opened with the store, so
+    /// a write-back error since then (a file of this batch that failed to
+    /// reach the disk in the background) is reported here.
+    func syncFilesystem() throws(StoreError) {
+        guard let syncfs = Self.syncfs else { throw StoreError(.io, "syncfs(2) is not available: use [cache] sync = \"files\"") }
+        guard syncfs(anchor.fd) == 0 else { throw StoreError.io("cannot sync the filesystem of \(root.path)", errno: errno) }
+    }
+
+    /// syncfs(2), looked up once (Swift's Glibc module does not declare it).
+    private static let syncfs: (@convention(c) (Int32) -> Int32)? = {
+        guard let symbol = dlsym(nil, "syncfs") else { return nil }
+        return unsafeBitCast(symbol, to: (@convention(c) (Int32) -> Int32).self)
+    }()
 
     /// Moves a finished temp file to its blob path. The caller syncs the
     /// shard folder (``syncDirectories(of:)``) before committing a row naming it.

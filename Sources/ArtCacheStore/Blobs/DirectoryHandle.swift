@@ -9,7 +9,7 @@ import Glibc
 /// (`openat`, `renameat`, `unlinkat`), never by a path string, so a symlink
 /// planted inside the cache (a shard folder pointing elsewhere, a link in
 /// place of a blob) is never followed out of it.
-final class DirectoryHandle {
+final class DirectoryHandle: Sendable {
     let fd: Int32
     let path: String
 

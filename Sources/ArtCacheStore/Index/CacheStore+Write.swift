@@ -122,13 +122,14 @@ extension CacheStore {
     ///    with `closed` before anything is written; `entry.sha256` is set
     ///    from `data` (off Swift's cooperative pool when large, see
     ///    ``hashInPlaceMax``);
-    /// 1. a file blob's bytes go to a temp file, fsync'd (outside any lock);
-    /// 2. the put joins the next group commit (``WriteQueue``), where in its
+    /// 1. the put joins the next group commit (``WriteQueue``), on its
+    ///    thread: a file blob's bytes go to a temp file; then in the put's
     ///    own savepoint: `check`, `extra` (given the row it replaces and the
     ///    new one), rename into place, upsert the row (and the inline bytes);
-    ///    the shard folders of the batch's renames are fsync'd, then the
-    ///    batch commits;
-    /// 3. after commit, replaced blob files are deleted, the limits enforced.
+    ///    the batch's files and renames are made durable together
+    ///    (`[cache] sync`: one syncfs, or each file before its rename and
+    ///    each shard folder after), then the batch commits;
+    /// 2. after commit, replaced blob files are deleted, the limits enforced.
     /// A SIGKILL anywhere leaves only complete blobs behind committed rows;
     /// what may be left over (temp file, orphan blob) is for `verify --repair`.
     ///
@@ -143,28 +144,17 @@ extension CacheStore {
             await behind.waitUntilWritten(entry.key)
         }
         defer { if !admitted { gate.leave() } }
-        let blobs = self.blobs
         var entry = entry
-        var put = PendingPut(entry: entry, inlineData: nil, temporary: nil) { db, old, new in
+        var put = PendingPut(entry: entry) { db, old, new in
             try check(db)
             return try extra(db, old, new)
         }
-        let known = entry.sha256  // a put behind hashed its bytes when it was accepted
-        let hashed = !known.isEmpty
-        if !entry.isInline {
-            let (temporary, sha256) = try await Blocking.run {
-                (try blobs.writeTemporary(data), hashed ? known : CacheKey.sha256Hex(data))
-            }
-            (put.temporary, entry.sha256) = (temporary, sha256)
-        } else if hashed {
-            put.inlineData = data
-        } else if data.count > Self.hashInPlaceMax {
-            entry.sha256 = try await Blocking.run { CacheKey.sha256Hex(data) }
-            put.inlineData = data
-        } else {
-            entry.sha256 = CacheKey.sha256Hex(data)
-            put.inlineData = data
+        // A put behind hashed its bytes when it was accepted.
+        if entry.sha256.isEmpty {
+            entry.sha256 = data.count > Self.hashInPlaceMax ? try await Blocking.run { CacheKey.sha256Hex(data) }
+                                                            : CacheKey.sha256Hex(data)
         }
+        if entry.isInline { put.inlineData = data } else { put.fileData = data }
         put.entry = entry
         return try await writes.submit(put)
     }
@@ -176,7 +166,6 @@ extension CacheStore {
             return try blobs.cleanup.shared { commitHoldingCleanup(puts) }
         } catch {
             let failure = Self.storeError(error, writing: nil)
-            for put in puts { if let temporary = put.temporary { blobs.discardTemporary(temporary) } }
             return puts.map { _ in .failure(failure) }
         }
     }
@@ -185,22 +174,41 @@ extension CacheStore {
         var results = [Result<CacheEntry, StoreError>](repeating: .failure(StoreError(.database, "not written")), count: puts.count)
         var garbage: [String] = []
         var renamed: [String] = []
+        let sync = settings.sync
+        // The file blobs' temp files (`files`: each synced before its
+        // rename); a put whose file cannot be written or synced fails alone.
+        var temporaries: [Int: String] = [:]
+        var failed = Set<Int>()
+        for (index, put) in puts.enumerated() {
+            guard let data = put.fileData else { continue }
+            var written: String?
+            do throws(StoreError) {
+                let temporary = try blobs.writeTemporary(data)
+                written = temporary
+                if sync == .files { try blobs.syncTemporary(temporary) }
+                temporaries[index] = temporary
+            } catch {
+                results[index] = .failure(error)
+                if let written { blobs.discardTemporary(written) }
+                failed.insert(index)
+            }
+        }
         do {
             // Named before any rename: a writer killed before its commit
             // leaves files the next open knows to remove.
-            try blobs.renames.record(puts.compactMap { $0.temporary == nil ? nil : $0.entry.blob })
+            try blobs.renames.record(temporaries.keys.sorted().map { puts[$0].entry.blob! })
             try db.write { db in
                 var delta = Totals()
-                for (index, put) in puts.enumerated() {
+                for (index, put) in puts.enumerated() where !failed.contains(index) {
                     var outcome: (row: CacheEntry, garbage: [String], delta: Totals)?
                     do {
                         try db.inSavepoint {
-                            outcome = try Self.apply(put, db: db, blobs: blobs)
+                            outcome = try Self.apply(put, temporary: temporaries[index], db: db, blobs: blobs)
                             return .commit
                         }
                     } catch {
                         results[index] = .failure(Self.storeError(error, writing: put.entry))
-                        if let temporary = put.temporary { blobs.discardTemporary(temporary) }
+                        if let temporary = temporaries[index] { blobs.discardTemporary(temporary) }
                         if let blob = put.entry.blob { blobs.remove([blob]) }
                         continue
                     }
@@ -213,15 +221,19 @@ extension CacheStore {
                     delta.bytes += outcome.delta.bytes
                     delta.inlineBytes += outcome.delta.inlineBytes
                 }
-                // The renames must be on disk before any row naming them commits.
-                try blobs.syncDirectories(of: renamed)
+                // The files and their renames must be on disk before any row
+                // naming them commits.
+                switch sync {
+                case .files: try blobs.syncDirectories(of: renamed)
+                case .filesystem: if !renamed.isEmpty { try blobs.syncFilesystem() }
+                }
                 try delta.apply(db)
             }
         } catch {
             // The whole batch is undone: nothing it renamed is named by a row.
             let failure = Self.storeError(error, writing: nil)
-            for (index, put) in puts.enumerated() {
-                if let temporary = put.temporary { blobs.discardTemporary(temporary) }
+            for index in puts.indices where !failed.contains(index) {
+                if let temporary = temporaries[index] { blobs.discardTemporary(temporary) }
                 results[index] = .failure(failure)
             }
             blobs.remove(renamed)
@@ -235,7 +247,7 @@ extension CacheStore {
 
     /// Writes one put inside its savepoint: the row it replaced (if any) is
     /// counted out, the new one in; returns blob files to delete after commit.
-    private static func apply(_ put: PendingPut, db: Database, blobs: BlobStore) throws
+    private static func apply(_ put: PendingPut, temporary: String?, db: Database, blobs: BlobStore) throws
         -> (row: CacheEntry, garbage: [String], delta: Totals) {
         let entry = put.entry
         let old = try CacheEntry.fetchOne(db, key: entry.key)
@@ -246,7 +258,7 @@ extension CacheStore {
             row.hitCount = old.hitCount
         }
         var garbage = try put.extra(db, old, row)
-        if let temporary = put.temporary, let blob = entry.blob {
+        if let temporary, let blob = entry.blob {
             try blobs.commitTemporary(temporary, to: blob)
         }
         try row.save(db, replacing: old != nil)

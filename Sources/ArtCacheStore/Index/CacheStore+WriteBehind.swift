@@ -4,7 +4,7 @@ import Logging
 
 /// Store-behind: puts that return before their write, so a miss is answered
 /// once it is rendered and its bytes are committed behind the answer (the
-/// same crash-safe path as every put: temp file, fsync, rename, commit,
+/// same crash-safe path as every put: temp file, rename, sync, commit,
 /// on a task of their own, never on the answer's path).
 ///
 /// A put behind returns its row as it will be committed; until then the

@@ -60,7 +60,7 @@ import Logging
         directory = URL(fileURLWithPath: settings.directory, isDirectory: true).standardizedFileURL
         let mode = mode_t(settings.mode)
         blobs = try BlobStore(root: directory, mode: mode)
-        writes = WriteQueue(maxBatch: settings.writeBatchMax)
+        writes = WriteQueue(maxBatch: settings.writeBatchMax, niceness: Int32(settings.writerNice))
         behind = WriteBehind(capacity: settings.writeBehindMax)
 
         var config = GRDB.Configuration()

@@ -9,8 +9,9 @@ struct PendingPut: Sendable {
     var entry: CacheEntry
     /// The bytes, when inline.
     var inlineData: Data?
-    /// The synced temp file holding the bytes, when they go to a file.
-    var temporary: String?
+    /// The bytes, when they go to a file: the commit thread writes them to
+    /// a temp file (no request thread ever writes or syncs a blob file).
+    var fileData: Data?
     /// Runs in the put's savepoint before the row is written, with the row it
     /// replaces and the new one; returns blob files to delete after commit.
     var extra: @Sendable (Database, _ old: CacheEntry?, _ new: CacheEntry) throws -> [String]
@@ -18,6 +19,12 @@ struct PendingPut: Sendable {
 
 /// Group commit: puts from concurrent writers of this process are committed
 /// together, in one transaction, on one thread of the queue's own.
+///
+/// That thread runs at a lower CPU priority (nice +`niceness`): writes are
+/// behind the answers, so on a busy machine renders and answers go first
+/// and the writes catch up when a core is free; the queue of puts behind
+/// is bounded (`write_behind_max`), so a writer that never catches up drops
+/// and counts, it never grows without bound.
 ///
 /// The first put to arrive while no commit runs starts one at once (no
 /// waiting when idle); puts arriving meanwhile queue and all go in the next
@@ -48,11 +55,39 @@ final class WriteQueue: Sendable {
 
     private let state = Locked(State())
     private let handlers = Locked<Handlers?>(nil)
-    private let thread = DispatchQueue(label: "artcache.store.commit", qos: .userInitiated)
+    /// Signalled once per start of a drain, and by `deinit` (the thread ends).
+    private let wakeup = DispatchSemaphore(value: 0)
     private let maxBatch: Int
 
-    init(maxBatch: Int) {
+    /// `niceness`: added to the commit thread's nice value (0: as the process).
+    init(maxBatch: Int, niceness: Int32 = 0) {
         self.maxBatch = max(1, maxBatch)
+        // The thread holds the queue weakly: the queue's owner releasing it
+        // ends the thread (deinit wakes it to find nothing).
+        let wakeup = self.wakeup
+        let thread = Thread { [weak self] in
+            ThreadName.set("artcache.commit")
+            if niceness > 0 { Self.lowerThisThreadsPriority(by: niceness) }
+            while true {
+                wakeup.wait()
+                guard let queue = self else { return }
+                queue.drain()
+            }
+        }
+        thread.start()
+    }
+
+    deinit { wakeup.signal() }
+
+    /// Linux keeps the nice value per thread, and `setpriority(PRIO_PROCESS, 0, …)`
+    /// names the calling thread (kernel/sys.c: `who == 0` is `current`):
+    /// this thread only, never the process. Raising it needs no privilege.
+    private static func lowerThisThreadsPriority(by niceness: Int32) {
+        let which = __priority_which_t(PRIO_PROCESS.rawValue)
+        errno = 0
+        let current = getpriority(which, 0)
+        guard errno == 0 else { return }
+        _ = setpriority(which, 0, min(19, current + niceness))
     }
 
     /// Sets what a batch runs: `commit` writes it; `afterBatch` runs on the
@@ -75,7 +110,7 @@ final class WriteQueue: Sendable {
                 state.draining = true
                 return true
             }
-            if start { thread.async { self.drain() } }
+            if start { wakeup.signal() }
         }
     }
 
