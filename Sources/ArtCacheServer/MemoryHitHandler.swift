@@ -64,15 +64,33 @@ final class MemoryHitHandler: ChannelDuplexHandler, RemovableChannelHandler {
     }
 
     private func hit(_ request: HTTPRequest) -> ThumbnailService.Prepared? {
-        guard request.method == .get, let path = request.path, !path.contains("?"),
-              path.utf8.lazy.filter({ $0 == UInt8(ascii: "/") }).count == 3,
-              !(request.headerFields[.connection]?.lowercased().contains("close") ?? false) else { return nil }
+        guard request.method == .get, let path = request.path, Self.isImagePath(path),
+              !(request.headerFields[.connection].map(Self.saysClose) ?? false) else { return nil }
         let started = ContinuousClock.now
         guard var prepared = service.memoryHit(path: path, accept: request.headerFields[.accept],
                                                ifNoneMatch: request.headerFields[.ifNoneMatch], started: started) else { return nil }
         prepared.headers[.date] = Self.date.text()
         prepared.headers[.server] = "artcache"
         return prepared
+    }
+
+    /// Three slashes and no query: `/{signature}/{options}/{source}`. A loop
+    /// over the bytes (`String.contains` of a string goes through Foundation's
+    /// NSString search on Linux: 3% of a hit in a profile).
+    static func isImagePath(_ path: String) -> Bool {
+        var slashes = 0
+        for byte in path.utf8 {
+            if byte == UInt8(ascii: "?") { return false }
+            if byte == UInt8(ascii: "/") { slashes += 1 }
+        }
+        return slashes == 3
+    }
+
+    /// `Connection: close` (any case, possibly among other tokens).
+    static func saysClose(_ value: String) -> Bool {
+        value.split(separator: ",").contains { token in
+            token.utf8.count >= 5 && token.trimmingCharacters(in: .whitespaces).lowercased() == "close"
+        }
     }
 
     /// `Date`, formatted once per second (shared by every connection).

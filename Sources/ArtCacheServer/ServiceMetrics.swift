@@ -23,6 +23,8 @@ final class ServiceMetrics: Sendable {
     private let writesDropped: Metrics.Counter
     /// Writes the store had dropped at the last exposition.
     private let writesDroppedReported = Locked<Int64>(0)
+    /// The series every memory hit touches, made once: a hit looks nothing up.
+    private let memoryHits: (images: Metrics.Counter, ok: Metrics.Counter, duration: Metrics.Timer)
 
     init() {
         var factory = PrometheusMetricsFactory(registry: registry)
@@ -35,6 +37,18 @@ final class ServiceMetrics: Sendable {
         bytesServed = Metrics.Counter(label: "artcache_bytes_served_total", factory: factory)
         logDropped = Metrics.Counter(label: "artcache_access_log_dropped_total", factory: factory)
         writesDropped = Metrics.Counter(label: "artcache_store_writes_dropped_total", factory: factory)
+        memoryHits = (Metrics.Counter(label: "artcache_images_total", dimensions: [("tier", "memory")], factory: factory),
+                      Metrics.Counter(label: "artcache_http_requests_total", dimensions: [("status", "200")], factory: factory),
+                      Metrics.Timer(label: "artcache_http_request_duration_seconds", dimensions: [("tier", "memory")], factory: factory))
+    }
+
+    /// A memory hit answered: ``served(tier:)`` and ``answered(status:tier:seconds:bytes:)``
+    /// for the memory tier, through handles made once.
+    func memoryHit(status: Int, seconds: Double, bytes: Int) {
+        memoryHits.images.increment()
+        if status == 200 { memoryHits.ok.increment() } else { counter("artcache_http_requests_total", "status", String(status)).increment() }
+        memoryHits.duration.recordNanoseconds(Int64(seconds * 1e9))
+        if bytes > 0 { bytesServed.increment(by: bytes) }
     }
 
     /// One answered request: by status, latency by tier, bytes.

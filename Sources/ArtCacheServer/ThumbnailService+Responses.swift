@@ -25,8 +25,53 @@ extension ThumbnailService {
         var body: ByteBuffer?
     }
 
+    /// What a stored image's answer depends on besides its bytes (named by
+    /// their SHA-256): ``preparedHits``.
+    struct PreparedKey: Hashable {
+        var sha256: String
+        var contentType: String
+        var source: ImageResponse.Source
+        var negotiated: Bool
+        var signed: Bool
+        var created: Date
+    }
+
     /// ``success(_:request:negotiated:signed:)`` from the request's `If-None-Match` alone.
+    /// A memory hit's `200` is built once (``preparedHits``): the next hit
+    /// of the same bytes costs a dictionary lookup, not its headers, dates
+    /// and a body copy.
     func success(_ image: ImageResponse, ifNoneMatch: String?, negotiated: Bool, signed: Bool) -> Prepared {
+        guard image.source == .memory, image.error == nil, image.data.count <= Self.preparedBodyMax,
+              let entry = image.entry, !entry.sha256.isEmpty else {
+            return build(image, ifNoneMatch: ifNoneMatch, negotiated: negotiated, signed: signed)
+        }
+        let key = PreparedKey(sha256: entry.sha256, contentType: image.contentType, source: image.source,
+                              negotiated: negotiated, signed: signed, created: entry.createdAt)
+        let prepared: Prepared
+        if let known = preparedHits.withLock({ $0[key] }) {
+            prepared = known
+        } else {
+            prepared = build(image, ifNoneMatch: nil, negotiated: negotiated, signed: signed)
+            preparedHits.withLock { memo in
+                if memo.count >= Self.preparedCountMax { memo.removeAll(keepingCapacity: true) }
+                memo[key] = prepared
+            }
+        }
+        if let asked = ifNoneMatch, let etag = prepared.headers[.eTag], Self.matches(asked, etag: etag) {
+            var headers = prepared.headers
+            headers[.contentLength] = nil
+            return Prepared(status: .notModified, headers: headers, body: nil)
+        }
+        return prepared
+    }
+
+    /// Memory hits whose answers are kept built: at most this many, of
+    /// bodies up to ``preparedBodyMax`` (thumbnails; 16 MiB at most in all).
+    static let preparedCountMax = 512
+    static let preparedBodyMax = 32 << 10
+
+    /// The answer to `image`, built from scratch.
+    private func build(_ image: ImageResponse, ifNoneMatch: String?, negotiated: Bool, signed: Bool) -> Prepared {
         var headers = HTTPFields()
         let etag = "\"" + (image.entry?.sha256.prefix(32).description ?? Self.digest(image.data)) + "\""
         headers[.eTag] = etag

@@ -33,6 +33,9 @@ public final class ThumbnailService: Sendable {
     let logWriter: LogWriter?
     /// Memory hits answered in the channel pipeline (``MemoryHitHandler``).
     let channelHits = Atomic<Int>(0)
+    /// The `200` answers of memory hits, headers and body built once and
+    /// reused by every hit of the same bytes (bounded; emptied when full).
+    let preparedHits = Locked<[PreparedKey: Prepared]>([:])
 
     /// What failed images answer with.
     enum Fallback: Sendable {
@@ -105,11 +108,10 @@ public final class ThumbnailService: Sendable {
         let bytes = response.body.contentLength ?? 0
         metrics.answered(status: response.status.code, tier: tier, seconds: seconds, bytes: bytes)
         guard settings.accessLog else { return response }
-        logger.info("request", metadata: [
-            "method": "\(request.method)", "path": "\(request.uri.path.prefix(120))",
-            "status": "\(response.status.code)", "tier": "\(tier)", "bytes": "\(bytes)",
-            "ms": "\(Int(seconds * 1000))", "error": "\(response.headers[.artcacheError] ?? "")",
-        ])
+        logger.info("request", metadata: Self.accessMetadata(method: request.method.rawValue, path: request.uri.path,
+                                                           status: response.status.code, tier: tier, bytes: bytes,
+                                                           seconds: seconds, error: response.headers[.artcacheError]),
+                    source: Self.logSource)
         return response
     }
 
@@ -135,20 +137,35 @@ public final class ThumbnailService: Sendable {
     /// Counted and logged as the router's answers are.
     func memoryHit(path: String, accept: String?, ifNoneMatch: String?, started: ContinuousClock.Instant) -> Prepared? {
         guard let parsed = try? parse(path: path, accept: accept), let hit = pipeline.cachedImage(for: parsed.request) else { return nil }
-        metrics.served(tier: "memory")
         channelHits.add(1, ordering: .relaxed)
         let prepared = success(hit, ifNoneMatch: ifNoneMatch, negotiated: parsed.negotiated, signed: parsed.signed)
         let elapsed = (ContinuousClock.now - started).components
         let seconds = Double(elapsed.seconds) + Double(elapsed.attoseconds) / 1e18
         let bytes = prepared.body?.readableBytes ?? 0
-        metrics.answered(status: prepared.status.code, tier: "memory", seconds: seconds, bytes: bytes)
+        metrics.memoryHit(status: prepared.status.code, seconds: seconds, bytes: bytes)
         if settings.accessLog {
-            logger.info("request", metadata: [
-                "method": "GET", "path": "\(path.prefix(120))", "status": "\(prepared.status.code)", "tier": "memory",
-                "bytes": "\(bytes)", "ms": "\(Int(seconds * 1000))", "error": "\(prepared.headers[.artcacheError] ?? "")",
-            ])
+            logger.info("request", metadata: Self.accessMetadata(method: "GET", path: path, status: prepared.status.code,
+                                                               tier: "memory", bytes: bytes, seconds: seconds,
+                                                               error: prepared.headers[.artcacheError]),
+                        source: Self.logSource)
         }
         return prepared
+    }
+
+    /// The access log's `source` (swift-log would derive it from `#fileID`
+    /// at every call, parsing a string per request).
+    static let logSource = "ArtCacheServer"
+
+    /// An access log line's fields. Numbers go in as values, not text: the
+    /// log handler formats them (``LogWriter``: on its own thread), so a
+    /// request pays for the dictionary, not for formatting.
+    static func accessMetadata(method: String, path: String, status: Int, tier: String, bytes: Int, seconds: Double,
+                               error: String?) -> Logger.Metadata {
+        [
+            "method": .string(method), "path": .string(path.utf8.count <= 120 ? path : String(path.prefix(120))),
+            "status": .stringConvertible(status), "tier": .string(tier), "bytes": .stringConvertible(bytes),
+            "ms": .stringConvertible(Int(seconds * 1000)), "error": .string(error ?? ""),
+        ]
     }
 
     /// Not in memory: admission, deadline, disk, then the network.

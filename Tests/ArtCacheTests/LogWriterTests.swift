@@ -58,6 +58,26 @@ struct LogWriterTests {
 
     /// A reader that stops reading (a full pipe) never blocks the logger:
     /// past `capacity` waiting events, new ones are dropped and counted.
+    /// Metadata prints in key order whatever the previous line's keys were
+    /// (the writer reuses the order found for the same key set).
+    @Test func metadataIsInKeyOrderAcrossChangingKeySets() {
+        let sets: [Logger.Metadata] = [
+            ["b": "2", "a": "1"], ["c": "3", "a": "1", "b": .stringConvertible(2)], ["b": "2", "a": "1"],
+            ["status": .stringConvertible(200), "method": "GET", "path": "/x", "bytes": .stringConvertible(5)],
+            ["status": .stringConvertible(304), "method": "GET", "path": "/y", "bytes": .stringConvertible(0)],
+        ]
+        var keys = LogWriter.SortedKeys()
+        var text = ""
+        for metadata in sets {
+            LogWriter.append(LogWriter.Record(date: Date(), level: .info, label: "l", message: "m", metadata: metadata, source: "S"),
+                             timestamp: "T", keys: &keys, to: &text)
+        }
+        #expect(text.split(separator: "\n") == [
+            "T info l: a=1 b=2 [S] m", "T info l: a=1 b=2 c=3 [S] m", "T info l: a=1 b=2 [S] m",
+            "T info l: bytes=5 method=GET path=/x status=200 [S] m", "T info l: bytes=0 method=GET path=/y status=304 [S] m",
+        ])
+    }
+
     @Test func aStalledOutputDropsAndCountsInsteadOfBlocking() async throws {
         var fds: [Int32] = [0, 0]
         #expect(pipe(&fds) == 0)

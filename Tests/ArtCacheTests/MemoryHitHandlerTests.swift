@@ -34,6 +34,12 @@ struct MemoryHitHandlerTests {
             #expect(revalidated.status == .notModified && revalidated.body.readableBytes == 0)
             #expect(revalidated.headers[.eTag] == etag)
             #expect(s.service.channelHits.load(ordering: .relaxed) == 2)
+            // Built once, reused: the 304 left the kept answer whole.
+            let again = try await client.execute(uri: path, method: .get)
+            #expect(again.status == .ok && again.body == cold.body)
+            #expect(again.headers[.contentLength] == String(cold.body.readableBytes) && again.headers[.eTag] == etag)
+            #expect(s.service.preparedHits.withLock { $0.count } == 1)
+            #expect(s.service.channelHits.load(ordering: .relaxed) == 3)
 
             // Not a valid signed path: still the router's typed refusal.
             let forged = "/" + String(repeating: "A", count: 43) + path.drop { $0 != "/" }.dropFirst().drop { $0 != "/" }
@@ -41,7 +47,7 @@ struct MemoryHitHandlerTests {
             #expect(refused.status == .forbidden && refused.headers[.artcacheError] == "bad_signature")
 
             let metrics = String(buffer: try await client.execute(uri: "/metrics", method: .get).body)
-            #expect(metrics.contains(#"artcache_images_total{tier="memory"} 2"#), "\(metrics)")
+            #expect(metrics.contains(#"artcache_images_total{tier="memory"} 3"#), "\(metrics)")
         }
         #expect(s.origin.requestCount("/img/a.jpg") == 1)
         try await s.close()

@@ -1,5 +1,6 @@
 import Foundation
 import Logging
+@_spi(Benchmarks) import ArtCacheCore
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -57,7 +58,10 @@ package final class LogWriter: @unchecked Sendable {
         self.capacity = max(1, capacity)
         // The thread holds the writer until `stop()`: a writer lives as
         // long as the service that logs through it.
-        let thread = Thread { self.drain() }
+        let thread = Thread {
+            ThreadName.set("artcache.log")
+            self.drain()
+        }
         thread.name = "artcache.log"
         self.thread = thread
         thread.start()
@@ -107,6 +111,7 @@ package final class LogWriter: @unchecked Sendable {
 
     private func drain() {
         var stamp = (second: Int.min, text: "")
+        var keys = SortedKeys()
         while true {
             condition.lock()
             while state.queue.isEmpty && !state.stopping {
@@ -124,12 +129,13 @@ package final class LogWriter: @unchecked Sendable {
             condition.unlock()
             if done { return }
             var text = ""
+            text.reserveCapacity(batch.count * 200)
             for record in batch {
                 let second = Int(record.date.timeIntervalSince1970.rounded(.down))
                 if second != stamp.second { stamp = (second, Self.timestamp(record.date)) }  // once a second, not a line
-                text += Self.format(record, timestamp: stamp.text)
+                Self.append(record, timestamp: stamp.text, keys: &keys, to: &text)
             }
-            write(text)
+            write(&text)
             condition.lock()
             state.written += batch.count
             condition.broadcast()
@@ -137,27 +143,82 @@ package final class LogWriter: @unchecked Sendable {
         }
     }
 
-    private func write(_ text: String) {
-        var bytes = Array(text.utf8)
-        var offset = 0
-        while offset < bytes.count {
-            let n = bytes.withUnsafeMutableBytes { Glibc.write(fd, $0.baseAddress! + offset, $0.count - offset) }
-            if n < 0, errno == EINTR { continue }
-            guard n > 0 else { return }  // a closed descriptor: the lines are lost, the service goes on
-            offset += n
+    private func write(_ text: inout String) {
+        text.withUTF8 { bytes in
+            var offset = 0
+            while offset < bytes.count {
+                let n = Glibc.write(fd, bytes.baseAddress! + offset, bytes.count - offset)
+                if n < 0, errno == EINTR { continue }
+                guard n > 0 else { return }  // a closed descriptor: the lines are lost, the service goes on
+                offset += n
+            }
         }
     }
 
     /// `2026-11-23T22:06:31+0000 info artcache.serve: key=value … [Module] message`,
     /// as swift-log's `StreamLogHandler` writes it.
     static func format(_ record: Record, timestamp: String? = nil) -> String {
-        var line = timestamp ?? Self.timestamp(record.date)
-        line += " \(record.level) \(record.label):"
-        for (key, value) in record.metadata.sorted(by: { $0.key < $1.key }) {
-            line += " \(key)=\(value)"
-        }
-        line += " [\(record.source)] \(record.message)\n"
+        var line = ""
+        var keys = SortedKeys()
+        append(record, timestamp: timestamp ?? Self.timestamp(record.date), keys: &keys, to: &line)
         return line
+    }
+
+    /// Metadata in key order, as swift-log's stream handler prints it,
+    /// without sorting per line: the keys of the previous line, sorted, are
+    /// looked up in the next one (every access log line has the same keys),
+    /// and sorted again only when they differ. (Iteration order cannot be
+    /// reused: Swift seeds each dictionary's hashing differently.)
+    struct SortedKeys {
+        private var keys: [String] = []
+        private var values: [Logger.MetadataValue] = []
+
+        mutating func append(_ metadata: Logger.Metadata, to text: inout String) {
+            values.removeAll(keepingCapacity: true)
+            if keys.count == metadata.count {
+                for key in keys {
+                    guard let value = metadata[key] else { break }
+                    values.append(value)
+                }
+            }
+            if values.count != metadata.count {
+                keys = metadata.keys.sorted()
+                values = keys.map { metadata[$0]! }
+            }
+            for (key, value) in zip(keys, values) { LogWriter.append(key, value, to: &text) }
+        }
+    }
+
+    /// ``format(_:timestamp:)`` appended to `text` (the writer builds a
+    /// batch in one string: no string per line, no interpolation).
+    static func append(_ record: Record, timestamp: String, keys: inout SortedKeys, to text: inout String) {
+        text += timestamp
+        text += " "
+        text += record.level.rawValue
+        text += " "
+        text += record.label
+        text += ":"
+        if record.metadata.count == 1, let (key, value) = record.metadata.first {
+            append(key, value, to: &text)
+        } else if !record.metadata.isEmpty {
+            keys.append(record.metadata, to: &text)
+        }
+        text += " ["
+        text += record.source
+        text += "] "
+        text += record.message.description
+        text += "\n"
+    }
+
+    fileprivate static func append(_ key: String, _ value: Logger.MetadataValue, to text: inout String) {
+        text += " "
+        text += key
+        text += "="
+        switch value {
+        case .string(let string): text += string
+        case .stringConvertible(let convertible): text += convertible.description
+        default: text += value.description
+        }
     }
 
     static func timestamp(_ date: Date) -> String {
