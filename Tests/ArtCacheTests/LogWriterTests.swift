@@ -67,15 +67,22 @@ struct LogWriterTests {
             ["status": .stringConvertible(304), "method": "GET", "path": "/y", "bytes": .stringConvertible(0)],
         ]
         var keys = LogWriter.SortedKeys()
-        var text = ""
+        var text: [UInt8] = []
         for metadata in sets {
             LogWriter.append(LogWriter.Record(date: Date(), level: .info, label: "l", message: "m", metadata: metadata, source: "S"),
                              timestamp: "T", keys: &keys, to: &text)
         }
-        #expect(text.split(separator: "\n") == [
+        #expect(String(decoding: text, as: UTF8.self).split(separator: "\n") == [
             "T info l: a=1 b=2 [S] m", "T info l: a=1 b=2 c=3 [S] m", "T info l: a=1 b=2 [S] m",
             "T info l: bytes=5 method=GET path=/x status=200 [S] m", "T info l: bytes=0 method=GET path=/y status=304 [S] m",
         ])
+    }
+
+    @Test(arguments: [0, 7, 10, 200, -42, Int.max, Int.min])
+    func numbersPrintAsTheirDescription(_ number: Int) {
+        var bytes: [UInt8] = []
+        LogWriter.appendDecimal(number, to: &bytes)
+        #expect(String(decoding: bytes, as: UTF8.self) == number.description)
     }
 
     @Test func aStalledOutputDropsAndCountsInsteadOfBlocking() async throws {

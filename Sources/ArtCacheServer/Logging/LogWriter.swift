@@ -112,6 +112,8 @@ package final class LogWriter: @unchecked Sendable {
     private func drain() {
         var stamp = (second: Int.min, text: "")
         var keys = SortedKeys()
+        var batch: [Record] = []
+        var bytes: [UInt8] = []
         while true {
             condition.lock()
             while state.queue.isEmpty && !state.stopping {
@@ -123,28 +125,31 @@ package final class LogWriter: @unchecked Sendable {
                 // Let the batch gather (flush and stop broadcast: they end it early).
                 _ = condition.wait(until: Date(timeIntervalSinceNow: Self.gathering))
             }
-            let batch = state.queue
-            state.queue.removeAll(keepingCapacity: true)
+            // The queue and this thread's emptied buffer change places: no
+            // allocation and no copy under the lock.
+            swap(&batch, &state.queue)
             let done = state.stopping && batch.isEmpty
             condition.unlock()
             if done { return }
-            var text = ""
-            text.reserveCapacity(batch.count * 200)
+            bytes.removeAll(keepingCapacity: true)
+            bytes.reserveCapacity(batch.count * 200)
             for record in batch {
                 let second = Int(record.date.timeIntervalSince1970.rounded(.down))
                 if second != stamp.second { stamp = (second, Self.timestamp(record.date)) }  // once a second, not a line
-                Self.append(record, timestamp: stamp.text, keys: &keys, to: &text)
+                Self.append(record, timestamp: stamp.text, keys: &keys, to: &bytes)
             }
-            write(&text)
+            let count = batch.count
+            batch.removeAll(keepingCapacity: true)
+            write(bytes)
             condition.lock()
-            state.written += batch.count
+            state.written += count
             condition.broadcast()
             condition.unlock()
         }
     }
 
-    private func write(_ text: inout String) {
-        text.withUTF8 { bytes in
+    private func write(_ bytes: [UInt8]) {
+        bytes.withUnsafeBytes { bytes in
             var offset = 0
             while offset < bytes.count {
                 let n = Glibc.write(fd, bytes.baseAddress! + offset, bytes.count - offset)
@@ -158,67 +163,88 @@ package final class LogWriter: @unchecked Sendable {
     /// `2026-11-23T22:06:31+0000 info artcache.serve: key=value … [Module] message`,
     /// as swift-log's `StreamLogHandler` writes it.
     static func format(_ record: Record, timestamp: String? = nil) -> String {
-        var line = ""
+        var line: [UInt8] = []
         var keys = SortedKeys()
         append(record, timestamp: timestamp ?? Self.timestamp(record.date), keys: &keys, to: &line)
-        return line
+        return String(decoding: line, as: UTF8.self)
     }
 
     /// Metadata in key order, as swift-log's stream handler prints it,
-    /// without sorting per line: the keys of the previous line, sorted, are
-    /// looked up in the next one (every access log line has the same keys),
-    /// and sorted again only when they differ. (Iteration order cannot be
-    /// reused: Swift seeds each dictionary's hashing differently.)
+    /// without sorting or hashing per line: the previous line's keys, sorted,
+    /// are kept, and each entry of the next line finds its place among them
+    /// by comparison (short keys are compared as two words); a line with
+    /// other keys sorts again. (Iteration order itself cannot be kept:
+    /// Swift seeds each dictionary's hashing differently.)
     struct SortedKeys {
         private var keys: [String] = []
-        private var values: [Logger.MetadataValue] = []
+        private var slots: [Logger.MetadataValue?] = []
 
-        mutating func append(_ metadata: Logger.Metadata, to text: inout String) {
-            values.removeAll(keepingCapacity: true)
-            if keys.count == metadata.count {
-                for key in keys {
-                    guard let value = metadata[key] else { break }
-                    values.append(value)
+        mutating func append(_ metadata: Logger.Metadata, to bytes: inout [UInt8]) {
+            var complete = keys.count == metadata.count
+            if complete {
+                for index in slots.indices { slots[index] = nil }
+                for (key, value) in metadata {
+                    guard let index = keys.firstIndex(of: key) else {
+                        complete = false
+                        break
+                    }
+                    slots[index] = value
                 }
             }
-            if values.count != metadata.count {
+            if !complete {
                 keys = metadata.keys.sorted()
-                values = keys.map { metadata[$0]! }
+                slots = keys.map { metadata[$0] }
             }
-            for (key, value) in zip(keys, values) { LogWriter.append(key, value, to: &text) }
+            for index in keys.indices { LogWriter.append(keys[index], slots[index]!, to: &bytes) }
         }
     }
 
-    /// ``format(_:timestamp:)`` appended to `text` (the writer builds a
-    /// batch in one string: no string per line, no interpolation).
-    static func append(_ record: Record, timestamp: String, keys: inout SortedKeys, to text: inout String) {
-        text += timestamp
-        text += " "
-        text += record.level.rawValue
-        text += " "
-        text += record.label
-        text += ":"
+    /// ``format(_:timestamp:)`` appended to `bytes` (the writer builds a
+    /// batch in one buffer: no string per line, no interpolation).
+    static func append(_ record: Record, timestamp: String, keys: inout SortedKeys, to bytes: inout [UInt8]) {
+        bytes.append(contentsOf: timestamp.utf8)
+        bytes.append(UInt8(ascii: " "))
+        bytes.append(contentsOf: record.level.rawValue.utf8)
+        bytes.append(UInt8(ascii: " "))
+        bytes.append(contentsOf: record.label.utf8)
+        bytes.append(UInt8(ascii: ":"))
         if record.metadata.count == 1, let (key, value) = record.metadata.first {
-            append(key, value, to: &text)
+            append(key, value, to: &bytes)
         } else if !record.metadata.isEmpty {
-            keys.append(record.metadata, to: &text)
+            keys.append(record.metadata, to: &bytes)
         }
-        text += " ["
-        text += record.source
-        text += "] "
-        text += record.message.description
-        text += "\n"
+        bytes.append(contentsOf: " [".utf8)
+        bytes.append(contentsOf: record.source.utf8)
+        bytes.append(contentsOf: "] ".utf8)
+        bytes.append(contentsOf: record.message.description.utf8)
+        bytes.append(UInt8(ascii: "\n"))
     }
 
-    fileprivate static func append(_ key: String, _ value: Logger.MetadataValue, to text: inout String) {
-        text += " "
-        text += key
-        text += "="
+    fileprivate static func append(_ key: String, _ value: Logger.MetadataValue, to bytes: inout [UInt8]) {
+        bytes.append(UInt8(ascii: " "))
+        bytes.append(contentsOf: key.utf8)
+        bytes.append(UInt8(ascii: "="))
         switch value {
-        case .string(let string): text += string
-        case .stringConvertible(let convertible): text += convertible.description
-        default: text += value.description
+        case .string(let string): bytes.append(contentsOf: string.utf8)
+        case .stringConvertible(let number as Int): appendDecimal(number, to: &bytes)
+        case .stringConvertible(let convertible): bytes.append(contentsOf: convertible.description.utf8)
+        default: bytes.append(contentsOf: value.description.utf8)
         }
+    }
+
+    /// `number` in decimal, as `Int.description` writes it, without a string.
+    static func appendDecimal(_ number: Int, to bytes: inout [UInt8]) {
+        if number < 0 {
+            bytes.append(UInt8(ascii: "-"))
+            guard number != .min else { bytes.append(contentsOf: String(number).utf8.dropFirst()); return }
+        }
+        var value = number.magnitude
+        let start = bytes.count
+        repeat {
+            bytes.append(UInt8(ascii: "0") + UInt8(value % 10))
+            value /= 10
+        } while value > 0
+        bytes[start...].reverse()
     }
 
     static func timestamp(_ date: Date) -> String {
