@@ -91,6 +91,28 @@ struct FileSafetyTests {
         try await verifier.close()
     }
 
+    /// A writer that finishes with its temp file and closes between verify's
+    /// listing and its look at the writer's lock left nothing behind: its
+    /// file is not reported (the reliability soak's concurrent verify saw it
+    /// once as a dead writer's temp file).
+    @Test func aWriterClosingDuringTheListingLeavesNoTempFile() async throws {
+        let dir = TempDir()
+        let cache = dir.file("cache")
+        let verifier = try await CacheStore.open(settings: Fixtures.settings(cache))
+        let writer = try await CacheStore.open(settings: Fixtures.settings(cache))
+        let live = try writer.blobs.writeTemporary(Data("in flight".utf8))
+        let found = verifier.blobs.temporaryFiles {
+            // A clean close: the file is renamed or removed, then the lock released.
+            try? FileManager.default.removeItem(atPath: live)
+            writer.blobs.writer.release()
+        }
+        #expect(!found.contains { $0.path == live }, "\(found)")
+        #expect(!found.contains { !$0.writerAlive }, "\(found)")
+        #expect(try await verifier.verify().tempFiles == 0)
+        try await writer.close()
+        try await verifier.close()
+    }
+
     /// ENOSPC and EDQUOT are `storage_full`, for people and for counting.
     @Test func aFullDiskIsATypedError() {
         for code in [ENOSPC, EDQUOT] {

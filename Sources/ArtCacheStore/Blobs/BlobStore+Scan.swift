@@ -48,7 +48,14 @@ extension BlobStore {
     /// in `tmp/`, each with whether its writer is alive: whether some
     /// process, in any pid namespace, holds the flock of `<token>.writer`.
     /// Nothing here depends on pids.
-    func temporaryFiles() -> [(path: String, writerAlive: Bool, age: TimeInterval)] {
+    ///
+    /// A writer that closes while this runs takes its files with it (each is
+    /// renamed or removed before its lock is released), so a file listed
+    /// while its writer was alive may be gone by the time the lock is found
+    /// released: each file is looked at again after its writer's verdict and
+    /// only reported if it is still there. `afterListing` runs between the
+    /// listing and the verdicts (tests use it to close a writer there).
+    func temporaryFiles(afterListing: () -> Void = {}) -> [(path: String, writerAlive: Bool, age: TimeInterval)] {
         guard let tmp = try? DirectoryHandle(path: temporary.path) else { return [] }  // no tmp/: no temp files
         var alive: [String: Bool] = [:]
         func isAlive(_ token: String) -> Bool {
@@ -57,11 +64,17 @@ extension BlobStore {
             alive[token] = held
             return held
         }
+        let listed = tmp.entries().compactMap { name, kind in
+            kind == .file ? Self.writerToken(ofTemporary: name).map { (name, $0) } : nil  // else not ours (and never deleted)
+        }
+        afterListing()
         var result: [(String, Bool, TimeInterval)] = []
-        for (name, kind) in tmp.entries() where kind == .file {
-            guard let token = Self.writerToken(ofTemporary: name) else { continue }  // not ours (and never deleted)
-            let age = tmp.status(of: name).map { Date().timeIntervalSince1970 - Double($0.st_mtim.tv_sec) } ?? 0
-            result.append((temporary.path + "/" + name, isAlive(token), age))
+        for (name, token) in listed {
+            let live = isAlive(token)
+            // Looked at after the verdict: gone means its writer finished with it.
+            guard let status = tmp.status(of: name) else { continue }
+            let age = Date().timeIntervalSince1970 - Double(status.st_mtim.tv_sec)
+            result.append((temporary.path + "/" + name, live, age))
         }
         return result
     }
