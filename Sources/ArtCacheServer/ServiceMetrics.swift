@@ -23,6 +23,8 @@ final class ServiceMetrics: Sendable {
     private let writesDropped: Metrics.Counter
     /// Writes the store had dropped at the last exposition.
     private let writesDroppedReported = Locked<Int64>(0)
+    /// Totals kept elsewhere (the render pool's), by label: the counter and its value at the last exposition.
+    private let mirrored = Locked<[String: (counter: Metrics.Counter, reported: Int)]>([:])
     /// The series every memory hit touches, made once: a hit looks nothing up.
     private let memoryHits: (images: Metrics.Counter, ok: Metrics.Counter, duration: Metrics.Timer)
 
@@ -74,6 +76,17 @@ final class ServiceMetrics: Sendable {
         counter("artcache_refusals_total", "reason", reason).increment()
     }
 
+    /// Brings the counter `label` up to `total`, a monotonic count kept elsewhere.
+    private func mirror(_ label: String, _ total: Int) {
+        let (counter, delta) = mirrored.withLock { cache in
+            let counter = cache[label]?.counter ?? Metrics.Counter(label: label, factory: factory)
+            let delta = max(0, total - (cache[label]?.reported ?? 0))
+            cache[label] = (counter, max(total, cache[label]?.reported ?? 0))
+            return (counter, delta)
+        }
+        counter.increment(by: delta)
+    }
+
     private func counter(_ label: String, _ dimension: String, _ value: String) -> Metrics.Counter {
         let key = label + "\u{0}" + value
         return counters.withLock { cache in
@@ -109,6 +122,10 @@ final class ServiceMetrics: Sendable {
             return max(0, activity.writesDropped - reported)
         }
         writesDropped.increment(by: newlyDroppedWrites)
+        // Render hand-offs: jobs the render threads took, and wake-ups of a
+        // sleeping thread to take one (jobs per wake-up: the batch size).
+        mirror("artcache_render_jobs_total", activity.renderJobs)
+        mirror("artcache_render_wakeups_total", activity.renderWakeups)
         return registry.emitToBuffer()
     }
 }

@@ -318,6 +318,13 @@ struct ServiceRouterTests {
                     #expect(text.contains(line), "\(line)")
                 }
                 #expect(text.contains("artcache_bytes_served_total"))
+                // The render pool's hand-offs: the health check's 1x1 and the 40x40 at least, never more wake-ups than jobs.
+                func total(_ name: String) -> Int? {
+                    text.split(separator: "\n").first { $0.hasPrefix(name + " ") }.flatMap { Int($0.split(separator: " ")[1]) }
+                }
+                let jobs = try #require(total("artcache_render_jobs_total"))
+                let wakeups = try #require(total("artcache_render_wakeups_total"))
+                #expect(jobs >= 2 && wakeups <= jobs, "\(jobs) jobs, \(wakeups) wake-ups")
             }
         }
         try await s.close()

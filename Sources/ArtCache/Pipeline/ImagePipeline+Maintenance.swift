@@ -58,7 +58,8 @@ extension ImagePipeline {
         return PipelineActivity(downloadsActive: downloads.active, downloadsQueued: downloads.queued,
                                 rendersActive: renders.inProgress, rendersQueued: renders.waiting,
                                 memoryEntries: memory.stats.entries, memoryBytes: memory.stats.bytes,
-                                writesPending: writes.pending, writesDropped: writes.dropped)
+                                writesPending: writes.pending, writesDropped: writes.dropped,
+                                renderJobs: renders.jobs, renderWakeups: renders.wakeups)
     }
 
     /// Liveness: the index answers a read and libvips renders a 1x1 image.
@@ -112,4 +113,8 @@ package struct PipelineActivity: Sendable, Equatable {
     /// store opened (queue full or write failed).
     package var writesPending = 0
     package var writesDropped: Int64 = 0
+    /// Renders the render threads took since the pipeline started, and the
+    /// times a sleeping render thread woke to take one.
+    package var renderJobs = 0
+    package var renderWakeups = 0
 }

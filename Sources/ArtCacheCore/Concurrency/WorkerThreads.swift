@@ -4,15 +4,19 @@ import Foundation
 /// by priority (highest first, then first come).
 ///
 /// A free thread takes the next job itself, so back-to-back renders need no
-/// hop through Swift's cooperative pool, and each render runs on a thread
+/// hop through Swift's cooperative pool and no wake-up: a burst is handed
+/// over as a batch (a job queued while every thread is busy wakes nobody;
+/// one queued while threads sleep wakes one of them, never more threads than
+/// there are jobs waiting), and each render runs on a thread
 /// that rendered before (libvips' per-thread buffers and the allocator's
 /// arenas stay warm), as a plain C loop over libvips would. A queued job whose
 /// task is cancelled leaves the queue at once; its priority may change while
 /// it waits.
 ///
 /// `@unchecked Sendable` is sound: every stored var (`jobs`, `queues`,
-/// `heads`, `cancelled`, `nextID`, `stopped`, `running`) is read and written
-/// only while `condition` is locked; the jobs are `@Sendable` closures.
+/// `heads`, `cancelled`, `nextID`, `stopped`, `running`, `sleeping`,
+/// `waking`, `handoffs`) is read and written only while `condition` is
+/// locked; the jobs are `@Sendable` closures.
 package final class WorkerThreads: @unchecked Sendable {
     private struct Job {
         var priority: ImagePriority
@@ -30,6 +34,11 @@ package final class WorkerThreads: @unchecked Sendable {
     private var nextID = 0
     private var stopped = false
     private var running = 0
+    /// Threads waiting on `condition`, and how many of them were signalled
+    /// and have not woken yet (so a burst wakes at most one thread per job).
+    private var sleeping = 0
+    private var waking = 0
+    private var handoffs = (jobs: 0, wakeups: 0)
     /// `load`, mirrored after every change (under `condition`) so it can be awaited.
     private let watchedLoad = Watched((waiting: 0, running: 0))
 
@@ -44,6 +53,10 @@ package final class WorkerThreads: @unchecked Sendable {
 
     /// Jobs waiting for a thread, and jobs running.
     package var load: (waiting: Int, running: Int) { locked { (jobs.count, running) } }
+
+    /// Jobs taken by the threads, and how many times a sleeping thread woke
+    /// to take one: jobs per wake-up is the size of the batches handed over.
+    package var handoffCounts: (jobs: Int, wakeups: Int) { locked { handoffs } }
 
     /// Returns once the jobs waiting and running satisfy `predicate` (tests, no polling).
     package func waitForLoad(until predicate: @escaping @Sendable ((waiting: Int, running: Int)) -> Bool) async {
@@ -81,7 +94,10 @@ package final class WorkerThreads: @unchecked Sendable {
                                        run: { continuation.resume(with: Result { try body() }) },
                                        cancel: { continuation.resume(throwing: CancellationError()) })
                         queues[value.rawValue].append(id)
-                        condition.signal()
+                        if sleeping > waking {
+                            waking += 1
+                            condition.signal()
+                        }
                         loadChanged()
                         return true
                     }
@@ -112,11 +128,20 @@ package final class WorkerThreads: @unchecked Sendable {
     private func loop() {
         while true {
             condition.lock()
-            while jobs.isEmpty && !stopped { condition.wait() }
+            var slept = false
+            while jobs.isEmpty && !stopped {
+                sleeping += 1
+                condition.wait()
+                sleeping -= 1
+                waking = max(0, waking - 1)  // a spurious wake-up only undercounts: one signal too many later
+                slept = true
+            }
             guard let job = takeBest() else {
                 condition.unlock()
                 return
             }
+            handoffs.jobs += 1
+            if slept { handoffs.wakeups += 1 }
             running += 1
             loadChanged()
             condition.unlock()

@@ -118,10 +118,12 @@ private struct RenderCounters: Sendable {
     }
 
     /// Renders started and in progress since this renderer was made, and
-    /// renders waiting for a render thread.
-    package var activity: (started: Int, inProgress: Int, waiting: Int) {
+    /// renders waiting for a render thread; jobs the render threads took and
+    /// the wake-ups of a sleeping thread that took them (batch size = ratio).
+    package var activity: (started: Int, inProgress: Int, waiting: Int, jobs: Int, wakeups: Int) {
         let c = counters.withLock { $0 }
-        return (c.started, c.inProgress, threads.load.waiting)
+        let handoffs = threads.handoffCounts
+        return (c.started, c.inProgress, threads.load.waiting, handoffs.jobs, handoffs.wakeups)
     }
 
     /// Renders made by the TurboJPEG fast path since this renderer was made.
