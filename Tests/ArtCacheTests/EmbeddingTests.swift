@@ -180,20 +180,28 @@ struct EmbeddingTests {
         let gate = DispatchSemaphore(value: 0)
         let holder = Task { try await renderer.onRenderThread(priority: PriorityHandle(.normal)) { gate.wait() } }
         await renderer.threads.waitForLoad { $0.running >= 1 }
-        let renders = (0..<4).map { index in
+        // What the render thread starts is recorded on it (the tasks'
+        // continuations resume on the cooperative pool in no fixed order, so
+        // the order in which they return says nothing: under TSan a low one
+        // resumed first). Three low jobs note how many jobs had started
+        // with them; one real render asks for .veryHigh after them.
+        let lows = (0..<3).map { _ in
             Task {
-                let priority: ImagePriority = index == 3 ? .veryHigh : .low
-                _ = try await renderer.render(data, spec: VariantSpec(width: 10 + index, height: 10), priority: priority)
-                order.withLock { $0.append(index) }
+                try await renderer.onRenderThread(priority: PriorityHandle(.low)) {
+                    order.withLock { $0.append(renderer.activity.started) }
+                }
             }
         }
+        await renderer.threads.waitForLoad { $0.waiting >= 3 }
+        let high = Task { try await renderer.render(data, spec: VariantSpec(width: 13, height: 10), priority: .veryHigh) }
         await renderer.threads.waitForLoad { $0.waiting >= 4 }
         gate.signal()
         try await holder.value
-        for render in renders { try await render.value }
-        // The high one first; the low ones in the order they asked.
-        #expect(order.withLock { $0.first } == 3)
-        #expect(order.withLock { $0.count } == 4)
+        _ = try await high.value
+        for low in lows { try await low.value }
+        // The high one went first (2nd, after the holder), though it asked
+        // last: the low ones were the 3rd, 4th and 5th to start.
+        #expect(order.withLock { $0 } == [3, 4, 5])
     }
 
     @Test func memoryTierLimitsHoldAndCachedImageHits() async throws {
