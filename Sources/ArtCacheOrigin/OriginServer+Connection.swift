@@ -25,12 +25,10 @@ extension OriginServer {
                 s.maxActive = max(s.maxActive, s.active)
                 s.activeByHost[host, default: 0] += 1
                 s.maxActiveByHost[host] = max(s.maxActiveByHost[host] ?? 0, s.activeByHost[host]!)
+                s.answering[fd] = host
             }
             let keepOpen = respond(to: request, on: fd)
-            mutate { s in
-                s.active -= 1
-                s.activeByHost[host, default: 1] -= 1
-            }
+            answered(fd)
             if !keepOpen || request.wantsClose { return }
         }
     }
@@ -154,10 +152,21 @@ extension OriginServer {
         }
     }
 
+    /// The request on `fd` is no longer counted as being answered (once).
+    private func answered(_ fd: Int32) {
+        mutate { s in
+            guard let host = s.answering.removeValue(forKey: fd) else { return }
+            s.active -= 1
+            s.activeByHost[host, default: 1] -= 1
+        }
+    }
+
     /// Sends a status line, headers and (unless `contentLength` is given
-    /// without a body) the body.
+    /// without a body) the body. The request stops counting as being
+    /// answered before the first byte goes out.
     private func send(_ fd: Int32, status: Int, headers: [(String, String)] = [], body: Data = Data(),
                       contentLength: Int? = nil) -> Bool {
+        answered(fd)
         var head = "HTTP/1.1 \(status) \(Self.reason(status))\r\n"
         for (name, value) in headers where !value.isEmpty { head += "\(name): \(value)\r\n" }
         if status != 304 { head += "Content-Length: \(contentLength ?? body.count)\r\n" }

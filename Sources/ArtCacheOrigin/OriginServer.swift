@@ -54,6 +54,8 @@ public final class OriginServer: Sendable {
         var active = 0
         var maxActive = 0
         var activeByHost: [String: Int] = [:]
+        /// Connections whose request is counted in `active`, with its Host.
+        var answering: [Int32: String] = [:]
         var maxActiveByHost: [String: Int] = [:]
         var notModified = 0
         var abortedStreams: [String: Int] = [:]
@@ -150,7 +152,10 @@ public final class OriginServer: Sendable {
     public func openGate() { mutate { $0.gateOpen = true } }
     /// Returns once `count` requests have arrived.
     public func waitForRequests(_ count: Int) async { await waitFor { $0.requestLog.count >= count } }
-    /// Most responses in progress at once, over all hosts / for one Host header value.
+    /// Most requests being answered at once, over all hosts / for one Host
+    /// header value. A request counts from its head being read until its
+    /// response starts: a client that starts its next request once it has a
+    /// response is never counted twice, however late this thread runs.
     public var maxConcurrent: Int { state.withLock { $0.maxActive } }
     public func maxConcurrent(host: String) -> Int { state.withLock { $0.maxActiveByHost[host] ?? 0 } }
     /// 304 answers sent.

@@ -221,30 +221,42 @@ struct StoreTests {
     }
 
     /// The repair's scan and hashing run on a read snapshot: a writer is not
-    /// held up by them, and a blob it commits meanwhile is not taken for an orphan.
-    @Test func verifyRepairDoesNotHoldWritersUpOrTakeNewBlobs() async throws {
+    /// held up by them, and a blob it commits meanwhile is not taken for an
+    /// orphan. The scan is held (a store hook) after reading its rows and
+    /// before listing the blob files, while five file blobs and five inline
+    /// ones commit: the listing then finds files no row of the snapshot names.
+    @Test(.timeLimit(.minutes(1))) func verifyRepairDoesNotHoldWritersUpOrTakeNewBlobs() async throws {
         let dir = TempDir()
         let store = try await CacheStore.open(settings: Fixtures.settings(dir.path))
-        // 160 MB to hash (was 40: once, in CI, the verify finished before the
-        // five small writes below; a wider margin, not yet a guarantee).
-        for i in 0..<80 {
-            try await store.put(url: "http://v.test/\(i).png", data: Fixtures.pngLike(size: 2_000_000, seed: UInt8(i)))
+        for i in 0..<20 {
+            try await store.put(url: "http://v.test/\(i).png", data: Fixtures.pngLike(size: 100_000, seed: UInt8(i)))
         }
+        let (reached, scanReached) = AsyncStream.makeStream(of: Void.self)
+        let release = DispatchSemaphore(value: 0)
+        // On the reader's thread (not the cooperative pool): blocking there is allowed.
+        store.hooks.withLock { $0.verifyRowsScanned = { scanReached.yield(); release.wait() } }
         let events = Locked<[String]>([])
         let verifying = Task {
             let report = try await store.verify(repair: true, hash: true)
             events.withLock { $0.append("verify") }
             return report
         }
+        var iterator = reached.makeAsyncIterator()
+        _ = await iterator.next()
+        store.hooks.withLock { $0.verifyRowsScanned = nil }
         for i in 0..<5 {
-            try await store.put(url: "http://v.test/new\(i).png", data: Fixtures.pngLike(size: 1000, seed: UInt8(i)))
+            try await store.put(url: "http://v.test/new\(i).png", data: Fixtures.pngLike(size: 100_000, seed: UInt8(100 + i)))
+            try await store.put(url: "http://v.test/small\(i).png", data: Fixtures.pngLike(size: 1000, seed: UInt8(i)))
         }
         events.withLock { $0.append("writes") }
+        release.signal()
         let report = try await verifying.value
         #expect(events.withLock { $0 } == ["writes", "verify"])
-        #expect(report.repaired == 0)
+        #expect(report.rows == 20)
+        #expect(report.orphanBlobs == 0 && report.repaired == 0 && report.remaining == 0)
         let after = try await store.verify(hash: true)
-        #expect(after.remaining == 0 && after.rows == 85)
+        #expect(after.remaining == 0 && after.rows == 30)
+        #expect(try await store.lookup(url: "http://v.test/new4.png") != nil)
         try await store.close()
     }
 }

@@ -57,6 +57,9 @@ final class CurlEngine: @unchecked Sendable {
     private var active: [Int: Active] = [:]
     private var byTransfer: [OpaquePointer: Int] = [:]
     private var activePerHost: [String: Int] = [:]
+    /// Continuations of finished transfers, resumed once `load` counts them
+    /// out (a caller handed its result never reads itself as still active).
+    private var finished: [() -> Void] = []
 
     init(multi: OpaquePointer, maxTotal: Int, maxPerHost: Int) {
         self.multi = multi
@@ -123,6 +126,8 @@ final class CurlEngine: @unchecked Sendable {
                 for id in Array(active.keys) { abort(id: id, error: DownloadError(.cancelled, "downloader shut down")) }
                 for (_, queue) in waiting { for s in queue { s.continuation.resume(throwing: DownloadError(.cancelled, "downloader shut down")) } }
                 waiting = [:]
+                load.withLock { $0 = (queued: 0, active: 0) }
+                resumeFinished()
                 return
             }
             admit()
@@ -132,6 +137,7 @@ final class CurlEngine: @unchecked Sendable {
             admit()
             let counts = (queued: waiting.values.reduce(0) { $0 + $1.count }, active: active.count)
             load.withLock { $0 = counts }
+            resumeFinished()
             ccurl_multi_poll(multi, active.isEmpty ? 1000 : 100)
         }
     }
@@ -240,8 +246,14 @@ final class CurlEngine: @unchecked Sendable {
                 blockedSource: job.state.blockedSource, unfollowableRedirect: job.state.unfollowableRedirect,
                 requestSent: info.request_sent != 0)
             ccurl_transfer_destroy(transfer)
-            job.continuation.resume(returning: result)
+            finished.append { job.continuation.resume(returning: result) }
         }
+    }
+
+    private func resumeFinished() {
+        let done = finished
+        finished = []
+        for resume in done { resume() }
     }
 
     /// Removes a job from the active set (and from libcurl).
@@ -256,12 +268,13 @@ final class CurlEngine: @unchecked Sendable {
     private func abort(id: Int, error: Error) {
         if let job = finish(id: id) {
             ccurl_transfer_destroy(job.transfer)
-            job.continuation.resume(throwing: error)
+            finished.append { job.continuation.resume(throwing: error) }
             return
         }
         for (host, queue) in waiting {
             if let index = queue.firstIndex(where: { $0.id == id }) {
-                waiting[host]!.remove(at: index).continuation.resume(throwing: error)
+                let continuation = waiting[host]!.remove(at: index).continuation
+                finished.append { continuation.resume(throwing: error) }
                 if waiting[host]!.isEmpty { waiting[host] = nil }
                 return
             }

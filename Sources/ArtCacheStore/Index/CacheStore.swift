@@ -25,6 +25,16 @@ import Logging
     /// Admits puts until ``close()``, which waits for the admitted ones.
     let gate = WriteGate()
     let housekeeping = Locked(Housekeeping())
+    /// Points where tests hold an operation at a known step (none in production).
+    package let hooks = Locked(Hooks())
+
+    package struct Hooks: Sendable {
+        /// Runs on the reader's thread once ``verify(repair:hash:)`` has read
+        /// every row of its snapshot and before it lists the blob files: a
+        /// test that blocks here commits writes in the middle of the scan.
+        package var verifyRowsScanned: (@Sendable () -> Void)?
+        package init() {}
+    }
 
     struct Housekeeping {
         var lastAgeSweep: Date = .distantPast

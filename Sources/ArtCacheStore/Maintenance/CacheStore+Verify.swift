@@ -47,7 +47,8 @@ extension CacheStore {
     package func verify(repair: Bool = false, hash: Bool = false) async throws -> VerifyReport {
         try await flush()
         let blobs = self.blobs
-        let scan = try await db.read { db in try Self.scan(db, blobs: blobs, hash: hash) }
+        let rowsScanned = hooks.withLock { $0.verifyRowsScanned }
+        let scan = try await db.read { db in try Self.scan(db, blobs: blobs, hash: hash, rowsScanned: rowsScanned) }
         var report = scan.report
         // A temp file is live while its writer's lock is held (whatever its age or pid).
         let stale = blobs.temporaryFiles().filter { !$0.writerAlive }
@@ -139,7 +140,7 @@ extension CacheStore {
 
     /// One pass over a read snapshot: the report, rows whose blob is bad, and
     /// blob files that no row of the snapshot names.
-    private static func scan(_ db: Database, blobs: BlobStore, hash: Bool) throws
+    private static func scan(_ db: Database, blobs: BlobStore, hash: Bool, rowsScanned: (@Sendable () -> Void)? = nil) throws
         -> (report: VerifyReport, bad: [BadRow], orphans: [String]) {
         var report = VerifyReport(rows: 0, blobs: 0, missingBlobs: 0, sizeMismatches: 0, hashMismatches: 0,
                                   hashed: hash, orphanBlobs: 0, tempFiles: 0, repaired: 0, problems: [])
@@ -166,6 +167,7 @@ extension CacheStore {
             report.note(problem, key, item.path)
             bad.append(item)
         }
+        rowsScanned?()
         let scanned = blobs.scanBlobs()
         let onDisk = scanned.blobs
         report.ignoredFiles = scanned.ignored.count
