@@ -233,6 +233,7 @@ struct StoreTests {
         }
         let (reached, scanReached) = AsyncStream.makeStream(of: Void.self)
         let release = DispatchSemaphore(value: 0)
+        defer { release.signal() }  // a failed write below must not leave the reader held
         // On the reader's thread (not the cooperative pool): blocking there is allowed.
         store.hooks.withLock { $0.verifyRowsScanned = { scanReached.yield(); release.wait() } }
         let events = Locked<[String]>([])

@@ -254,42 +254,14 @@ enum CLI {
         }
     }
 
-    /// ``run(_:environment:directory:executable:)`` with a deadline: nil when
-    /// the child had not exited after `seconds` (it is then killed with SIGKILL).
-    /// Its exit is awaited (a thread in `waitUntilExit`), not polled.
+    /// ``run(_:environment:directory:executable:)`` under coreutils'
+    /// `timeout`: nil when the child had not exited after `seconds` (`timeout`
+    /// then kills it with SIGKILL and exits 128 + 9, as a child killed by
+    /// SIGKILL otherwise would). The test awaits the exit only, never a clock.
     static func runBounded(_ arguments: [String], seconds: Double, executable: String = binary) async throws -> Result? {
-        let (process, out, err) = try start(arguments, executable: executable)
-        async let stdout = readToEnd(out)  // drained meanwhile: a chatty child never blocks on a full pipe
-        async let stderr = readToEnd(err)
-        let exited = await withTaskGroup(of: Bool.self) { group in
-            group.addTask {
-                // A thread that waits for the exit (pthread_create orders it
-                // for TSan; Foundation's terminationHandler hand-off is not
-                // instrumented, so a lock captured by it looked raced).
-                await waitForExit(process)
-                return true
-            }
-            group.addTask {
-                try? await Task.sleep(nanoseconds: UInt64(seconds * 1_000_000_000))
-                return false
-            }
-            let first = await group.next() ?? false
-            if !first { kill(process.processIdentifier, SIGKILL) }
-            group.cancelAll()
-            return first
-        }
-        let (output, errors) = await (stdout, stderr)
-        guard exited else { return nil }
-        process.waitUntilExit()
-        return Result(status: process.terminationStatus, stdout: String(decoding: output, as: UTF8.self),
-                      stderr: String(decoding: errors, as: UTF8.self))
-    }
-
-    /// Everything a child writes to `pipe`, read on a Dispatch thread (reads block).
-    static func readToEnd(_ pipe: Pipe) async -> Data {
-        await withCheckedContinuation { continuation in
-            DispatchQueue.global().async { continuation.resume(returning: pipe.fileHandleForReading.readDataToEndOfFile()) }
-        }
+        let limit = String(Int(seconds.rounded(.up)))
+        let result = try await run(["-s", "KILL", limit, executable] + arguments, executable: "/usr/bin/timeout")
+        return result.status == 128 + SIGKILL ? nil : result
     }
 
     /// Reads a child's output until it has printed `count` lines (or closed it).

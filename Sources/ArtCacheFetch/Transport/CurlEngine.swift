@@ -124,7 +124,9 @@ final class CurlEngine: @unchecked Sendable {
             for id in cancellations { abort(id: id, error: CancellationError()) }
             if stopping {
                 for id in Array(active.keys) { abort(id: id, error: DownloadError(.cancelled, "downloader shut down")) }
-                for (_, queue) in waiting { for s in queue { s.continuation.resume(throwing: DownloadError(.cancelled, "downloader shut down")) } }
+                for (_, queue) in waiting {
+                    for s in queue { finished.append { s.continuation.resume(throwing: DownloadError(.cancelled, "downloader shut down")) } }
+                }
                 waiting = [:]
                 load.withLock { $0 = (queued: 0, active: 0) }
                 resumeFinished()
