@@ -92,8 +92,15 @@ extension CacheEntry {
         hitCount = row[20]
     }
 
+    /// The row of `key`, live or evicted (below the horizon, not yet reclaimed).
     static func fetchOne(_ db: Database, key: String) throws -> CacheEntry? {
         try Row.fetchOne(db.cachedStatement(sql: "SELECT \(columns) FROM entry WHERE key = ?"), arguments: [key]).map(CacheEntry.init(row:))
+    }
+
+    /// The row of `key` if it is live (what every read returns).
+    static func fetchLive(_ db: Database, key: String) throws -> CacheEntry? {
+        try Row.fetchOne(db.cachedStatement(sql: "SELECT \(columns) FROM entry WHERE key = ? AND \(Schema.live())"),
+                         arguments: [key]).map(CacheEntry.init(row:))
     }
 
     /// The values in ``columnNames`` order.

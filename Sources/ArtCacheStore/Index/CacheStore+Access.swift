@@ -188,10 +188,11 @@ extension CacheStore {
 
     static func apply(_ batch: PendingAccess, db: Database) throws {
         let statement = try db.cachedStatement(sql: """
-            UPDATE entry SET accessed_at = max(accessed_at, ?), hit_count = hit_count + ? WHERE key = ?
+            UPDATE entry SET accessed_at = max(accessed_at, ?), hit_count = hit_count + ? WHERE key = ? AND \(Schema.live())
             """)
         // In key order: the key index is walked once, front to back, not
-        // descended at random for every touch.
+        // descended at random for every touch. An evicted row (below the
+        // horizon) stays evicted: a touch never brings it back uncounted.
         for (key, date) in batch.touches.sorted(by: { $0.key < $1.key }) {
             try statement.execute(arguments: [date.timeIntervalSince1970, batch.hitCounts[key] ?? 0, key])
         }

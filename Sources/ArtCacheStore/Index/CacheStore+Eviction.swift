@@ -8,6 +8,12 @@ extension CacheStore {
     /// items not accessed within `maxAge` go too (checked at most once a
     /// minute per process). Evicting an original takes its variants with it.
     /// Runs after every group commit; callable directly.
+    ///
+    /// Eviction raises the horizon (``raiseHorizon(_:entries:bytes:below:)``):
+    /// when it returns, the evicted items are counted out and no read finds
+    /// them; their rows, inline bytes and files are deleted right after, in
+    /// the background, a chunk per transaction (``startReclaim()``), so puts
+    /// never wait behind a large eviction.
     @_spi(Benchmarks) public func enforceLimits(now: Date = Date()) async throws {
         try await Blocking.run { try self.enforceLimitsBlocking(now: now) }
     }
@@ -26,7 +32,8 @@ extension CacheStore {
     }
 
     private func enforceLimitsHoldingCleanup(now: Date) throws {
-        let totals = try db.read { try Schema.totals($0) }
+        let (totals, pending) = try db.read { db in (try Schema.totals(db), try Self.hasEvictedRows(db)) }
+        if pending { startReclaim() }  // left by a process that stopped before it reclaimed them
         let overSize = totals.bytes > settings.maxBytes || totals.entries > settings.maxEntries
         let ageDue = settings.maxAge > 0 && housekeeping.withLock { state in
             guard now.timeIntervalSince(state.lastAgeSweep) >= 60 else { return false }
@@ -36,27 +43,80 @@ extension CacheStore {
         guard overSize || ageDue else { return }
         try flushBlocking()  // recent reads must count before choosing victims
         let settings = self.settings
-        let (garbage, removed) = try writeMakingRoomBlocking { db -> ([String], Totals) in
-            try Self.clearVictims(db)
-            if ageDue {
-                try db.execute(sql: "INSERT OR IGNORE INTO temp.victim (key) SELECT key FROM entry WHERE accessed_at < ?",
-                               arguments: [now.timeIntervalSince1970 - settings.maxAge])
-            }
-            let remaining = try Schema.totals(db) - Self.victimTotals(db)
-            if remaining.bytes > settings.maxBytes || remaining.entries > settings.maxEntries {
-                try Self.chooseLeastRecentlyUsed(
-                    db, bytes: remaining.bytes - Int64(Double(settings.maxBytes) * settings.lowWater),
-                    entries: remaining.entries - Int(Double(settings.maxEntries) * settings.lowWater))
-            }
-            let (garbage, removed) = try Self.deleteVictims(db)
+        let removed = try writeMakingRoomBlocking { db -> Totals in
+            let totals = try Schema.totals(db)
+            let target = Totals(entries: Int(Double(settings.maxEntries) * settings.lowWater),
+                                bytes: Int64(Double(settings.maxBytes) * settings.lowWater))
+            let over = totals.bytes > settings.maxBytes || totals.entries > settings.maxEntries
+            let need = over ? (entries: totals.entries - target.entries, bytes: totals.bytes - target.bytes) : (0, Int64(0))
+            let ageCut = ageDue ? now.timeIntervalSince1970 - settings.maxAge : -Double.infinity
+            let previous = try Schema.horizon(db)
+            let (horizon, walked) = try Self.raiseHorizon(db, entries: need.0, bytes: need.1, below: ageCut)
+            guard walked.entries > 0 else { return walked }
+            var removed = walked
+            let families = try Self.evictFamilies(db, from: previous, to: horizon)
+            removed.add(families)
+            try db.cachedStatement(sql: "UPDATE totals SET horizon = ? WHERE id = 1").execute(arguments: [horizon])
+            try (Totals() - removed).apply(db)
             try Schema.bump(db, "evictions", by: Int64(removed.entries))
             try Schema.bump(db, "evicted_bytes", by: removed.bytes)
-            return (garbage, removed)
+            return removed
         }
         guard removed.entries > 0 else { return }
-        logger.debug("evicted", metadata: ["entries": "\(removed.entries)", "bytes": "\(removed.bytes)", "files": "\(garbage.count)"])
-        blobs.remove(garbage)
-        try reclaimSpace()
+        logger.debug("evicted", metadata: ["entries": "\(removed.entries)", "bytes": "\(removed.bytes)"])
+        startReclaim()
+    }
+
+    /// Evicts by moving the horizon: the least recently accessed live rows
+    /// go until `entries` and `bytes` are freed (rows accessed at the same
+    /// instant go together), and every row accessed before `ageCut`. One walk
+    /// of the `entry_lru` index from the current horizon; no row is written
+    /// here (the reclaimer deletes them later, in chunks). Returns the new
+    /// horizon and what the rows it passed add up to.
+    ///
+    /// Variants accessed after the new horizon whose original falls below
+    /// it go too: ``evictFamilies(_:from:to:)``.
+    static func raiseHorizon(_ db: Database, entries: Int, bytes: Int64, below ageCut: Double) throws -> (Double, Totals) {
+        let current = try horizon(db)
+        var removed = Totals()
+        var last = current
+        guard entries > 0 || bytes > 0 || ageCut > current else { return (current, removed) }
+        let rows = try Row.fetchCursor(db, sql: """
+            SELECT accessed_at, kind, size, blob IS NULL FROM entry INDEXED BY entry_lru
+            WHERE accessed_at >= ? ORDER BY accessed_at
+            """, arguments: [current])
+        while let row = try rows.next() {
+            let at: Double = row[0]
+            let enough = removed.entries >= entries && removed.bytes >= bytes
+            if enough && at >= ageCut && at > last { break }
+            removed.add(kind: EntryKind(rawValue: row[1]) ?? .original, size: row[2], inline: row[3])
+            last = at
+        }
+        guard removed.entries > 0 else { return (current, removed) }
+        return (last.nextUp, removed)
+    }
+
+    private static func horizon(_ db: Database) throws -> Double { try Schema.horizon(db) }
+
+    /// An original takes its variants with it: live variants of the
+    /// originals between the `previous` horizon and the new one are moved
+    /// below it (their access time set to `previous`) and counted out. A
+    /// variant is usually newer than its original (rendered after the
+    /// download), so this is the common case, not an exception.
+    static func evictFamilies(_ db: Database, from previous: Double, to horizon: Double) throws -> Totals {
+        let orphaned = """
+            parent_key IS NOT NULL AND accessed_at >= ? AND parent_key IN (
+                SELECT key FROM entry INDEXED BY entry_lru WHERE accessed_at >= ? AND accessed_at < ? AND kind = 'original')
+            """
+        let arguments: StatementArguments = [horizon, previous, horizon]
+        var removed = Totals()
+        let rows = try Row.fetchCursor(db, sql: "SELECT kind, size, blob IS NULL FROM entry WHERE \(orphaned)", arguments: arguments)
+        while let row = try rows.next() {
+            removed.add(kind: EntryKind(rawValue: row[0]) ?? .variant, size: row[1], inline: row[2])
+        }
+        guard removed.entries > 0 else { return removed }
+        try db.execute(sql: "UPDATE entry SET accessed_at = ? WHERE \(orphaned)", arguments: [previous] + arguments)
+        return removed
     }
 
     /// Gives free pages of the database back to the file system when they
@@ -91,7 +151,8 @@ extension CacheStore {
             let window = """
                 SELECT key, size, sum(size) OVER lru AS running_bytes, row_number() OVER lru AS running_entries
                 FROM (SELECT key, size, accessed_at FROM entry
-                      WHERE key NOT IN (SELECT key FROM temp.victim) \(variantsOnly ? "AND kind = 'variant'" : "")
+                      WHERE key NOT IN (SELECT key FROM temp.victim) AND \(Schema.live())
+                        \(variantsOnly ? "AND kind = 'variant'" : "")
                       ORDER BY accessed_at, key LIMIT ?)
                 WINDOW lru AS (ORDER BY accessed_at, key ROWS UNBOUNDED PRECEDING)
                 """

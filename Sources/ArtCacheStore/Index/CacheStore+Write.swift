@@ -82,7 +82,7 @@ extension CacheStore {
             size: Int64(data.count), sha256: "", sourceSHA256: source, width: width, height: height,  // set by write()
             etag: nil, lastModified: nil, expiresAt: nil, freshFor: nil, createdAt: now, accessedAt: now, hitCount: 0)
         return try await write(entry, data: data, admitted: admitted, check: { db in
-            let current = try String.fetchOne(db.cachedStatement(sql: "SELECT sha256 FROM entry WHERE key = ? AND kind = 'original'"),
+            let current = try String.fetchOne(db.cachedStatement(sql: "SELECT sha256 FROM entry WHERE key = ? AND kind = 'original' AND \(Schema.live())"),
                                               arguments: [parent.hex])
             guard let current else {
                 throw StoreError(.missingParent, "original \(parent.hex) was evicted while its variant was stored")
@@ -99,7 +99,7 @@ extension CacheStore {
         try await db.write { db in
             try db.execute(sql: """
                 UPDATE entry SET etag = coalesce(?, etag), last_modified = coalesce(?, last_modified),
-                    expires_at = ?, fresh_for = ?, accessed_at = max(accessed_at, ?) WHERE key = ?
+                    expires_at = ?, fresh_for = ?, accessed_at = max(accessed_at, ?) WHERE key = ? AND \(Schema.live())
                 """, arguments: [validators.etag, validators.lastModified, validators.expiresAt?.timeIntervalSince1970,
                                  validators.freshFor, now.timeIntervalSince1970, key.hex])
         }
@@ -250,13 +250,20 @@ extension CacheStore {
     private static func apply(_ put: PendingPut, temporary: String?, db: Database, blobs: BlobStore) throws
         -> (row: CacheEntry, garbage: [String], delta: Totals) {
         let entry = put.entry
+        // The row it replaces, if any, live or evicted and not yet reclaimed
+        // (then it is already counted out, and the new row takes its place).
         let old = try CacheEntry.fetchOne(db, key: entry.key)
+        let horizon = try Schema.horizon(db)
+        let oldLive = old.map { $0.accessedAt.timeIntervalSince1970 >= horizon } ?? false
         var delta = Totals()
         var row = entry
-        if let old {
+        if let old, oldLive {
             row.createdAt = old.kind == entry.kind ? old.createdAt : entry.createdAt
             row.hitCount = old.hitCount
         }
+        // A row stored with a time before the horizon (a clock set back, a
+        // caller's `now`) is live all the same: it is counted in.
+        if row.accessedAt.timeIntervalSince1970 < horizon { row.accessedAt = Date(timeIntervalSince1970: horizon) }
         var garbage = try put.extra(db, old, row)
         if let temporary, let blob = entry.blob {
             try blobs.commitTemporary(temporary, to: blob)
@@ -269,7 +276,7 @@ extension CacheStore {
             try db.cachedStatement(sql: "DELETE FROM inline_blob WHERE key = ?").execute(arguments: [entry.key])
         }
         if let old {
-            delta.add(old, -1)
+            if oldLive { delta.add(old, -1) }
             if let oldBlob = old.blob { garbage.append(oldBlob) }
         }
         delta.add(row)

@@ -33,6 +33,11 @@ import Logging
         /// every row of its snapshot and before it lists the blob files: a
         /// test that blocks here commits writes in the middle of the scan.
         package var verifyRowsScanned: (@Sendable () -> Void)?
+        /// Runs on the reclaimer's thread before each chunk: a test that
+        /// blocks here sees evicted rows that are not deleted yet.
+        package var reclaimChunkStarting: (@Sendable () -> Void)?
+        /// Rows per reclaimer chunk instead of ``CacheStore/reclaimChunk``.
+        package var reclaimChunkRows: Int?
         package init() {}
     }
 
@@ -43,6 +48,10 @@ import Logging
         var batchFlush: Task<Void, Never>?
         /// Automatic flushes wait while flushes fail.
         var flushBackoff = FlushBackoff()
+        /// Deletes evicted rows in the background (CacheStore+Reclaim), if it runs.
+        var reclaimer: Task<Void, Never>?
+        /// An eviction happened since the reclaimer last looked.
+        var reclaimWanted = false
         var closed = false
     }
 
@@ -179,12 +188,16 @@ import Logging
     /// flush runs where cancellation cannot reach it (``finishing(_:)``).
     @_spi(Benchmarks) public func close() async throws {
         await gate.close()
-        let (flusher, batchFlush) = housekeeping.withLock { state in
+        let (flusher, batchFlush, reclaimer) = housekeeping.withLock { state in
             state.closed = true
             defer { state.flusher = nil; state.batchFlush = nil }
-            return (state.flusher, state.batchFlush)
+            return (state.flusher, state.batchFlush, state.reclaimer)
         }
         flusher?.cancel()
+        // The reclaimer stops after its chunk: evicted rows left are counted
+        // out and invisible, and the next store on this cache deletes them.
+        reclaimer?.cancel()
+        await reclaimer?.value
         // A background flush cut short puts its batch back: wait for both to
         // end, then write whatever is pending.
         await flusher?.value
@@ -236,7 +249,7 @@ import Logging
     /// The index's row of `key` (what is committed).
     func committedEntry(forKey key: CacheKey) async throws -> CacheEntry? {
         try await db.read { db in
-            try CacheEntry.fetchOne(db, key: key.hex)
+            try CacheEntry.fetchLive(db, key: key.hex)
         }
     }
 
@@ -276,7 +289,7 @@ import Logging
     private static func readRow(_ db: Database, key: CacheKey) throws -> (entry: CacheEntry, inline: Data?)? {
         try Row.fetchOne(db.cachedStatement(sql: """
             SELECT \(CacheEntry.columns(of: "entry")), inline_blob.data FROM entry LEFT JOIN inline_blob USING (key)
-            WHERE entry.key = ?
+            WHERE entry.key = ? AND \(Schema.live())
             """), arguments: [key.hex]).map { (CacheEntry(row: $0), $0[CacheEntry.columnNames.count]) }
     }
 
@@ -296,7 +309,7 @@ import Logging
     /// Every variant row of an original.
     package func variants(of key: CacheKey) async throws -> [CacheEntry] {
         try await db.read { db in
-            try Row.fetchAll(db, sql: "SELECT \(CacheEntry.columns) FROM entry WHERE parent_key = ? ORDER BY spec", arguments: [key.hex])
+            try Row.fetchAll(db, sql: "SELECT \(CacheEntry.columns) FROM entry WHERE parent_key = ? AND \(Schema.live()) ORDER BY spec", arguments: [key.hex])
                 .map(CacheEntry.init(row:))
         }
     }

@@ -143,7 +143,26 @@ enum Schema {
                 INSERT INTO counter (name, value) SELECT 'legacy_layout', 1 WHERE EXISTS (SELECT 1 FROM entry);
                 """)
         }
+        migrator.registerMigration("v5-lru-horizon") { db in
+            // Eviction by horizon: rows accessed before `horizon` are evicted
+            // (counted out of the totals, invisible to reads) and deleted in
+            // the background, in chunks (CacheStore+Reclaim). An older artcache
+            // would see them as live: this migration makes it refuse the cache.
+            try db.execute(sql: "ALTER TABLE totals ADD COLUMN horizon DOUBLE NOT NULL DEFAULT 0")
+        }
         return migrator
+    }
+
+    /// The SQL condition of a live row of `table` (at or above the eviction
+    /// horizon). Rows below it were evicted and wait for the reclaimer: no
+    /// read returns them and the totals no longer count them.
+    static func live(_ table: String = "entry") -> String {
+        "\(table).accessed_at >= (SELECT horizon FROM totals WHERE id = 1)"
+    }
+
+    /// Rows accessed before this time are evicted (0: none ever were).
+    static func horizon(_ db: Database) throws -> Double {
+        try Double.fetchOne(db.cachedStatement(sql: "SELECT horizon FROM totals WHERE id = 1")) ?? 0
     }
 
     /// Adds `delta` to a named counter (hits, misses, evictions, evicted_bytes).
@@ -161,11 +180,11 @@ enum Schema {
                       bytes: row?["bytes"] ?? 0, inlineBytes: row?["inline_bytes"] ?? 0)
     }
 
-    /// Totals recomputed from the rows (verify, migration).
+    /// Totals recomputed from the live rows (verify, migration).
     static func recount(_ db: Database) throws -> Totals {
         let row = try Row.fetchOne(db, sql: """
             SELECT count(*) AS n, coalesce(sum(kind = 'original'), 0) AS o, coalesce(sum(size), 0) AS b,
-                coalesce(sum(CASE WHEN blob IS NULL THEN size ELSE 0 END), 0) AS i FROM entry
+                coalesce(sum(CASE WHEN blob IS NULL THEN size ELSE 0 END), 0) AS i FROM entry WHERE \(live())
             """)
         return Totals(entries: row?["n"] ?? 0, originals: row?["o"] ?? 0, bytes: row?["b"] ?? 0, inlineBytes: row?["i"] ?? 0)
     }
@@ -191,6 +210,14 @@ struct Totals: Sendable, Equatable {
         originals += kind == .original ? sign : 0
         bytes += Int64(sign) * size
         inlineBytes += inline ? Int64(sign) * size : 0
+    }
+
+    /// Adds another change (or count) to this one.
+    mutating func add(_ other: Totals) {
+        entries += other.entries
+        originals += other.originals
+        bytes += other.bytes
+        inlineBytes += other.inlineBytes
     }
 
     static func - (a: Totals, b: Totals) -> Totals {

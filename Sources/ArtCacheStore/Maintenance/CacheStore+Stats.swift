@@ -102,11 +102,11 @@ extension CacheStore {
                 repairs["\(row["declared"] as String) -> \(row["sniffed"] as String)"] = row["count"]
             }
             var hosts: [String: CacheStats.Host] = [:]
-            for row in try Row.fetchAll(db, sql: "SELECT host, count(*) AS n, sum(size) AS b FROM entry GROUP BY host") {
+            for row in try Row.fetchAll(db, sql: "SELECT host, count(*) AS n, sum(size) AS b FROM entry WHERE \(Schema.live()) GROUP BY host") {
                 hosts[row["host"]] = CacheStats.Host(entries: row["n"], bytes: row["b"])
             }
-            let oldest = try Double.fetchOne(db, sql: "SELECT min(accessed_at) FROM entry")
-            let newest = try Double.fetchOne(db, sql: "SELECT max(accessed_at) FROM entry")
+            let oldest = try Double.fetchOne(db, sql: "SELECT min(accessed_at) FROM entry WHERE \(Schema.live())")
+            let newest = try Double.fetchOne(db, sql: "SELECT max(accessed_at) FROM entry WHERE \(Schema.live())")
             let retry = try Int.fetchOne(db, sql: "SELECT count(*) FROM retry_queue") ?? 0
             return CacheStats(
                 directory: directory, entries: totals.entries, originals: totals.originals,

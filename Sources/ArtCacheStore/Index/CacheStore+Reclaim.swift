@@ -1,0 +1,92 @@
+@_spi(Benchmarks) import ArtCacheCore
+import Foundation
+internal import GRDB
+
+/// The reclaimer: deletes the rows an eviction left below the horizon
+/// (counted out already, invisible to reads), with their inline bytes and
+/// files, in chunks of ``reclaimChunk`` rows, one transaction each, on the
+/// blocking pool. Puts and other writers take the write lock between
+/// chunks, so a large eviction never holds them up for long.
+///
+/// One runs per store at a time; an eviction during its run makes it look
+/// again before it ends. A process stopped halfway leaves evicted rows (still
+/// counted out, still invisible): the next store to check its limits on the
+/// cache starts a reclaimer for them. Variants still live whose original was
+/// evicted go with it here, and are counted out then.
+extension CacheStore {
+    /// Rows deleted per transaction.
+    static let reclaimChunk = 5000
+
+    /// Starts the reclaimer unless one runs (then it looks again before it ends).
+    func startReclaim() {
+        housekeeping.withLock { state in
+            state.reclaimWanted = true
+            guard !state.closed, state.reclaimer == nil else { return }
+            state.reclaimer = Task.detached(priority: .utility) { [weak self] in
+                await self?.reclaimLoop()
+            }
+        }
+    }
+
+    private func reclaimLoop() async {
+        while true {
+            let go = housekeeping.withLock { state -> Bool in
+                guard state.reclaimWanted, !state.closed, !Task.isCancelled else {
+                    state.reclaimer = nil
+                    return false
+                }
+                state.reclaimWanted = false
+                return true
+            }
+            guard go else { return }
+            do {
+                while try await Blocking.run({ try self.blobs.cleanup.shared { try self.reclaimChunkBlocking() } }) {}
+            } catch is CancellationError {
+                continue  // closing: the loop's check ends it
+            } catch {
+                logger.warning("cannot delete evicted items yet; the next eviction retries",
+                               metadata: ["error": "\(error)"])
+                housekeeping.withLock { $0.reclaimWanted = false }
+            }
+        }
+    }
+
+    /// Deletes one chunk of evicted rows (and live variants of evicted
+    /// originals, counted out here); unlinks their files after the commit.
+    /// Returns whether there may be more.
+    func reclaimChunkBlocking() throws -> Bool {
+        let (starting, rows) = hooks.withLock { ($0.reclaimChunkStarting, $0.reclaimChunkRows) }
+        starting?()
+        let chunk = max(1, rows ?? Self.reclaimChunk)
+        let (files, more) = try writeMakingRoomBlocking { db -> ([String], Bool) in
+            try Self.clearVictims(db)
+            try db.cachedStatement(sql: """
+                INSERT INTO temp.victim (key) SELECT key FROM entry INDEXED BY entry_lru
+                WHERE accessed_at < (SELECT horizon FROM totals WHERE id = 1) ORDER BY accessed_at LIMIT ?
+                """).execute(arguments: [chunk])
+            let chosen = db.changesCount
+            let (files, removed, _) = try Self.deleteVictims(db)
+            try Schema.bump(db, "evictions", by: Int64(removed.entries))
+            try Schema.bump(db, "evicted_bytes", by: removed.bytes)
+            return (files, chosen == chunk)
+        }
+        blobs.remove(files)
+        if !more { try reclaimSpace() }
+        return more
+    }
+
+    /// Whether evicted rows wait for the reclaimer (one probe of `entry_lru`).
+    static func hasEvictedRows(_ db: Database) throws -> Bool {
+        try Bool.fetchOne(db.cachedStatement(sql: """
+            SELECT EXISTS (SELECT 1 FROM entry INDEXED BY entry_lru
+                           WHERE accessed_at < (SELECT horizon FROM totals WHERE id = 1))
+            """)) ?? false
+    }
+
+    /// Returns once no reclaimer runs (tests, benchmarks, `close()`).
+    @_spi(Benchmarks) public func waitForReclaim() async {
+        while let running = housekeeping.withLock({ $0.reclaimer }) {
+            await running.value
+        }
+    }
+}
