@@ -279,8 +279,9 @@ import Logging
 
     /// The committed row of `key` and its bytes, read on the calling thread.
     private func lookupCommitted(key: CacheKey, counting: Bool) throws -> CachedImage? {
-        // An inline blob comes with its row, from one read snapshot.
-        let found = try db.read { db in try Self.readRow(db, key: key) }
+        // An inline blob comes with its row, from one statement: its own read
+        // snapshot, so no BEGIN / COMMIT around it (GRDB's `read` adds them).
+        let found = try db.unsafeRead { db in try Self.readRow(db, key: key) }
         var data = found?.inline
         if let blob = found?.entry.blob { data = try blobs.read(blob) }
         return recordLookup(found?.entry, data, counting: counting)

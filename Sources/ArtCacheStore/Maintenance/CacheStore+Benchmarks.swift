@@ -46,3 +46,11 @@ extension CacheStore {
         return true
     }
 }
+
+extension CacheStore {
+    /// One round trip through the blocking pool doing nothing: what an
+    /// awaited lookup pays for running its read off Swift's cooperative pool.
+    @_spi(Benchmarks) public func blockingPoolRoundTrip() async throws {
+        try await Blocking.run { () }
+    }
+}
