@@ -202,6 +202,27 @@ struct StoreV2Tests {
         #expect(try await store.stats().bytes == 100)
     }
 
+    /// Reads map the index (every connection, the writer's too), and a
+    /// file that shrinks under the mapping (purge + incremental vacuum,
+    /// below) is read correctly afterwards.
+    @Test func readsMapTheIndex() async throws {
+        let dir = TempDir()
+        let store = try await CacheStore.open(settings: Fixtures.settings(dir.path))
+        let mapped = try await store.db.read { try Int.fetchOne($0, sql: "PRAGMA mmap_size") ?? 0 }
+        #expect(mapped > 0 && mapped <= CacheStore.indexMapBytes, "mmap_size \(mapped)")
+        #expect(try await store.db.write { try Int.fetchOne($0, sql: "PRAGMA mmap_size") ?? 0 } == mapped)
+        for index in 0..<40 {
+            try await store.put(url: "https://h/\(index).png", data: Fixtures.pngLike(size: 50_000, seed: UInt8(index)))
+        }
+        let pages = { try await store.db.read { try Int.fetchOne($0, sql: "PRAGMA page_count") ?? 0 } }
+        let full = try await pages()
+        #expect(try await store.purge(PurgeRequest(toSize: 60_000)).removed == 39)  // the least recently used first
+        #expect(try await pages() * 4 < full)
+        let kept = try await store.lookup(url: "https://h/39.png")
+        #expect(kept?.data == Fixtures.pngLike(size: 50_000, seed: 39))
+        try await store.close()
+    }
+
     @Test func purgedInlineBlobsGiveSpaceBack() async throws {
         let dir = TempDir()
         let store = try await CacheStore.open(settings: Fixtures.settings(dir.path))

@@ -73,6 +73,9 @@ import Logging
         return store
     }
 
+    /// How much of the index file reads map (`PRAGMA mmap_size`).
+    static let indexMapBytes = 2_147_418_112
+
     private init(settings: CacheSettings, logger: Logger) throws {
         self.settings = settings
         self.logger = logger
@@ -99,6 +102,16 @@ import Logging
             // the B-tree's upper levels of a large index in memory (pages are
             // taken only as a database grows into them).
             try db.execute(sql: "PRAGMA secure_delete = FAST; PRAGMA cache_size = -16384")
+            // Reads map the index instead of copying each page out of the
+            // kernel's cache with a read() (SQLite writes as before; pages
+            // newer in the WAL still come from it). At 1M rows (1.9 GB) a
+            // lookup that misses the page cache above took a syscall per
+            // B-tree level: index-bench's blocking p99 was 237-339 us
+            // without, 74-255 us with (p50 unchanged). Mapped pages are the
+            // kernel's page cache, shared and reclaimable: they count in a
+            // process's RSS as file pages (RssFile), not its own memory.
+            // SQLite clamps the size to its build's maximum (2 GB by default).
+            try db.execute(sql: "PRAGMA mmap_size = \(Self.indexMapBytes)")
             // Takes effect only while the database is empty (a new cache); on
             // an existing one it would still need room to run (a full disk).
             if !db.configuration.readonly, try Int.fetchOne(db, sql: "PRAGMA page_count") == 0 {
@@ -287,11 +300,16 @@ import Logging
         return recordLookup(found?.entry, data, counting: counting)
     }
 
+    /// Built once: the statement cache is keyed by the SQL text, so a
+    /// string interpolated per lookup was rebuilt and hashed every time.
+    private static let readRowSQL = """
+        SELECT \(CacheEntry.columns(of: "entry")), inline_blob.data FROM entry LEFT JOIN inline_blob USING (key)
+        WHERE entry.key = ? AND \(Schema.live())
+        """
+
     private static func readRow(_ db: Database, key: CacheKey) throws -> (entry: CacheEntry, inline: Data?)? {
-        try Row.fetchOne(db.cachedStatement(sql: """
-            SELECT \(CacheEntry.columns(of: "entry")), inline_blob.data FROM entry LEFT JOIN inline_blob USING (key)
-            WHERE entry.key = ? AND \(Schema.live())
-            """), arguments: [key.hex]).map { (CacheEntry(row: $0), $0[CacheEntry.columnNames.count]) }
+        try Row.fetchOne(db.cachedStatement(sql: readRowSQL), arguments: [key.hex])
+            .map { (CacheEntry(row: $0), $0[CacheEntry.columnNames.count]) }
     }
 
     /// Batches the touch of a found item and, when `counting`, counts the
