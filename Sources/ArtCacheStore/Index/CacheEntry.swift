@@ -94,14 +94,18 @@ extension CacheEntry {
 
     /// The row of `key`, live or evicted (below the horizon, not yet reclaimed).
     static func fetchOne(_ db: Database, key: String) throws -> CacheEntry? {
-        try Row.fetchOne(db.cachedStatement(sql: "SELECT \(columns) FROM entry WHERE key = ?"), arguments: [key]).map(CacheEntry.init(row:))
+        try Row.fetchOne(db.cachedStatement(sql: fetchOneSQL), arguments: [key]).map(CacheEntry.init(row:))
     }
 
     /// The row of `key` if it is live (what every read returns).
     static func fetchLive(_ db: Database, key: String) throws -> CacheEntry? {
-        try Row.fetchOne(db.cachedStatement(sql: "SELECT \(columns) FROM entry WHERE key = ? AND \(Schema.live())"),
-                         arguments: [key]).map(CacheEntry.init(row:))
+        try Row.fetchOne(db.cachedStatement(sql: fetchLiveSQL), arguments: [key]).map(CacheEntry.init(row:))
     }
+
+    /// Built once, as the lookup's: the statement cache is keyed by the SQL
+    /// text, so a string interpolated per call was rebuilt and hashed each time.
+    private static let fetchOneSQL = "SELECT \(columns) FROM entry WHERE key = ?"
+    private static let fetchLiveSQL = "SELECT \(columns) FROM entry WHERE key = ? AND \(Schema.live())"
 
     /// The values in ``columnNames`` order.
     private var databaseValues: [(any DatabaseValueConvertible)?] {

@@ -106,10 +106,11 @@ import Logging
             // kernel's cache with a read() (SQLite writes as before; pages
             // newer in the WAL still come from it). At 1M rows (1.9 GB) a
             // lookup that misses the page cache above took a syscall per
-            // B-tree level: index-bench's blocking p99 was 237-339 us
-            // without, 74-255 us with (p50 unchanged). Mapped pages are the
-            // kernel's page cache, shared and reclaimable: they count in a
-            // process's RSS as file pages (RssFile), not its own memory.
+            // B-tree level: index-bench's blocking p99 was 237-287 us
+            // without, 74-226 us with (p50 unchanged; Benchmarks/RESULTS.md).
+            // Mapped pages are the kernel's page cache, shared and
+            // reclaimable: they count in a process's RSS as file pages
+            // (RssFile), not its own memory.
             // SQLite clamps the size to its build's maximum (2 GB by default).
             try db.execute(sql: "PRAGMA mmap_size = \(Self.indexMapBytes)")
             // Takes effect only while the database is empty (a new cache); on
