@@ -1,4 +1,5 @@
 import Foundation
+import GRDB
 import Testing
 @_spi(Benchmarks) @testable import ArtCacheCore
 @_spi(Benchmarks) @testable import ArtCacheStore
@@ -9,8 +10,8 @@ import Testing
 @Suite("Store: close quiesces puts")
 struct StoreCloseQuiesceTests {
     enum Outcome: Sendable {
-        /// Returned committed, at this point of the test's clock.
-        case committed(url: String, data: Data, at: Int)
+        /// Returned committed.
+        case committed(url: String, data: Data)
         case failed(any Error)
     }
 
@@ -18,9 +19,6 @@ struct StoreCloseQuiesceTests {
         let dir = TempDir()
         let settings = Fixtures.settings(dir.path, inlineMax: 1000)
         let store = try await CacheStore.open(settings: settings)
-        // One clock for the whole test: a put's return and close's return each take a tick.
-        let clock = Locked(0)
-        let tick = { @Sendable in clock.withLock { $0 += 1; return $0 } }
         let (firstCommit, signal) = AsyncStream<Void>.makeStream()
 
         /// One put of item `index`: half inline, half file blobs (temp files while in flight).
@@ -30,12 +28,21 @@ struct StoreCloseQuiesceTests {
             do {
                 try await store.put(url: url, data: data)
                 signal.yield()
-                return .committed(url: url, data: data, at: tick())
+                return .committed(url: url, data: data)
             } catch {
                 return .failed(error)
             }
         }
-        let (outcomes, closedAt) = await withTaskGroup(of: ([Outcome], Int?).self, returning: ([Outcome], Int).self) { group in
+        // What the index held the moment close() returned. A put's own return
+        // is resumed on the pool some time after its commit, so when it runs
+        // says nothing about when it committed: the index does.
+        let atClose = { @Sendable () throws -> Set<String> in
+            let index = try DatabaseQueue(path: dir.path + "/index.sqlite")
+            return try Set(index.read { try String.fetchAll($0, sql: "SELECT url FROM entry") })
+        }
+        let (outcomes, indexedAtClose) = await withTaskGroup(
+            of: ([Outcome], Set<String>?).self, returning: ([Outcome], Set<String>).self
+        ) { group in
             for index in 0..<64 {
                 group.addTask { ([await put(index)], nil) }
             }
@@ -43,11 +50,15 @@ struct StoreCloseQuiesceTests {
                 // Close once puts are committing, with others still queued or
                 // writing, while a second wave of puts arrives.
                 for await _ in firstCommit { break }
-                return await withTaskGroup(of: ([Outcome], Int?).self, returning: ([Outcome], Int?).self) { wave in
+                return await withTaskGroup(
+                    of: ([Outcome], Set<String>?).self, returning: ([Outcome], Set<String>?).self
+                ) { wave in
                     wave.addTask {
                         let result: Void? = try? await store.close()
                         #expect(result != nil, "close() failed")
-                        return ([], tick())
+                        let indexed = try? atClose()
+                        #expect(indexed != nil, "the index could not be read after close()")
+                        return ([], indexed ?? [])
                     }
                     for index in 64..<96 { wave.addTask { ([await put(index)], nil) } }
                     return await wave.reduce(into: ([], nil)) { all, one in
@@ -57,12 +68,12 @@ struct StoreCloseQuiesceTests {
                 }
             }
             var outcomes: [Outcome] = []
-            var closedAt = 0
-            for await (some, closed) in group {
+            var indexedAtClose: Set<String> = []
+            for await (some, indexed) in group {
                 outcomes += some
-                if let closed { closedAt = closed }
+                if let indexed { indexedAtClose = indexed }
             }
-            return (outcomes, closedAt)
+            return (outcomes, indexedAtClose)
         }
         #expect(outcomes.count == 96)
         // A put after close() returned fails, typed.
@@ -75,9 +86,9 @@ struct StoreCloseQuiesceTests {
         var committed: [(String, Data)] = []
         for outcome in outcomes {
             switch outcome {
-            case .committed(let url, let data, let at):
+            case .committed(let url, let data):
                 // Admitted before close: committed before close returned, under the live writer lock.
-                #expect(at < closedAt, "\(url) returned after close() did")
+                #expect(indexedAtClose.contains(url), "\(url) returned committed but was not in the index when close() returned")
                 committed.append((url, data))
             case .failed(let error):
                 #expect((error as? StoreError)?.code == .closed, "a put failed untyped: \(error)")
