@@ -130,13 +130,25 @@ struct IndexBench: AsyncParsableCommand {
     @Option(help: "Bytes of the inline blob of every row (0: rows only).") var inlineBytes = 1024
     @Option(help: "Reads batched before their access times are written (default: the store's).") var accessFlushBatch: Int?
     @Flag(help: "Keep the directory afterwards.") var keep = false
+    @Flag(help: """
+        Time lookups only, on a cache an earlier run kept (--keep): no fill, no eviction, the directory is \
+        kept. Each run touches rows, so give each its own --key-offset to look up rows not touched before.
+        """) var reuse = false
+    @Option(help: "Added to the looked-up item numbers (rows touched by an earlier --reuse run are cheaper to touch again).")
+    var keyOffset = 0
 
     func run() async throws {
-        guard !FileManager.default.fileExists(atPath: dir) else {
-            throw ValidationError("\(dir) exists: index-bench only writes into a directory it creates")
+        if reuse {
+            guard FileManager.default.fileExists(atPath: dir + "/index.sqlite") else {
+                throw ValidationError("\(dir) holds no index: --reuse takes a directory an earlier run kept (--keep)")
+            }
+        } else {
+            guard !FileManager.default.fileExists(atPath: dir) else {
+                throw ValidationError("\(dir) exists: index-bench only writes into a directory it creates")
+            }
+            try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
         }
-        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
-        defer { if !keep { try? FileManager.default.removeItem(atPath: dir) } }
+        defer { if !keep && !reuse { try? FileManager.default.removeItem(atPath: dir) } }
         var settings = CacheSettings()
         settings.directory = dir
         settings.maxBytes = Int64.max / 4
@@ -146,7 +158,7 @@ struct IndexBench: AsyncParsableCommand {
         if let accessFlushBatch { settings.accessFlushBatch = accessFlushBatch }
         let store = try await CacheStore.open(settings: settings)
         var inserted = 0
-        while inserted < rows {
+        while inserted < rows && !reuse {
             let chunk = min(100_000, rows - inserted)
             try await store.insertSyntheticRows(count: chunk, startingAt: inserted, inlineBytes: inlineBytes)
             inserted += chunk
@@ -155,7 +167,7 @@ struct IndexBench: AsyncParsableCommand {
         let opening = Date()
         let reopened = try await CacheStore.open(settings: settings)
         let openMs = Date().timeIntervalSince(opening) * 1000
-        let keys = try (0..<lookups).map { try NormalizedURL("https://bench.test/item/\(($0 &* 7919) % rows).jpg").key }
+        let keys = try (0..<lookups).map { try NormalizedURL("https://bench.test/item/\(($0 &* 7919 &+ keyOffset) % rows).jpg").key }
         // The full lookup (row, inline bytes, batched access touch), awaited
         // from a task: includes the hop to a blocking-pool thread and back.
         var samples: [Double] = []
@@ -186,6 +198,14 @@ struct IndexBench: AsyncParsableCommand {
             }.start()
         }.sorted()
         try await reopened.close()
+        if reuse {
+            samples.sort()
+            print(String(format: "lookup_p50_us=%.1f lookup_p99_us=%.1f blocking_lookup_p50_us=%.1f blocking_lookup_p99_us=%.1f "
+                         + "pool_round_trip_p50_us=%.1f pool_round_trip_p99_us=%.1f hits=%d",
+                         samples[samples.count / 2], samples[samples.count * 99 / 100], blocking[blocking.count / 2],
+                         blocking[blocking.count * 99 / 100], hops[hops.count / 2], hops[hops.count * 99 / 100], hits))
+            return
+        }
         // Evict 10%: limits just under the row count, low water at 90% of the rows.
         settings.maxEntries = rows - 1
         settings.lowWater = 0.9 * Double(rows) / Double(rows - 1)
