@@ -90,7 +90,7 @@ struct ConnectTimeoutTests {
     /// (whose earlier hop did connect).
     @Test func aConnectTimeoutIsMarkedAsBeforeConnecting() async throws {
         let hole = try UnacceptingPort(full: true)
-        let h = try await DownloaderTests.Harness { $0.connectTimeout = 0.3; $0.retries = 0; $0.offlineAfter = 100 }
+        let h = try await DownloaderTests.Harness { $0.connectTimeout = 2; $0.retries = 0; $0.offlineAfter = 100 }
         let downloader = h.pipeline.downloader
         let direct = await #expect(throws: DownloadError.self) {
             _ = try await downloader.fetch("http://127.0.0.1:\(hole.port)/img/a.jpg")
@@ -111,7 +111,7 @@ struct ConnectTimeoutTests {
     /// redirect hop, and on a connection the server never accepts (the
     /// request sits in the kernel's queue).
     @Test func aTimeoutAfterConnectingDoesNotCountTowardOffline() async throws {
-        let h = try await DownloaderTests.Harness { $0.timeout = 0.5; $0.retries = 0; $0.offlineAfter = 1 }
+        let h = try await DownloaderTests.Harness { $0.timeout = 3; $0.retries = 0; $0.offlineAfter = 1 }
         let downloader = h.pipeline.downloader
         defer { h.origin.openGate() }
         let held = await #expect(throws: DownloadError.self) { _ = try await downloader.fetch(h.origin.url("/gate/a.jpg")) }

@@ -49,7 +49,7 @@ struct EmbeddingTests {
     @Test func everyErrorCodeIsReachableAndTyped() async throws {
         let h = try await Self.harness {
             $0.download.retries = 0
-            $0.download.timeout = 1
+            $0.download.timeout = 3
             $0.download.maxBodyBytes = 200_000
             $0.thumbnails.maxSourcePixels = 1_000_000
         }
@@ -71,7 +71,7 @@ struct EmbeddingTests {
             (thumb("/img/pdf"), .notAnImage),
             (thumb("/img/bmp"), .unsupported),                                   // BMP needs allow_magick
             (thumb("/img/cut.jpg"), .decode),
-            (ImageRequest(url: h.url("/hold/3000/a.jpg")), .network(.timeout)),
+            (ImageRequest(url: h.url("/hold/10000/a.jpg")), .network(.timeout)),
             (ImageRequest(url: h.url("/loop")), .network(.tooManyRedirects)),
             (ImageRequest(url: h.url("/img/c.jpg"), options: .cacheOnly), .notCached),
         ]
@@ -246,11 +246,11 @@ struct EmbeddingTests {
         #expect(h.origin.totalRequests == 2)
     }
 
-    @Test(arguments: ["/status/404", "/html200", "/hold/3000/a.jpg"])
+    @Test(arguments: ["/status/404", "/html200", "/hold/10000/a.jpg"])
     func placeholdersOfTheRequestedSizeAreNeverStored(_ path: String) async throws {
         let h = try await Self.harness {
             $0.download.retries = 0
-            $0.download.timeout = 1
+            $0.download.timeout = 3
         }
         let request = ImageRequest(url: h.url(path), width: 120, height: 80, options: .placeholderOnFailure)
         let response = try await h.pipeline.image(request)

@@ -98,8 +98,11 @@ struct OfflineTests {
     /// blocking jobs waits for them instead of growing threads. The jobs hold
     /// their thread until a gate opens, which happens only once every thread
     /// is taken and the rest of the burst is waiting (or, were the pool to
-    /// grow, once the whole burst is running).
-    @Test func theBlockingPoolIsBounded() async throws {
+    /// grow, once the whole burst is running). The pool is the process's:
+    /// another test may hold one of its threads until a job of its own, queued
+    /// behind this burst, has run (ReclaimTests does), so the gate does not
+    /// wait for this burst alone to take every thread.
+    @Test(.timeLimit(.minutes(3))) func theBlockingPoolIsBounded() async throws {
         let threads = Blocking.threadCount, burst = threads * 4
         let gate = DispatchSemaphore(value: 0)
         let running = Watched((started: 0, now: 0, most: 0))
@@ -113,14 +116,14 @@ struct OfflineTests {
                     }
                 }
             }
-            // Every thread taken by this burst (other tests' jobs finish and
-            // leave theirs), and the rest of it waiting.
-            await running.wait { $0.started >= threads }
-            await Blocking.waitForLoad { $0.waiting >= burst - threads }
-            #expect(running.withLock { $0.most } == threads, "every thread taken, no more")
+            // Every thread taken (by this burst or another test's job) while
+            // at least the rest of the burst waits: the pool did not grow.
+            await Blocking.waitForLoad { $0.running == threads && $0.waiting >= burst - threads }
+            #expect(running.withLock { $0.most } <= threads, "no more jobs at once than threads")
             for _ in 0..<burst { gate.signal() }
             try await group.waitForAll()
         }
-        #expect(running.withLock { $0.most } == threads)
+        #expect(running.withLock { $0.most } <= threads)
+        #expect(running.withLock { $0.started } == burst)
     }
 }

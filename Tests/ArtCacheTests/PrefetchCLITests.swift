@@ -71,7 +71,7 @@ struct PrefetchCLITests {
         let origin = try await OriginServer.start()
         defer { origin.stop() }
         let png = try Fixtures.image(bands: 4, suffix: ".png")
-        origin.register("a.png", .init(body: png, contentType: "image/png", cacheControl: "max-age=60", etag: "\"p\""))
+        origin.register("a.png", .init(body: png, contentType: "image/png", cacheControl: "max-age=3600", etag: "\"p\""))
         let cache = dir.file("cache")
         let out = dir.file("out.png")
         let got = try await CLI.run(["get", origin.url("/img/a.png"), "-o", out, "--cache-dir", cache])

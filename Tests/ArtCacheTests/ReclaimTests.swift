@@ -21,7 +21,7 @@ struct ReclaimTests {
         try await store.db.read { try Schema.totals($0) == Schema.recount($0) }
     }
 
-    @Test(.timeLimit(.minutes(1)))
+    @Test(.timeLimit(.minutes(3)))
     func evictionCountsOutAtOnceAndTheReclaimerDeletesLater() async throws {
         let dir = TempDir()
         // Items of 1000 bytes are files, of 100 inline; 20 entries fit, eviction goes down to 10.
@@ -85,7 +85,7 @@ struct ReclaimTests {
 
     /// A variant newer than its original (rendered after the download) goes
     /// with it: counted out and hidden by the eviction, deleted by the reclaimer.
-    @Test(.timeLimit(.minutes(1)))
+    @Test(.timeLimit(.minutes(3)))
     func anEvictedOriginalTakesItsNewerVariants() async throws {
         let dir = TempDir()
         let store = try await CacheStore.open(settings: Fixtures.settings(dir.path, maxEntries: 4, lowWater: 0.5))
@@ -112,7 +112,7 @@ struct ReclaimTests {
     /// A process stopped after an eviction committed and before its
     /// reclaimer finished leaves evicted rows: counted out and invisible to
     /// the next store, which deletes them once it checks its limits.
-    @Test(.timeLimit(.minutes(1)))
+    @Test(.timeLimit(.minutes(3)))
     func evictedRowsLeftByAStoppedProcessAreReclaimedByTheNext() async throws {
         let dir = TempDir()
         let settings = Fixtures.settings(dir.path, inlineMax: 500)

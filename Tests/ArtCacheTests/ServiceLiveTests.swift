@@ -105,7 +105,9 @@ struct ServiceLiveTests {
     }
 
     @Test func gracefulShutdownFinishesInFlightRequestsThenClosesTheCache() async throws {
-        let s = try await ServiceHarness(live: true)
+        // A grace that a slow machine (TSan) cannot run out of: the request
+        // in flight must finish, not be cut when the default 10 s are up.
+        let s = try await ServiceHarness(live: true) { $0.service.shutdownGrace = 120 }
         try s.register("a.jpg")
         let (ports, portSink) = AsyncStream.makeStream(of: Int.self)
         let group = makeServiceGroup(service: s.service, signals: []) { _, port in portSink.yield(port) }

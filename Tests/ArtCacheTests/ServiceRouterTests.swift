@@ -132,7 +132,7 @@ struct ServiceRouterTests {
         let s = try await ServiceHarness {
             $0.download.retries = 0
             $0.download.maxBodyBytes = 100_000
-            $0.download.timeout = 0.5
+            $0.download.timeout = 3
         }
         try s.register("a.jpg")
         s.origin.register("big.png", .init(body: Fixtures.pngLike(size: 300_000), contentType: "image/png"))
@@ -143,7 +143,7 @@ struct ServiceRouterTests {
             ("/html200", "100x100", 422, "not_an_image"),
             ("/img/big.png", "original", 413, "too_large"),
             ("/img/bomb.png", "100x100", 413, "too_large"),
-            ("/hold/3000/a.jpg", "100x100", 504, "timeout"),
+            ("/hold/10000/a.jpg", "100x100", 504, "timeout"),
             ("/loop", "100x100", 502, "too_many_redirects"),
         ]
         try await s.app().test(.router) { client in

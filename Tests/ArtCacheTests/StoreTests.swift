@@ -225,7 +225,7 @@ struct StoreTests {
     /// orphan. The scan is held (a store hook) after reading its rows and
     /// before listing the blob files, while five file blobs and five inline
     /// ones commit: the listing then finds files no row of the snapshot names.
-    @Test(.timeLimit(.minutes(1))) func verifyRepairDoesNotHoldWritersUpOrTakeNewBlobs() async throws {
+    @Test(.timeLimit(.minutes(3))) func verifyRepairDoesNotHoldWritersUpOrTakeNewBlobs() async throws {
         let dir = TempDir()
         let store = try await CacheStore.open(settings: Fixtures.settings(dir.path))
         for i in 0..<20 {

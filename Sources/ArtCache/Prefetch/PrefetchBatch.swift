@@ -32,23 +32,28 @@ public final class PrefetchBatch: Sendable {
         if total == 0 { continuation.finish() }
     }
 
+    /// The event is yielded (and the stream finished) under the lock: two
+    /// items recorded at once reach the stream in the order of their `done`
+    /// counts, and no item's event can come after the stream finished.
+    /// (`yield` and `finish` only enqueue; they never call back into this.)
     func record(_ index: Int, _ item: PrefetchItem) {
-        let (progress, finished, waiters) = state.withLock { s -> (PrefetchProgress, Bool, [CheckedContinuation<Void, Never>]) in
-            guard s.items[index] == nil else { return (Self.progress(s, started), false, []) }
+        let waiters = state.withLock { s -> [CheckedContinuation<Void, Never>] in
+            guard s.items[index] == nil else {
+                continuation.yield(.item(index: index, item: item, progress: Self.progress(s, started)))
+                return []
+            }
             s.items[index] = item
             s.done += 1
             s.summary.add(item)
             let finished = s.done == s.items.count
             if finished { s.summary.seconds = Date().timeIntervalSince(started) }
-            let waiters = finished ? s.waiters : []
-            if finished { s.waiters = [] }
-            return (Self.progress(s, started), finished, waiters)
-        }
-        continuation.yield(.item(index: index, item: item, progress: progress))
-        if finished {
+            continuation.yield(.item(index: index, item: item, progress: Self.progress(s, started)))
+            guard finished else { return [] }
             continuation.finish()
-            for waiter in waiters { waiter.resume() }
+            defer { s.waiters = [] }
+            return s.waiters
         }
+        for waiter in waiters { waiter.resume() }
     }
 
     private static func progress(_ s: State, _ started: Date) -> PrefetchProgress {

@@ -173,29 +173,38 @@ package final class LogWriter: @unchecked Sendable {
     /// without sorting or hashing per line: the previous line's keys, sorted,
     /// are kept, and each entry of the next line finds its place among them
     /// by comparison (short keys are compared as two words); a line with
-    /// other keys sorts again. (Iteration order itself cannot be kept:
+    /// other keys sorts again. What is kept per place is the entry's index
+    /// in the line's dictionary, not a copy of its value: a value is copied
+    /// once, as it is printed. (Iteration order itself cannot be kept:
     /// Swift seeds each dictionary's hashing differently.)
     struct SortedKeys {
         private var keys: [String] = []
-        private var slots: [Logger.MetadataValue?] = []
+        private var positions: [Logger.Metadata.Index] = []
 
         mutating func append(_ metadata: Logger.Metadata, to bytes: inout [UInt8]) {
             var complete = keys.count == metadata.count
             if complete {
-                for index in slots.indices { slots[index] = nil }
-                for (key, value) in metadata {
-                    guard let index = keys.firstIndex(of: key) else {
+                positions.removeAll(keepingCapacity: true)
+                positions.append(contentsOf: repeatElement(metadata.startIndex, count: keys.count))
+                var index = metadata.startIndex
+                while index != metadata.endIndex {
+                    // Keys are unique: a complete line fills every place once.
+                    guard let place = keys.firstIndex(of: metadata.keys[index]) else {
                         complete = false
                         break
                     }
-                    slots[index] = value
+                    positions[place] = index
+                    metadata.formIndex(after: &index)
                 }
             }
             if !complete {
                 keys = metadata.keys.sorted()
-                slots = keys.map { metadata[$0] }
+                positions = keys.map { metadata.index(forKey: $0)! }
             }
-            for index in keys.indices { LogWriter.append(keys[index], slots[index]!, to: &bytes) }
+            for position in positions {
+                let entry = metadata[position]
+                LogWriter.append(entry.key, entry.value, to: &bytes)
+            }
         }
     }
 

@@ -66,8 +66,10 @@ final class WriteQueue: Sendable {
         // ends the thread (deinit wakes it to find nothing).
         let wakeup = self.wakeup
         let thread = Thread { [weak self] in
-            ThreadName.set("artcache.commit")
+            // Niced before it is named: a thread found by its name already
+            // has its priority (StoreV2Tests looks threads up by name).
             if niceness > 0 { Self.lowerThisThreadsPriority(by: niceness) }
+            ThreadName.set("artcache.commit")
             while true {
                 wakeup.wait()
                 guard let queue = self else { return }
