@@ -90,8 +90,9 @@ package final class WorkerThreads: @unchecked Sendable {
                     let queued = locked { () -> Bool in
                         if cancelled.remove(id) != nil { return false }
                         let value = priority.value
+                        let once = RunOnce(body)
                         jobs[id] = Job(priority: value,
-                                       run: { continuation.resume(with: Result { try body() }) },
+                                       run: { continuation.resume(with: once.run()) },
                                        cancel: { continuation.resume(throwing: CancellationError()) })
                         queues[value.rawValue].append(id)
                         if sleeping > waking {
@@ -185,5 +186,25 @@ package final class WorkerThreads: @unchecked Sendable {
         condition.lock()
         defer { condition.unlock() }
         return try body()
+    }
+}
+
+/// A job's body, run once and released before its caller resumes: what the
+/// body captured (a store, an image) is not kept alive by the worker thread
+/// after the caller has its result (a store released right after its last
+/// lookup is released then, not when the thread next loops).
+///
+/// `@unchecked Sendable` is sound: `body` is set at init, and read and
+/// cleared once, by the one thread that took the job from the queue under
+/// the pool's lock (which orders it after the init).
+private final class RunOnce<T: Sendable>: @unchecked Sendable {
+    private var body: (@Sendable () throws -> T)?
+
+    init(_ body: @escaping @Sendable () throws -> T) { self.body = body }
+
+    func run() -> Result<T, any Error> {
+        guard let body else { return .failure(CancellationError()) }
+        self.body = nil
+        return Result { try body() }
     }
 }
