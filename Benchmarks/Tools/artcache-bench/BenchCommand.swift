@@ -198,12 +198,14 @@ struct IndexBench: AsyncParsableCommand {
             }.start()
         }.sorted()
         try await reopened.close()
+        samples.sort()
+        let p50 = samples[samples.count / 2], p99 = samples[samples.count * 99 / 100]
+        let b50 = blocking[blocking.count / 2], b99 = blocking[blocking.count * 99 / 100]
+        let lookups = String(format: "lookup_p50_us=%.1f lookup_p99_us=%.1f blocking_lookup_p50_us=%.1f blocking_lookup_p99_us=%.1f "
+                             + "pool_round_trip_p50_us=%.1f pool_round_trip_p99_us=%.1f hits=%d",
+                             p50, p99, b50, b99, hops[hops.count / 2], hops[hops.count * 99 / 100], hits)
         if reuse {
-            samples.sort()
-            print(String(format: "lookup_p50_us=%.1f lookup_p99_us=%.1f blocking_lookup_p50_us=%.1f blocking_lookup_p99_us=%.1f "
-                         + "pool_round_trip_p50_us=%.1f pool_round_trip_p99_us=%.1f hits=%d",
-                         samples[samples.count / 2], samples[samples.count * 99 / 100], blocking[blocking.count / 2],
-                         blocking[blocking.count * 99 / 100], hops[hops.count / 2], hops[hops.count * 99 / 100], hits))
+            print(lookups)
             return
         }
         // Evict 10%: limits just under the row count, low water at 90% of the rows.
@@ -219,13 +221,7 @@ struct IndexBench: AsyncParsableCommand {
         await evicting.waitForReclaim()
         let reclaimMs = Date().timeIntervalSince(evictStart) * 1000 - evictMs
         try await evicting.close()
-        samples.sort()
-        let p50 = samples[samples.count / 2], p99 = samples[samples.count * 99 / 100]
-        let b50 = blocking[blocking.count / 2], b99 = blocking[blocking.count * 99 / 100]
-        print(String(format: "rows=%d inline_bytes=%d open_ms=%.1f lookup_p50_us=%.1f lookup_p99_us=%.1f "
-                     + "blocking_lookup_p50_us=%.1f blocking_lookup_p99_us=%.1f pool_round_trip_p50_us=%.1f pool_round_trip_p99_us=%.1f "
-                     + "hits=%d evict_10pct_ms=%.0f reclaim_ms=%.0f left=%d",
-                     rows, inlineBytes, openMs, p50, p99, b50, b99, hops[hops.count / 2], hops[hops.count * 99 / 100],
-                     hits, evictMs, reclaimMs, left))
+        print(String(format: "rows=%d inline_bytes=%d open_ms=%.1f ", rows, inlineBytes, openMs) + lookups
+              + String(format: " evict_10pct_ms=%.0f reclaim_ms=%.0f left=%d", evictMs, reclaimMs, left))
     }
 }

@@ -184,8 +184,7 @@ package final class LogWriter: @unchecked Sendable {
         mutating func append(_ metadata: Logger.Metadata, to bytes: inout [UInt8]) {
             var complete = keys.count == metadata.count
             if complete {
-                positions.removeAll(keepingCapacity: true)
-                positions.append(contentsOf: repeatElement(metadata.startIndex, count: keys.count))
+                // `positions` holds a place per key already (set with `keys`).
                 var index = metadata.startIndex
                 while index != metadata.endIndex {
                     // Keys are unique: a complete line fills every place once.

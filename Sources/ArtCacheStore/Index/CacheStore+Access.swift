@@ -131,24 +131,26 @@ extension CacheStore {
     package func flush() async throws {
         let batch = pending.withLock { $0.take() }
         guard !batch.isEmpty else { return }
+        let logRows: Int
         do {
-            try await db.write { db in try Self.apply(batch, db: db) }
+            logRows = try await db.write { db in try Self.apply(batch, db: db) }
         } catch {
             throw flushFailed(batch, error)
         }
-        flushSucceeded(batch)
+        flushSucceeded(batch, logRows: logRows)
     }
 
     /// ``flush()`` for a thread of the store's own (the commit thread, the blocking pool).
     func flushBlocking() throws {
         let batch = pending.withLock { $0.take() }
         guard !batch.isEmpty else { return }
+        let logRows: Int
         do {
-            try db.write { db in try Self.apply(batch, db: db) }
+            logRows = try db.write { db in try Self.apply(batch, db: db) }
         } catch {
             throw flushFailed(batch, error)
         }
-        flushSucceeded(batch)
+        flushSucceeded(batch, logRows: logRows)
     }
 
     /// A failed flush keeps its batch for the next one (bounded) and, unless
@@ -163,8 +165,9 @@ extension CacheStore {
         return StoreError(code, "cannot record access times: \(error)", sqliteCode: sqlite?.extendedResultCode.rawValue)
     }
 
-    private func flushSucceeded(_ batch: PendingAccess) {
+    private func flushSucceeded(_ batch: PendingAccess, logRows: Int) {
         housekeeping.withLock { $0.flushBackoff.succeeded() }
+        if logRows >= touchLogFoldRows { startFold() }
         if batch.dropped > 0 {
             logger.warning("access times dropped while flushes failed (the pending batch was full)",
                            metadata: ["touches": "\(batch.dropped)"])
@@ -186,19 +189,16 @@ extension CacheStore {
         }
     }
 
-    static func apply(_ batch: PendingAccess, db: Database) throws {
-        let statement = try db.cachedStatement(sql: """
-            UPDATE entry SET accessed_at = max(accessed_at, ?), hit_count = hit_count + ? WHERE key = ? AND \(Schema.live())
-            """)
-        // In key order: the key index is walked once, front to back, not
-        // descended at random for every touch. An evicted row (below the
-        // horizon) stays evicted: a touch never brings it back uncounted.
-        for (key, date) in batch.touches.sorted(by: { $0.key < $1.key }) {
-            try statement.execute(arguments: [date.timeIntervalSince1970, batch.hitCounts[key] ?? 0, key])
-        }
+    /// Appends the batch's touches to the touch log (``TouchLog``) and
+    /// adds its counters. The rows themselves are written when the log is
+    /// folded into them, or rescued by an eviction. Returns about how many
+    /// rows the log holds (an upper bound).
+    static func apply(_ batch: PendingAccess, db: Database) throws -> Int {
+        let logRows = try TouchLog.append(batch.touches, hits: batch.hitCounts, db: db)
         try Schema.bump(db, "hits", by: batch.hits)
         try Schema.bump(db, "misses", by: batch.misses)
         try Schema.bump(db, "writes_dropped", by: batch.writesDropped)
+        return logRows
     }
 
     func startFlusher() {

@@ -51,7 +51,14 @@ extension CacheStore {
             let need = over ? (entries: totals.entries - target.entries, bytes: totals.bytes - target.bytes) : (0, Int64(0))
             let ageCut = ageDue ? now.timeIntervalSince1970 - settings.maxAge : -Double.infinity
             let previous = try Schema.horizon(db)
-            let (horizon, walked) = try Self.raiseHorizon(db, entries: need.0, bytes: need.1, below: ageCut)
+            var (horizon, walked) = try Self.raiseHorizon(db, entries: need.0, bytes: need.1, below: ageCut)
+            // Rows the touch log shows used since move up out of the way,
+            // and the walk is done again without them (a few rounds at most:
+            // a rescued row is never moved twice).
+            for _ in 0..<8 where walked.entries > 0 {
+                guard try TouchLog.rescue(db, below: horizon) > 0 else { break }
+                (horizon, walked) = try Self.raiseHorizon(db, entries: need.0, bytes: need.1, below: ageCut)
+            }
             guard walked.entries > 0 else { return walked }
             var removed = walked
             let families = try Self.evictFamilies(db, from: previous, to: horizon)

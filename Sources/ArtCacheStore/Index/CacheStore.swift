@@ -38,6 +38,10 @@ import Logging
         package var reclaimChunkStarting: (@Sendable () -> Void)?
         /// Rows per reclaimer chunk instead of ``CacheStore/reclaimChunk``.
         package var reclaimChunkRows: Int?
+        /// Touch log rows that start a background fold instead of ``CacheStore/touchLogFoldRows``.
+        package var touchLogFoldRows: Int?
+        /// Distinct keys per fold transaction instead of ``CacheStore/touchLogFoldChunk``.
+        package var touchLogFoldChunk: Int?
         package init() {}
     }
 
@@ -52,6 +56,8 @@ import Logging
         var reclaimer: Task<Void, Never>?
         /// An eviction happened since the reclaimer last looked.
         var reclaimWanted = false
+        /// Folds the touch log into the index (CacheStore+TouchLog), if it runs.
+        var folder: Task<Void, Never>?
         var closed = false
     }
 
@@ -202,12 +208,15 @@ import Logging
     /// flush runs where cancellation cannot reach it (``finishing(_:)``).
     @_spi(Benchmarks) public func close() async throws {
         await gate.close()
-        let (flusher, batchFlush, reclaimer) = housekeeping.withLock { state in
+        let (flusher, batchFlush, reclaimer, folder) = housekeeping.withLock { state in
             state.closed = true
             defer { state.flusher = nil; state.batchFlush = nil }
-            return (state.flusher, state.batchFlush, state.reclaimer)
+            return (state.flusher, state.batchFlush, state.reclaimer, state.folder)
         }
         flusher?.cancel()
+        // A fold stops between its chunks (each one commits whole).
+        folder?.cancel()
+        await folder?.value
         // The reclaimer stops after its chunk: evicted rows left are counted
         // out and invisible, and the next store on this cache deletes them.
         reclaimer?.cancel()
@@ -224,7 +233,10 @@ import Logging
             blobs.writer.release()
         }
         do {
-            try await finishing { try self.flushBlocking() }
+            try await finishing {
+                try self.flushBlocking()
+                self.foldSmallTouchLogBlocking()
+            }
         } catch let error as StoreError where error.code == .storageFull {
             // Access times and counters are approximate by contract: on a full
             // disk they are lost (logged), and the command's own result stands.

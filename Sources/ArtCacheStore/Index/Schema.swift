@@ -150,6 +150,21 @@ enum Schema {
             // would see them as live: this migration makes it refuse the cache.
             try db.execute(sql: "ALTER TABLE totals ADD COLUMN horizon DOUBLE NOT NULL DEFAULT 0")
         }
+        migrator.registerMigration("v6-touch-log") { db in
+            // Access times are appended here, not written into their rows:
+            // appends fill the log's last pages, where a row update rewrote
+            // two random pages of the index (CacheStore+TouchLog). An older
+            // artcache would not read the log: this migration makes it refuse
+            // the cache.
+            try db.execute(sql: """
+                CREATE TABLE touch_log (
+                    id INTEGER PRIMARY KEY,
+                    key TEXT NOT NULL,
+                    at DOUBLE NOT NULL,
+                    hits INTEGER NOT NULL
+                );
+                """)
+        }
         return migrator
     }
 

@@ -75,6 +75,8 @@ extension CacheStore {
     private static func purgeRows(_ db: Database, request: PurgeRequest, urlKey: String?, host: String?,
                                   now: Date) throws -> (PurgeReport, [String]) {
         try Self.clearVictims(db)
+        // Choosing by access time: the rows' times must be the latest.
+        if request.olderThan != nil || request.toSize != nil { try TouchLog.fold(db) }
         var conditions: [String] = []
         var arguments: [DatabaseValueConvertible?] = []
         if let olderThan = request.olderThan {

@@ -106,7 +106,8 @@ extension CacheStore {
                 hosts[row["host"]] = CacheStats.Host(entries: row["n"], bytes: row["b"])
             }
             let oldest = try Double.fetchOne(db, sql: "SELECT min(accessed_at) FROM entry WHERE \(Schema.live())")
-            let newest = try Double.fetchOne(db, sql: "SELECT max(accessed_at) FROM entry WHERE \(Schema.live())")
+            let newest = try [Double.fetchOne(db, sql: "SELECT max(accessed_at) FROM entry WHERE \(Schema.live())"),
+                              TouchLog.newest(db)].compactMap { $0 }.max()
             let retry = try Int.fetchOne(db, sql: "SELECT count(*) FROM retry_queue") ?? 0
             return CacheStats(
                 directory: directory, entries: totals.entries, originals: totals.originals,
