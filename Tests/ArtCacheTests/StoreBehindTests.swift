@@ -8,26 +8,6 @@ import Testing
 import Glibc
 #endif
 
-/// Holds `<cache>/cleanup.lock` exclusively (as `verify` does): every group
-/// commit of the cache waits for it, so puts behind stay pending until
-/// ``release()`` — deterministically, without timing.
-private final class CommitBlocker {
-    private var fd: Int32
-
-    init(cache: String) throws {
-        fd = open(cache + "/cleanup.lock", O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
-        guard fd >= 0, flock(fd, LOCK_EX) == 0 else { throw StoreError.io("cannot lock \(cache)/cleanup.lock", errno: errno) }
-    }
-
-    func release() {
-        guard fd >= 0 else { return }
-        close(fd)
-        fd = -1
-    }
-
-    deinit { release() }
-}
-
 @Suite("Store-behind: answers before commits", .timeLimit(.minutes(3)))
 struct StoreBehindTests {
     private func openStore(_ dir: TempDir, behindMax: Int) async throws -> CacheStore {

@@ -44,10 +44,13 @@ struct StoreV2Tests {
         #expect(try await store.verify(hash: true).remaining == 0)
     }
 
-    @Test func concurrentPutsShareCommits() async throws {
+    @Test(.timeLimit(.minutes(3))) func concurrentPutsShareCommits() async throws {
         let dir = TempDir()
         let store = try await CacheStore.open(settings: Fixtures.settings(dir.path, inlineMax: 2048))
         let before = store.writes.activity
+        // Commits wait until all 64 puts are queued: then they share commits
+        // whatever the timing (the first batch may hold one put only).
+        let blocker = try CommitBlocker(cache: dir.path)
         // Half inline, half files, all at once.
         try await withThrowingTaskGroup(of: Void.self) { group in
             for index in 0..<64 {
@@ -56,6 +59,8 @@ struct StoreV2Tests {
                                                                                             seed: UInt8(index)))
                 }
             }
+            while store.writes.activity.puts - before.puts < 64 { await Task.yield() }
+            blocker.release()
             try await group.waitForAll()
         }
         let activity = store.writes.activity

@@ -317,3 +317,23 @@ extension CacheStore {
                              height: height, sourceSHA256: sourceSHA256, now: now)
     }
 }
+
+/// Holds `<cache>/cleanup.lock` exclusively (as `verify` does): every group
+/// commit of the cache waits for it, so puts behind stay pending until
+/// ``release()`` — deterministically, without timing.
+final class CommitBlocker {
+    private var fd: Int32
+
+    init(cache: String) throws {
+        fd = open(cache + "/cleanup.lock", O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
+        guard fd >= 0, flock(fd, LOCK_EX) == 0 else { throw StoreError.io("cannot lock \(cache)/cleanup.lock", errno: errno) }
+    }
+
+    func release() {
+        guard fd >= 0 else { return }
+        close(fd)
+        fd = -1
+    }
+
+    deinit { release() }
+}
