@@ -1,0 +1,41 @@
+import Foundation
+import Testing
+@_spi(Benchmarks) @testable import ArtCacheCore
+@_spi(Benchmarks) @testable import ArtCacheRender
+
+@Suite("Placeholders: dominant colour, ThumbHash, PNG data URL")
+struct PlaceholderTests {
+    /// `count` pixels of one colour.
+    static func pixels(_ rgba: [UInt8], _ count: Int) -> [UInt8] { Array([[UInt8]](repeating: rgba, count: count).joined()) }
+
+    @Test func theDominantColourIsTheLargestBucketNotTheMean() {
+        // 3/4 red and 1/4 blue: red (the mean would be a purple).
+        let image = Self.pixels([250, 10, 10, 255], 48) + Self.pixels([10, 10, 250, 255], 16)
+        #expect(Placeholder.hex(Placeholder.dominantColor(rgba: image)) == "#fa0a0a")
+        // Within a bucket the colour is the bucket's mean (rounded).
+        let close = Self.pixels([16, 32, 48, 255], 3) + Self.pixels([17, 33, 49, 255], 1)
+        #expect(Placeholder.hex(Placeholder.dominantColor(rgba: close)) == "#102030")
+    }
+
+    @Test func transparentPixelsDoNotCountUnlessNothingIsOpaque() {
+        // Mostly transparent black around an opaque green patch: green.
+        let image = Self.pixels([0, 0, 0, 0], 60) + Self.pixels([20, 200, 20, 255], 4)
+        #expect(Placeholder.hex(Placeholder.dominantColor(rgba: image)) == "#14c814")
+        // Nothing opaque: every pixel counts.
+        #expect(Placeholder.hex(Placeholder.dominantColor(rgba: Self.pixels([90, 80, 70, 10], 4))) == "#5a5046")
+        #expect(Placeholder.hex(Placeholder.dominantColor(rgba: [])) == "#000000")
+    }
+
+    @Test func thePlaceholderIsAPNGOfTheDecodedHashThatLibvipsReads() throws {
+        let rgba = ThumbHashTests.image("checker", 40, 20)
+        let placeholder = try Placeholder(width: 40, height: 20, rgba: rgba)
+        #expect(placeholder.thumbHashBase64 == Data(try ThumbHash.encode(width: 40, height: 20, rgba: rgba)).base64EncodedString())
+        let url = try placeholder.dataURL()
+        #expect(url.hasPrefix("data:image/png;base64,"))
+        let png = try #require(Data(base64Encoded: String(url.dropFirst("data:image/png;base64,".count))))
+        // Decoded by libvips: the hash's 32×18 RGBA image.
+        let header = try Renderer(settings: ThumbnailSettings()).header(of: png)
+        #expect(header.width == 32 && header.height == 18 && header.hasAlpha)
+        #expect(png.count < 2000, "a placeholder is small: \(png.count) bytes")
+    }
+}
