@@ -191,3 +191,26 @@ int cvips_render_save(cvips_render *r, int format, int quality, void **out, size
     }
     return saved ? CVIPS_ENCODE : CVIPS_OK;
 }
+
+int cvips_render_rgba(cvips_render *r, void **out, size_t *out_length) {
+    *out = NULL;
+    *out_length = 0;
+    if (!r->current) return CVIPS_DECODE;
+    if (past_deadline(r)) return CVIPS_TIMEOUT;
+    VipsImage *image = r->current;
+    if (image->BandFmt != VIPS_FORMAT_UCHAR || image->Bands < 3 || image->Bands > 4) return CVIPS_ENCODE;
+    if (image->Bands == 3) {
+        VipsImage **opaque = next_slot(r);
+        if (vips_bandjoin_const1(image, opaque, 255, NULL)) return CVIPS_DECODE;
+        image = *opaque;
+    }
+    r->current = image;
+    int status = cvips_render_materialize(r);
+    if (status != CVIPS_OK) return status;
+    size_t size = 0;
+    void *pixels = vips_image_write_to_memory(r->current, &size);
+    if (!pixels) return CVIPS_DECODE;
+    *out = pixels;
+    *out_length = size;
+    return CVIPS_OK;
+}

@@ -39,3 +39,34 @@ struct PlaceholderTests {
         #expect(png.count < 2000, "a placeholder is small: \(png.count) bytes")
     }
 }
+
+@Suite("Placeholders from encoded images (libvips)")
+struct RenderedPlaceholderTests {
+    let renderer = Renderer(settings: ThumbnailSettings())
+
+    @Test func aSolidImageGivesItsColourAndItsAspectRatio() throws {
+        let red = try renderer.solidImage(width: 200, height: 100, rgb: [200, 30, 40], format: .png, quality: 90).data
+        let placeholder = try renderer.placeholderBlocking(red)
+        #expect(placeholder.color == "#c81e28")
+        let decoded = try ThumbHash.decode(placeholder.thumbHash)
+        // Landscape, at ThumbHash's approximate ratio (7 by 4 luminance terms for 2:1).
+        #expect(decoded.width == 32 && decoded.height == 18, "\(decoded.width)x\(decoded.height)")
+        // Flat: every decoded pixel close to the colour.
+        for i in stride(from: 0, to: decoded.rgba.count, by: 4) {
+            #expect(abs(Int(decoded.rgba[i]) - 200) <= 12 && abs(Int(decoded.rgba[i + 1]) - 30) <= 12
+                    && abs(Int(decoded.rgba[i + 2]) - 40) <= 12 && decoded.rgba[i + 3] == 255)
+        }
+    }
+
+    @Test func aJPEGOfTheCorpusShapeHasAPlaceholder() async throws {
+        let jpeg = try renderer.solidImage(width: 600, height: 600, rgb: [10, 120, 220], format: .jpeg, quality: 90).data
+        let placeholder = try await renderer.placeholder(of: jpeg, priority: PriorityHandle(.normal))
+        #expect(placeholder.color.hasPrefix("#") && placeholder.color.count == 7)
+        #expect(placeholder.thumbHash.count >= 5)
+        #expect(try placeholder.dataURL().hasPrefix("data:image/png;base64,"))
+    }
+
+    @Test func bytesThatAreNoImageAreATypedError() {
+        #expect(throws: RenderError.self) { try renderer.placeholderBlocking(Data("not an image".utf8)) }
+    }
+}

@@ -239,7 +239,7 @@ private struct RenderCounters: Sendable {
 
     /// Opens the bytes (header only) and checks the source limits before any
     /// pixel is decoded.
-    private func openChecked(_ data: Data, format sniffedFormat: SniffedFormat?) throws(RenderError) -> VipsImage {
+    func openChecked(_ data: Data, format sniffedFormat: SniffedFormat?) throws(RenderError) -> VipsImage {
         let limits = settings.renderLimits
         let sniffed = sniffedFormat ?? Sniffer.sniff(data).format
         if [.heic, .heif, .avif].contains(sniffed), let (width, height) = Sniffer.heifExtent(data),

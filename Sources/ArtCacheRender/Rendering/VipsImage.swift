@@ -164,6 +164,16 @@ final class VipsRender {
         return Data(bytes: output, count: length)
     }
 
+    /// The current image's pixels as RGBA rows (8-bit sRGB: after `toSRGB`).
+    func rgba() throws(RenderError) -> [UInt8] {
+        var output: UnsafeMutableRawPointer?
+        var length = 0
+        try check(cvips_render_rgba(handle, &output, &length))
+        guard let output else { throw RenderError(.decode, VipsImage.describe(format, kind: Int32(CVIPS_DECODE))) }
+        defer { cvips_free(output) }
+        return Array(UnsafeRawBufferPointer(start: output, count: length))
+    }
+
     private func check(_ status: Int32) throws(RenderError) {
         guard status == Int32(CVIPS_OK) else { throw RenderError(VipsImage.code(status), VipsImage.describe(format, kind: status)) }
     }

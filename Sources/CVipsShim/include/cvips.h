@@ -131,6 +131,12 @@ int cvips_render_flatten(cvips_render *render, const double background[3]);
  * g_malloc'd: free it with cvips_free. */
 int cvips_render_save(cvips_render *render, int format, int quality, void **out, size_t *out_length);
 
+/* Computes the current image (8-bit sRGB: call cvips_render_srgb first)
+ * under the deadline and returns its pixels as RGBA rows, alpha 255 where
+ * the image has none: placeholders (a ThumbHash, a dominant colour) are
+ * computed from them. *out is g_malloc'd: free it with cvips_free. */
+int cvips_render_rgba(cvips_render *render, void **out, size_t *out_length);
+
 /* Tiles encoded images (NULL entries become blank cells) into one PNG,
  * `columns` per row, each scaled into a `cell` x `cell` square. */
 int cvips_contact_sheet(const void *const *buffers, const size_t *lengths, int count, int cell, int columns,
