@@ -125,4 +125,27 @@ struct TouchLogTests {
         #expect(try await store.entry(forURL: "https://h/gone.png") == nil)
         try await store.close()
     }
+
+    /// A store that touched nothing (a `stats`, a `get` of nothing) takes no
+    /// write lock at close: another process holding one does not delay it.
+    /// Before, close folded the empty log in a write transaction and waited
+    /// out the busy timeout (60 s) behind the writer, then logged a warning.
+    @Test(.timeLimit(.minutes(1)))
+    func closeTakesNoWriteLockWhenTheLogIsEmpty() async throws {
+        let dir = TempDir()
+        let first = try await CacheStore.open(settings: Fixtures.settings(dir.path))
+        try await first.put(url: "https://h/a.png", data: Fixtures.pngLike(size: 100), now: base)
+        try await first.close()
+
+        let logs = LogCounter()
+        let reader = try await CacheStore.open(settings: Fixtures.settings(dir.path), logger: logs.logger)
+        #expect(try await reader.entry(forURL: "https://h/a.png") != nil)
+        var holder = Configuration()
+        holder.allowsUnsafeTransactions = true  // the transaction outlives one access: it is the point
+        let writer = try DatabaseQueue(path: dir.path + "/index.sqlite", configuration: holder)
+        try await writer.writeWithoutTransaction { try $0.execute(sql: "BEGIN IMMEDIATE") }
+        try await reader.close()
+        try await writer.writeWithoutTransaction { try $0.execute(sql: "ROLLBACK") }
+        #expect(logs.count("touch log") == 0)
+    }
 }

@@ -141,8 +141,12 @@ extension CacheStore {
     /// in one transaction, so a short-lived process (a CLI command) leaves
     /// its rows up to date. Access times are approximate by contract: a
     /// failure is logged, never the command's.
+    /// An empty log takes no write lock: a read-only command (`stats`,
+    /// `get`) never waits for a writer at close.
     func foldSmallTouchLogBlocking() {
         do {
+            let bound = try db.read { try TouchLog.rowBound($0) }
+            guard (1...Self.touchLogCloseFoldRows).contains(bound) else { return }
             try db.write { db in
                 guard try TouchLog.rowBound(db) <= Self.touchLogCloseFoldRows else { return }
                 try TouchLog.fold(db)
