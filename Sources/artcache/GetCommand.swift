@@ -26,6 +26,11 @@ struct GetCommand: AsyncParsableCommand {
         @Nullable var etag: String?
         @Nullable var lastModified: String?
         @Nullable var expiresAt: Date?
+        /// The original's upright pixels and placeholder (`color` `#rrggbb`, `thumbhash` base64).
+        @Nullable var width: Int?
+        @Nullable var height: Int?
+        @Nullable var color: String?
+        @Nullable var thumbhash: String?
     }
 
     /// The documented `source` values: cached, revalidated, downloaded, uncacheable.
@@ -40,9 +45,15 @@ struct GetCommand: AsyncParsableCommand {
     func run() async throws {
         try await reportingErrors(json: json) {
             let configuration = try global.storingConfiguration()
-            let (image, path) = try await global.withPipeline(configuration) { pipeline in
+            let (image, path, info) = try await global.withPipeline(configuration) { pipeline in
                 let image = try await pipeline.image(ImageRequest(url: url, priority: .high))
-                return (image, image.entry.flatMap(pipeline.blobLocation(of:)))
+                // --json shows the size and placeholder: computed now when not yet
+                // (bytes that do not decode have none: null, not an error).
+                var info = image.info
+                if json, info == nil, image.entry != nil {
+                    info = try? await pipeline.info(for: url, priority: .high, options: .cacheOnly)
+                }
+                return (image, image.entry.flatMap(pipeline.blobLocation(of:)), info)
             }
             if json {
                 let entry = image.entry
@@ -50,7 +61,9 @@ struct GetCommand: AsyncParsableCommand {
                     url: entry?.url ?? url, key: entry?.key ?? "", path: path,
                     source: Self.source(image), contentType: image.contentType,
                     declaredType: entry?.declaredType, bytes: image.data.count, repaired: image.repaired,
-                    etag: entry?.etag, lastModified: entry?.lastModified, expiresAt: entry?.expiresAt)))
+                    etag: entry?.etag, lastModified: entry?.lastModified, expiresAt: entry?.expiresAt,
+                    width: info?.width ?? (image.width > 0 ? image.width : nil), height: info?.height ?? (image.height > 0 ? image.height : nil),
+                    color: info?.color, thumbhash: info?.thumbHashBase64)))
             }
             if let output {
                 try image.data.write(to: URL(fileURLWithPath: output))

@@ -34,7 +34,13 @@ struct VerifyCommand: AsyncParsableCommand {
                 for problem in report.problems.prefix(20) {
                     print("  \(problem.kind): \(problem.path)")
                 }
-                if repair { print("repaired \(report.repaired)") }
+                if repair {
+                    print("repaired \(report.repaired)")
+                    print("placeholders computed \(report.placeholdersComputed)"
+                          + (report.placeholdersFailed > 0 ? ", \(report.placeholdersFailed) originals do not decode" : ""))
+                } else if report.placeholdersMissing > 0 {
+                    print("\(report.placeholdersMissing) originals without a placeholder (computed when read, or by --repair)")
+                }
                 print(report.remaining == 0 ? "ok" : "\(report.remaining) problems remain (run with --repair)")
             }
             if report.remaining > 0 { throw ExitCode(1) }

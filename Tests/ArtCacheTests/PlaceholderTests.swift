@@ -1,3 +1,4 @@
+import ArtCacheFixtures
 import Foundation
 import Testing
 @_spi(Benchmarks) @testable import ArtCacheCore
@@ -68,5 +69,29 @@ struct RenderedPlaceholderTests {
 
     @Test func bytesThatAreNoImageAreATypedError() {
         #expect(throws: RenderError.self) { try renderer.placeholderBlocking(Data("not an image".utf8)) }
+    }
+
+    /// A JPEG's placeholder at the codec's speed (a 1/8 libjpeg-turbo decode)
+    /// is libvips' placeholder: the same shape (orientation applied), the
+    /// same colour within a few levels, hashes that decode to nearly the
+    /// same image.
+    @Test func theFastJPEGPlaceholderIsLibvipsPlaceholder() throws {
+        let vips = Renderer(settings: Fixtures.thumbnails { $0.fastJPEG = false })
+        let fast = Renderer(settings: Fixtures.thumbnails { $0.fastJPEG = true })
+        let cases = [("zone plate 600x600", try SyntheticImage.zonePlateJPEG()),
+                     ("600x300, orientation 6", try SyntheticImage.orientedJPEG(width: 600, height: 300, orientation: 6)),
+                     ("640x356", try Fixtures.image(width: 640, height: 356, suffix: ".jpg[Q=90]"))]
+        for (name, jpeg) in cases {
+            let pixels = try JPEGFastPath.placeholderPixels(jpeg, maxSourcePixels: 100_000_000, deadline: .now + .seconds(10))
+            #expect(pixels != nil, "\(name): the fast path decoded it")
+            let (a, b) = (try fast.placeholderBlocking(jpeg), try vips.placeholderBlocking(jpeg))
+            let (x, y) = (try ThumbHash.decode(a.thumbHash), try ThumbHash.decode(b.thumbHash))
+            #expect((x.width, x.height) == (y.width, y.height), "\(name): shape")
+            let channels = { (hex: String) in stride(from: 1, to: 7, by: 2).map { Int(hex.dropFirst($0).prefix(2), radix: 16)! } }
+            #expect(zip(channels(a.color), channels(b.color)).allSatisfy { abs($0 - $1) <= 8 }, "\(name): \(a.color) vs \(b.color)")
+            guard x.rgba.count == y.rgba.count else { continue }
+            let mean = Double(zip(x.rgba, y.rgba).reduce(0) { $0 + abs(Int($1.0) - Int($1.1)) }) / Double(x.rgba.count)
+            #expect(mean <= 4, "\(name): decoded hashes differ by \(mean)")
+        }
     }
 }

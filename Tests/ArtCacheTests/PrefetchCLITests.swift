@@ -82,6 +82,10 @@ struct PrefetchCLITests {
         #expect(info["content_type"] as? String == "image/png")
         #expect(info["etag"] as? String == "\"p\"")
         #expect(info["path"] is NSNull, "a small blob lives inside the database: no path")
+        // The original's size and placeholder (issue 21).
+        #expect(info["width"] as? Int == 64 && info["height"] as? Int == 48)
+        #expect((info["color"] as? String)?.wholeMatch(of: /#[0-9a-f]{6}/) != nil, "\(info["color"] ?? "none")")
+        #expect((info["thumbhash"] as? String).flatMap { Data(base64Encoded: $0) }.map { $0.count >= 5 } == true)
         #expect(origin.requestCount("/img/a.png") == 1)
         // With inline_max 0 every blob is a file: `path` names it, `-o` still writes the bytes.
         let fileCache = dir.file("file-cache")

@@ -10,7 +10,7 @@ import Foundation
 struct BenchCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "artcache-bench", abstract: "Benchmark tools for Benchmarks/compare/run.",
-        subcommands: [RenderFiles.self, RenderMulti.self, IndexBench.self])
+        subcommands: [RenderFiles.self, RenderMulti.self, IndexBench.self, Placeholders.self])
 }
 
 /// What the render benchmarks share.
@@ -223,5 +223,33 @@ struct IndexBench: AsyncParsableCommand {
         try await evicting.close()
         print(String(format: "rows=%d inline_bytes=%d open_ms=%.1f ", rows, inlineBytes, openMs) + lookups
               + String(format: " evict_10pct_ms=%.0f reclaim_ms=%.0f left=%d", evictMs, reclaimMs, left))
+    }
+}
+
+/// Placeholders (size, dominant colour, ThumbHash) of local files, one
+/// thread: the cost a stored original adds (issue 21).
+struct Placeholders: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "placeholders", abstract: "Compute placeholders of image files.")
+
+    @Argument(help: "Image files.") var files: [String]
+    @Option(help: "Compute every file's this many times.") var repeats = 1
+    @Flag(inversion: .prefixedNo, help: "libjpeg-turbo's 1/8 decode for JPEG.") var fastJPEG = true
+
+    func run() async throws {
+        var settings = ThumbnailSettings()
+        settings.fastJPEG = fastJPEG
+        let renderer = Renderer(settings: settings)
+        let inputs = try files.map { try Data(contentsOf: URL(fileURLWithPath: $0)) }
+        let started = ContinuousClock.now
+        var failed = 0
+        for _ in 0..<max(1, repeats) {
+            for data in inputs {
+                if !renderer.computesIntrinsics(data) { failed += 1 }
+            }
+        }
+        let seconds = (ContinuousClock.now - started) / .seconds(1)
+        let count = inputs.count * max(1, repeats)
+        print(String(format: "%d placeholders in %.3f s: %.1f µs each, one thread (%d failed)", count, seconds,
+                     seconds / Double(count) * 1e6, failed))
     }
 }

@@ -24,8 +24,14 @@ extension ImagePipeline {
     }
 
     /// Checks the index against the blobs; `repair` fixes what it finds.
+    /// With `repair`, it also computes the placeholders originals lack.
     package func verify(repair: Bool = false, hash: Bool = false) async throws(ArtCacheError) -> VerifyReport {
-        try await storage("cannot verify") { try await $0.verify(repair: repair, hash: hash) }
+        var report = try await storage("cannot verify") { try await $0.verify(repair: repair, hash: hash) }
+        if repair {
+            (report.placeholdersComputed, report.placeholdersFailed) = try await fillIntrinsics()
+        }
+        report.placeholdersMissing = try await storage("cannot verify") { try await $0.countOriginalsWithoutPlaceholder() }
+        return report
     }
 
     /// URLs that failed on the network and wait to be fetched again.

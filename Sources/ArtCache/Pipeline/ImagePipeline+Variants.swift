@@ -19,6 +19,8 @@ struct VariantOutcome: Sendable {
     let height: Int
     /// When the original it shows stops being fresh (nil: no expiry).
     let freshUntil: Date?
+    /// Its original's row, as read or stored for this request.
+    var parent: CacheEntry?
 }
 
 extension ImagePipeline {
@@ -46,7 +48,7 @@ extension ImagePipeline {
                    hit.entry.sourceSHA256 == nil || hit.entry.sourceSHA256 == parent.sha256 {
                     return VariantOutcome(source: .disk, rendered: false, entry: hit.entry, data: hit.data,
                                           contentType: hit.entry.contentType, width: hit.entry.width ?? 0,
-                                          height: hit.entry.height ?? 0, freshUntil: parent.expiresAt)
+                                          height: hit.entry.height ?? 0, freshUntil: parent.expiresAt, parent: parent)
                 }
                 // Its original expired: revalidated (or, offline, served stale) first.
                 let confirmed = try await self.original(url, mode: mode, behind: behind, priority: priority)
@@ -54,7 +56,7 @@ extension ImagePipeline {
                     return VariantOutcome(source: confirmed.source == .revalidated ? .revalidated : .disk, rendered: false,
                                           entry: hit.entry, data: hit.data, contentType: hit.entry.contentType,
                                           width: hit.entry.width ?? 0, height: hit.entry.height ?? 0,
-                                          freshUntil: entry.expiresAt)
+                                          freshUntil: entry.expiresAt, parent: entry)
                 }
                 original = confirmed  // new bytes: render from them
             }
@@ -64,10 +66,18 @@ extension ImagePipeline {
             } else {
                 source = try await self.original(url, mode: mode, behind: behind, priority: priority)
             }
-            let rendered = try await renderer.render(source.data, spec: spec, priority: priority)
+            let rendered: RenderedImage
+            var intrinsics: Intrinsics?
+            if let parent = source.entry, claimIntrinsics(parent) {
+                let made = try await renderer.renderWithIntrinsics(source.data, specs: [spec], priority: priority)
+                (rendered, intrinsics) = (made.images[0], made.intrinsics)
+            } else {
+                rendered = try await renderer.render(source.data, spec: spec, priority: priority)
+            }
             var entry: CacheEntry?
             if let parent = source.entry {
-                entry = try await storeVariant(rendered, spec: canonical, of: parent, url: url, behind: behind)
+                entry = try await storeVariant(rendered, spec: canonical, of: parent, url: url, behind: behind,
+                                               intrinsics: intrinsics)
             }
             let from: ImageResponse.Source = switch source.source {
             case .cached: .disk
@@ -76,7 +86,7 @@ extension ImagePipeline {
             }
             return VariantOutcome(source: from, rendered: true, entry: entry, data: rendered.data,
                                   contentType: rendered.contentType, width: rendered.width, height: rendered.height,
-                                  freshUntil: source.entry?.expiresAt)
+                                  freshUntil: source.entry?.expiresAt, parent: source.entry)
         }
     }
 
@@ -84,10 +94,12 @@ extension ImagePipeline {
     func variantResponse(_ url: NormalizedURL, spec: VariantSpec, mode: FetchMode,
                          priority: PriorityHandle) async throws -> ImageResponse {
         let outcome = try await variant(url, spec: spec, mode: mode, behind: true, priority: priority)
+        if let parent = outcome.parent { computeIntrinsicsBehind(of: parent, data: nil) }
         return ImageResponse(data: outcome.data, contentType: outcome.contentType,
                              width: outcome.width, height: outcome.height, source: outcome.source,
                              cacheKey: outcome.entry?.cacheKey, entry: outcome.entry, rendered: outcome.rendered,
                              freshUntil: outcome.freshUntil)
+            .with(info: outcome.parent.flatMap(ImageInfo.init(entry:)))
     }
 }
 
@@ -110,16 +122,25 @@ extension ImagePipeline {
         var results = [Result<Bool, ArtCacheError>](repeating: .success(false), count: specs.count)
         guard !missing.isEmpty else { return results }
         let rendered: [RenderedImage]
+        var intrinsics: Intrinsics?
         do {
-            rendered = try await renderer.render(original.data, specs: missing.map { specs[$0] }, priority: priority)
+            let wanted = missing.map { specs[$0] }
+            if claimIntrinsics(parent) {
+                let made = try await renderer.renderWithIntrinsics(original.data, specs: wanted, priority: priority)
+                (rendered, intrinsics) = (made.images, made.intrinsics)
+            } else {
+                rendered = try await renderer.render(original.data, specs: wanted, priority: priority)
+            }
         } catch {
             let failure = ArtCacheError(any: error, context: url.string)
             for index in missing { results[index] = .failure(failure) }
             return results
         }
-        for (index, image) in zip(missing, rendered) {
+        for (number, (index, image)) in zip(missing, rendered).enumerated() {
             do {
-                _ = try await storeVariant(image, spec: specs[index].canonical, of: parent, url: url)
+                // The original's intrinsics ride on its first variant's write.
+                _ = try await storeVariant(image, spec: specs[index].canonical, of: parent, url: url,
+                                           intrinsics: number == 0 ? intrinsics : nil)
                 results[index] = .success(true)
             } catch {
                 results[index] = .failure(ArtCacheError(any: error, context: url.string))
@@ -131,15 +152,18 @@ extension ImagePipeline {
     /// Stores a render of `parent`'s bytes. When the original was evicted or
     /// replaced meanwhile, nothing is stored (nil) and the render is still
     /// the caller's to hand out; other store errors are thrown.
+    /// `intrinsics`: the original's, from the render's decode, recorded by the same write.
     private func storeVariant(_ image: RenderedImage, spec: String, of parent: CacheEntry, url: NormalizedURL,
-                              behind: Bool = false) async throws -> CacheEntry? {
+                              behind: Bool = false, intrinsics: Intrinsics? = nil) async throws -> CacheEntry? {
+        let intrinsics = intrinsics.map(OriginalIntrinsics.init)
         do {
             if behind {
                 return try await store.putVariantBehind(parent: parent, spec: spec, data: image.data, contentType: image.contentType,
-                                                        width: image.width, height: image.height)
+                                                        width: image.width, height: image.height, intrinsics: intrinsics)
             }
             return try await store.putVariant(parent: parent.cacheKey, spec: spec, data: image.data, contentType: image.contentType,
-                                              width: image.width, height: image.height, sourceSHA256: parent.sha256)
+                                              width: image.width, height: image.height, sourceSHA256: parent.sha256,
+                                              intrinsics: intrinsics)
         } catch let error as StoreError where error.code == .missingParent || error.code == .staleSource {
             logger.debug("variant not stored", metadata: ["url": "\(url)", "reason": "\(error.code.rawValue)"])
             return nil

@@ -35,6 +35,9 @@ public final class ImagePipeline: Sendable {
     /// memory hits skips that work. Bounded; emptied when full.
     let resolvedRequests = Locked<[ImageRequest: Resolved]>([:])
     static let resolvedMemoLimit = 4096
+    /// Background jobs computing originals' intrinsics (ImagePipeline+Info).
+    let intrinsicsJobs = Locked(IntrinsicsJobs())
+    static let intrinsicsMemoLimit = 65_536
 
     init(configuration: Configuration, store: CacheStore, downloader: Downloader, logger: Logger) {
         self.configuration = configuration
@@ -68,6 +71,7 @@ public final class ImagePipeline: Sendable {
     /// Writes batched access times and counters, stops the downloader (work
     /// still waiting fails as cancelled) and empties the memory tier.
     public func close() async throws(ArtCacheError) {
+        await stopIntrinsicsJobs()
         downloader.shutdown()
         memory.removeAll()
         do {

@@ -98,6 +98,11 @@ public struct ImageResponse: Sendable {
     /// known): past it, a memory hit is not served as is (it revalidates as
     /// a disk hit does).
     package let freshUntil: Date?
+    /// The original's upright size and placeholder, once computed (nil
+    /// until then: they are computed in the background after the original is
+    /// stored; ``ImagePipeline/info(for:priority:options:)`` waits for them).
+    /// For a thumbnail, its original's.
+    public internal(set) var info: ImageInfo?
 
     public init(data: Data, contentType: String, width: Int, height: Int, source: Source, cacheKey: CacheKey?,
                 error: ArtCacheError? = nil, repaired: Bool = false, rendered: Bool = false) {
@@ -124,6 +129,12 @@ public struct ImageResponse: Sendable {
     func with(source: Source) -> ImageResponse {
         var copy = self
         copy.source = source
+        return copy
+    }
+
+    func with(info: ImageInfo?) -> ImageResponse {
+        var copy = self
+        copy.info = info
         return copy
     }
 

@@ -4,7 +4,7 @@ import Foundation
 /// What a page shows in an image's box before the image arrives: its
 /// dominant colour and its ThumbHash, computed once from a small decode
 /// (at most 100×100, usually 32×32) of the original.
-package struct Placeholder: Sendable, Equatable, Codable {
+package struct Placeholder: Sendable, Hashable, Codable {
     /// `#rrggbb`.
     package var color: String
     /// The ThumbHash bytes.

@@ -95,15 +95,23 @@ package enum ThumbHash {
     /// arithmetic (known answers compare bytes).
     static func channel(_ values: [Double], nx: Int, ny: Int, width w: Int, height h: Int) -> Channel {
         var result = Channel(dc: 0, ac: [], scale: 0)
-        var fx = [Double](repeating: 0, count: w)
+        // The cosines once per row and column frequency (the same values the
+        // reference computes in its loops: the sums are bit-identical).
+        let cosX = (0..<nx).map { cx in (0..<w).map { x in cos(Double.pi / Double(w) * Double(cx) * (Double(x) + 0.5)) } }
+        let cosY = (0..<ny).map { cy in (0..<h).map { y in cos(Double.pi / Double(h) * Double(cy) * (Double(y) + 0.5)) } }
         for cy in 0..<ny {
             var cx = 0
             while cx * ny < nx * (ny - cy) {
                 var f = 0.0
-                for x in 0..<w { fx[x] = cos(Double.pi / Double(w) * Double(cx) * (Double(x) + 0.5)) }
-                for y in 0..<h {
-                    let fy = cos(Double.pi / Double(h) * Double(cy) * (Double(y) + 0.5))
-                    for x in 0..<w { f += values[x + y * w] * fx[x] * fy }
+                values.withUnsafeBufferPointer { v in
+                    cosX[cx].withUnsafeBufferPointer { fx in
+                        cosY[cy].withUnsafeBufferPointer { fys in
+                            for y in 0..<h {
+                                let fy = fys[y], row = y * w
+                                for x in 0..<w { f += v[x + row] * fx[x] * fy }
+                            }
+                        }
+                    }
                 }
                 f /= Double(w * h)
                 if cx > 0 || cy > 0 {

@@ -8,6 +8,8 @@ private struct RenderCounters: Sendable {
     var inProgress = 0
     /// Renders the TurboJPEG fast path made (the rest were libvips').
     var fast = 0
+    /// Placeholder decodes (``Renderer/intrinsics(of:priority:)``): not renders.
+    var placeholders = 0
 }
 
 /// A rendered variant.
@@ -104,17 +106,22 @@ private struct RenderCounters: Sendable {
 
     package func render(_ data: Data, specs: [VariantSpec], priority: PriorityHandle) async throws -> [RenderedImage] {
         guard !specs.isEmpty else { return [] }
-        // Refused from the sniffed format before taking a place in the render
-        // queue; a gzip body (an svgz is inflated whole to be sure of it) is
-        // sniffed on the render thread instead, off Swift's cooperative pool.
+        let known = try admit(data, specs: specs)
+        return try await onRenderThread(priority: priority) { try self.renderBlocking(data, format: known, specs: specs) }
+    }
+
+    /// Refuses a render from the sniffed format before it takes a place in
+    /// the render queue; a gzip body (an svgz is inflated whole to be sure of
+    /// it) is sniffed on the render thread instead, off Swift's cooperative
+    /// pool (nil).
+    func admit(_ data: Data, specs: [VariantSpec]) throws(RenderError) -> SniffedFormat? {
         var format: SniffedFormat?
         if !Self.isGzip(data) {
             format = Sniffer.sniff(data).format
             _ = try allowedLoaders(for: format!)
         }
         for spec in specs { try checkOutput(spec) }
-        let known = format
-        return try await onRenderThread(priority: priority) { try self.renderBlocking(data, format: known, specs: specs) }
+        return format
     }
 
     /// Renders started and in progress since this renderer was made, and
@@ -128,6 +135,19 @@ private struct RenderCounters: Sendable {
 
     /// Renders made by the TurboJPEG fast path since this renderer was made.
     package var fastRenders: Int { counters.withLock { $0.fast } }
+
+    /// Placeholders computed on the render threads since this renderer was made.
+    package var placeholdersComputed: Int { counters.withLock { $0.placeholders } }
+    func countPlaceholder() { counters.withLock { $0.placeholders += 1 } }
+
+    /// Runs `body` on the render pool, started by priority, counted as a placeholder decode.
+    func onRenderThread<T: Sendable>(placeholderPriority priority: PriorityHandle,
+                                     _ body: @escaping @Sendable () throws -> T) async throws -> T {
+        try await threads.run(priority: priority) { [counters] in
+            counters.withLock { $0.placeholders += 1 }
+            return try body()
+        }
+    }
 
     /// Runs `body` on the render pool, started by priority.
     package func onRenderThread<T: Sendable>(priority: PriorityHandle, _ body: @escaping @Sendable () throws -> T) async throws -> T {
@@ -144,6 +164,13 @@ private struct RenderCounters: Sendable {
     /// (`[thumbnails] render_timeout`).
     package func renderBlocking(_ data: Data, format sniffedFormat: SniffedFormat? = nil,
                                 specs: [VariantSpec]) throws(RenderError) -> [RenderedImage] {
+        try renderBlocking(data, format: sniffedFormat, specs: specs, placeholder: nil)
+    }
+
+    /// ``renderBlocking(_:format:specs:)``; `placeholder` is given the
+    /// placeholder's pixels when the fast path's decode had them.
+    func renderBlocking(_ data: Data, format sniffedFormat: SniffedFormat?, specs: [VariantSpec],
+                        placeholder: ((PlaceholderPixels) -> Void)?) throws(RenderError) -> [RenderedImage] {
         guard let first = specs.first else { return [] }
         let sniffed = sniffedFormat ?? Sniffer.sniff(data).format
         let loaders = try allowedLoaders(for: sniffed)
@@ -151,7 +178,7 @@ private struct RenderCounters: Sendable {
         let deadline = ContinuousClock.now + .seconds(settings.renderTimeout)
         if settings.fastJPEG, JPEGFastPath.handles(sniffed, specs: specs),
            let fast = JPEGFastPath.plan(data, specs: specs, maxSourcePixels: settings.renderLimits.maxSourcePixels),
-           let rendered = try fast.render(data, deadline: deadline) {
+           let rendered = try fast.render(data, deadline: deadline, placeholder: placeholder) {
             counters.withLock { $0.fast += 1 }
             return rendered
         }
@@ -269,7 +296,7 @@ private struct RenderCounters: Sendable {
     }
 
     /// The loader mask for `format`, or the typed refusal when none may decode it.
-    private func allowedLoaders(for format: SniffedFormat) throws(RenderError) -> Int32 {
+    func allowedLoaders(for format: SniffedFormat) throws(RenderError) -> Int32 {
         let allowed = loaders(for: format)
         guard allowed != 0 else {
             let why = format.isImage ? "rendering \(format.displayName) is not enabled" : "not an image we render"

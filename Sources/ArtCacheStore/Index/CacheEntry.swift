@@ -41,6 +41,10 @@ internal import GRDB
     @_spi(Benchmarks) public var createdAt: Date
     @_spi(Benchmarks) public var accessedAt: Date
     @_spi(Benchmarks) public var hitCount: Int
+    /// An original's dominant colour (`#rrggbb`), once its placeholder is computed.
+    @_spi(Benchmarks) public var color: String? = nil
+    /// An original's ThumbHash, once its placeholder is computed.
+    @_spi(Benchmarks) public var thumbHash: Data? = nil
 
     @_spi(Benchmarks) public var cacheKey: CacheKey { CacheKey(hex: key) }
     /// The bytes live inside the SQLite database, not in a file.
@@ -63,7 +67,7 @@ extension CacheEntry {
     /// on the hot path). Prefix with a table name via ``columns(of:)``.
     static let columnNames = ["key", "url", "host", "kind", "parent_key", "spec", "blob", "content_type", "declared_type",
                               "size", "sha256", "source_sha256", "width", "height", "etag", "last_modified", "expires_at",
-                              "fresh_for", "created_at", "accessed_at", "hit_count"]
+                              "fresh_for", "created_at", "accessed_at", "hit_count", "color", "thumbhash"]
     static let columns = columnNames.joined(separator: ", ")
     static func columns(of table: String) -> String { columnNames.map { "\(table).\($0)" }.joined(separator: ", ") }
 
@@ -90,6 +94,8 @@ extension CacheEntry {
         createdAt = Date(timeIntervalSince1970: row[18])
         accessedAt = Date(timeIntervalSince1970: row[19])
         hitCount = row[20]
+        color = row[21]
+        thumbHash = row[22]
     }
 
     /// The row of `key`, live or evicted (below the horizon, not yet reclaimed).
@@ -111,7 +117,7 @@ extension CacheEntry {
     private var databaseValues: [(any DatabaseValueConvertible)?] {
         [key, url, host, kind.rawValue, parentKey, spec, blob, contentType, declaredType, size, sha256, sourceSHA256,
          width, height, etag, lastModified, expiresAt?.timeIntervalSince1970, freshFor, createdAt.timeIntervalSince1970,
-         accessedAt.timeIntervalSince1970, hitCount]
+         accessedAt.timeIntervalSince1970, hitCount, color, thumbHash]
     }
 
     /// INSERT, or UPDATE of the row with the same key when `replacing`.

@@ -59,15 +59,19 @@ extension CacheStore {
     /// so a variant of old bytes never lands beside a newer original
     /// (`.staleSource`). A parent evicted meanwhile throws `.missingParent`.
     @discardableResult
+    ///
+    /// `intrinsics`: the original's, computed from the render's decode,
+    /// recorded in its row in the same transaction (no write of their own).
     package func putVariant(parent: CacheKey, spec: String, data: Data, contentType: String, width: Int?, height: Int?,
-                           sourceSHA256: String? = nil, now: Date = Date()) async throws -> CacheEntry {
+                           sourceSHA256: String? = nil, intrinsics: OriginalIntrinsics? = nil,
+                           now: Date = Date()) async throws -> CacheEntry {
         try await putVariant(parent: parent, spec: spec, data: data, contentType: contentType, width: width, height: height,
-                             sourceSHA256: sourceSHA256, now: now, admitted: false)
+                             sourceSHA256: sourceSHA256, intrinsics: intrinsics, now: now, admitted: false)
     }
 
     /// `admitted`: the caller holds the gate's admission (a put behind).
     func putVariant(parent: CacheKey, spec: String, data: Data, contentType: String, width: Int?, height: Int?,
-                    sourceSHA256: String?, now: Date, admitted: Bool) async throws -> CacheEntry {
+                    sourceSHA256: String?, intrinsics: OriginalIntrinsics? = nil, now: Date, admitted: Bool) async throws -> CacheEntry {
         // An original still being written behind commits first (the
         // variant's savepoint checks that it is there).
         await behind.waitUntilWritten(parent.hex)
@@ -90,6 +94,7 @@ extension CacheStore {
             guard current == source else {
                 throw StoreError(.staleSource, "original \(parent.hex) changed after its \(spec) variant was rendered")
             }
+            if let intrinsics { try intrinsics.record(key: parent.hex, sha256: source, db: db) }
         })
     }
 
@@ -260,6 +265,12 @@ extension CacheStore {
         if let old, oldLive {
             row.createdAt = old.kind == entry.kind ? old.createdAt : entry.createdAt
             row.hitCount = old.hitCount
+        }
+        // The same bytes again (a revalidation's 200): their placeholder stays.
+        if let old, old.sha256 == row.sha256, old.kind == row.kind, row.thumbHash == nil {
+            row.color = old.color
+            row.thumbHash = old.thumbHash
+            if row.width == nil, row.height == nil { (row.width, row.height) = (old.width, old.height) }
         }
         // A row stored with a time before the horizon (a clock set back, a
         // caller's `now`) is live all the same: it is counted in.

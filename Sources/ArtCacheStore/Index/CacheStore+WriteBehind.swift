@@ -35,11 +35,11 @@ extension CacheStore {
     /// write; it is written after a pending write of `parent`.
     @discardableResult
     package func putVariantBehind(parent: CacheEntry, spec: String, data: Data, contentType: String, width: Int?, height: Int?,
-                                  now: Date = Date()) async throws -> CacheEntry {
+                                  intrinsics: OriginalIntrinsics? = nil, now: Date = Date()) async throws -> CacheEntry {
         let parentKey = parent.cacheKey
         guard behind.capacity > 0 else {
             return try await putVariant(parent: parentKey, spec: spec, data: data, contentType: contentType, width: width,
-                                        height: height, sourceSHA256: parent.sha256, now: now)
+                                        height: height, sourceSHA256: parent.sha256, intrinsics: intrinsics, now: now)
         }
         let key = CacheKey(parent: parentKey, spec: spec)
         var entry = CacheEntry(
@@ -50,7 +50,7 @@ extension CacheStore {
         entry.sha256 = try await Self.hash(data)
         return try await behindWrite(entry, data: data) { [self] _ in
             try await putVariant(parent: parentKey, spec: spec, data: data, contentType: contentType, width: width,
-                                 height: height, sourceSHA256: parent.sha256, now: now, admitted: true)
+                                 height: height, sourceSHA256: parent.sha256, intrinsics: intrinsics, now: now, admitted: true)
         }
     }
 

@@ -165,6 +165,16 @@ enum Schema {
                 );
                 """)
         }
+        migrator.registerMigration("v7-placeholders") { db in
+            // An original's placeholder (issue 21): its dominant colour
+            // (`#rrggbb`) and ThumbHash, computed from a small decode after it
+            // is stored; NULL until then (rows from before get theirs when
+            // next read, or from `verify --repair`).
+            try db.execute(sql: """
+                ALTER TABLE entry ADD COLUMN color TEXT;
+                ALTER TABLE entry ADD COLUMN thumbhash BLOB;
+                """)
+        }
         return migrator
     }
 

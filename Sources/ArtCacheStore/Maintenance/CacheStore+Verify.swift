@@ -25,6 +25,13 @@ package struct VerifyReport: Sendable, Codable, Equatable {
     /// files, symlinks): reported, never deleted, not problems.
     package var ignoredFiles: Int = 0
     package var repaired: Int
+    /// Live originals without their size and placeholder (stored by an
+    /// older artcache, or computed later than they were read): not problems;
+    /// `--repair` computes them.
+    package var placeholdersMissing: Int = 0
+    /// Placeholders `--repair` computed, and originals whose bytes did not decode for one.
+    package var placeholdersComputed: Int = 0
+    package var placeholdersFailed: Int = 0
     /// The first problems found (at most 100), for people.
     package var problems: [Problem]
 

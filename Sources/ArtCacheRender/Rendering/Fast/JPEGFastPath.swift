@@ -64,7 +64,9 @@ package struct JPEGFastPath {
     /// Runs the steps; nil when TurboJPEG gives up on the bytes (libvips then
     /// renders them). Throws `timedOut` past `deadline`, `encode` when the
     /// encoder fails.
-    package func render(_ data: Data, deadline: ContinuousClock.Instant) throws(RenderError) -> [RenderedImage]? {
+    /// `placeholder`: given the placeholder's pixels, from the same decode.
+    func render(_ data: Data, deadline: ContinuousClock.Instant,
+                placeholder: ((PlaceholderPixels) -> Void)? = nil) throws(RenderError) -> [RenderedImage]? {
         let orientation = metadata.orientation
         let upright = RenderPlan.upright(width: header.width, height: header.height, orientation: orientation)
         let box = RenderPlan.decodeBox(width: upright.width, height: upright.height, specs: specs)
@@ -76,6 +78,7 @@ package struct JPEGFastPath {
         }
         guard let decoded else { return nil }
         try Self.check(deadline)
+        placeholder?(placeholderPixels(from: decoded))
         let encoder: TurboJPEGEncoder
         do { encoder = try TurboJPEGEncoder() } catch { throw RenderError(.encode, error.description) }
         var outputs: [RenderedImage] = []

@@ -1,0 +1,75 @@
+@_spi(Benchmarks) import ArtCacheCore
+import Foundation
+internal import GRDB
+
+/// An original's intrinsics (issue 21): its upright size, dominant colour
+/// and ThumbHash, computed once from a small decode after it is stored and
+/// kept in its row (schema `v7-placeholders`). NULL until computed: rows
+/// from before get theirs when next read, or from `verify --repair`.
+/// An original's intrinsics as its row keeps them.
+package struct OriginalIntrinsics: Sendable, Hashable {
+    package let width: Int
+    package let height: Int
+    /// `#rrggbb`.
+    package let color: String
+    package let thumbHash: Data
+
+    package init(width: Int, height: Int, color: String, thumbHash: Data) {
+        self.width = width
+        self.height = height
+        self.color = color
+        self.thumbHash = thumbHash
+    }
+
+    /// Into the row of `key` when it holds the bytes `sha256` names and is
+    /// live. Returns whether a row took them.
+    @discardableResult
+    func record(key: String, sha256: String, db: Database) throws -> Bool {
+        try db.cachedStatement(sql: """
+            UPDATE entry SET width = ?, height = ?, color = ?, thumbhash = ?
+            WHERE key = ? AND sha256 = ? AND kind = 'original' AND \(Schema.live())
+            """).execute(arguments: [width, height, color, thumbHash, key, sha256])
+        return db.changesCount > 0
+    }
+}
+
+extension CacheStore {
+    /// Records an original's intrinsics when its row holds the bytes they
+    /// were computed from (`sha256`) and is live; a put of `key` still
+    /// written behind is waited for first. Returns whether a row took them:
+    /// false when the original was replaced or evicted meanwhile (the
+    /// placeholder of other bytes is never attached to it).
+    @discardableResult
+    package func setPlaceholder(key: String, sha256: String, _ intrinsics: OriginalIntrinsics) async throws -> Bool {
+        await behind.waitUntilWritten(key)
+        return try await Blocking.run {
+            try self.db.write { db in try intrinsics.record(key: key, sha256: sha256, db: db) }
+        }
+    }
+
+    /// Live originals without a placeholder, oldest first (`verify --repair`
+    /// computes theirs), at most `limit`, after `after` (a key; nil: from the
+    /// start), in key order.
+    package func originalsWithoutPlaceholder(after: String?, limit: Int) async throws -> [CacheEntry] {
+        try await Blocking.run {
+            try self.db.read { db in
+                try Row.fetchAll(db, sql: """
+                    SELECT \(CacheEntry.columns) FROM entry
+                    WHERE kind = 'original' AND thumbhash IS NULL AND (?1 IS NULL OR key > ?1) AND \(Schema.live())
+                    ORDER BY key LIMIT ?2
+                    """, arguments: [after, limit]).map(CacheEntry.init(row:))
+            }
+        }
+    }
+
+    /// How many live originals lack their placeholder.
+    package func countOriginalsWithoutPlaceholder() async throws -> Int {
+        try await Blocking.run {
+            try self.db.read { db in
+                try Int.fetchOne(db, sql: """
+                    SELECT count(*) FROM entry WHERE kind = 'original' AND thumbhash IS NULL AND \(Schema.live())
+                    """) ?? 0
+            }
+        }
+    }
+}
