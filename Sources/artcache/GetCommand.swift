@@ -17,6 +17,8 @@ struct GetCommand: AsyncParsableCommand {
     struct Info: Encodable {
         let url: String
         let key: String
+        /// The URL the bytes came from: a provider profile's rendition, else the URL given.
+        @Nullable var fetchedUrl: String?
         @Nullable var path: String?
         let source: String
         let contentType: String
@@ -58,7 +60,7 @@ struct GetCommand: AsyncParsableCommand {
             if json {
                 let entry = image.entry
                 print(try Output.json(Info(
-                    url: entry?.url ?? url, key: entry?.key ?? "", path: path,
+                    url: entry?.url ?? url, key: entry?.key ?? "", fetchedUrl: entry.map { $0.fetchedURL ?? $0.url }, path: path,
                     source: Self.source(image), contentType: image.contentType,
                     declaredType: entry?.declaredType, bytes: image.data.count, repaired: image.repaired,
                     etag: entry?.etag, lastModified: entry?.lastModified, expiresAt: entry?.expiresAt,

@@ -46,6 +46,7 @@ package struct ConfigKey: Sendable {
     private static let thumbnails = ThumbnailSettings()
     private static let memory = MemorySettings()
     private static let service = ServiceSettings()
+    private static let profiles = ProfileSettings()
 
     package static let all: [ConfigKey] = [
         // [cache]
@@ -112,6 +113,8 @@ package struct ConfigKey: Sendable {
         ConfigKey(section: "service", name: "cache_max_age", kind: .duration(min: 0, max: 10 * .year), defaultValue: .duration(service.cacheMaxAge)),
         ConfigKey(section: "service", name: "shutdown_grace", kind: .duration(min: 0, max: .hour), defaultValue: .duration(service.shutdownGrace)),
         ConfigKey(section: "service", name: "access_log", kind: .bool, defaultValue: .bool(service.accessLog)),
+        // [profiles] (each other key of the table is a profile line)
+        ConfigKey(section: "profiles", name: "fallback_ttl", kind: .duration(min: 0, max: .day), defaultValue: .duration(profiles.fallbackTTL)),
     ]
 
     package static func lookup(section: String, name: String) -> ConfigKey? {
@@ -121,6 +124,8 @@ package struct ConfigKey: Sendable {
     /// `[presets]`: a table of names the user picks (`avatar = "100x100,fit=cover"`),
     /// each a thumbnail options string; not keys of this table.
     package static let presetsSection = "presets"
+    /// `[profiles]`: `fallback_ttl`, and profile lines under names the user picks.
+    package static let profilesSection = "profiles"
 
     package static var sections: [String] {
         var seen: [String] = []

@@ -35,6 +35,7 @@ extension Configuration {
                   thumbnails: try Self.thumbnails(read),
                   memory: MemorySettings(maxBytes: read.size("memory.max_size"), maxEntries: read.integer("memory.max_entries")),
                   service: try Self.service(read), presets: try Self.presets(read))
+        profiles = try Self.profiles(read)
         self.file = file
         try check()
     }
@@ -180,5 +181,34 @@ extension Configuration {
             }
         }
         return presets
+    }
+
+    /// `[profiles]`: `fallback_ttl` and the profile lines (each parsed; a
+    /// built-in name replaces that profile, an empty line removes it).
+    static func profiles(_ read: ConfigValues) throws(ConfigError) -> ProfileSettings {
+        var settings = ProfileSettings()
+        settings.fallbackTTL = read.duration("profiles.fallback_ttl")
+        var lines: [String: String] = [:]
+        for (path, value) in read.values where path.hasPrefix("profiles.") && path != "profiles.fallback_ttl" {
+            guard case .string(let text) = value else { continue }
+            let name = String(path.dropFirst("profiles.".count))
+            guard !name.isEmpty, name.allSatisfy({ $0.isLetter || $0.isNumber || $0 == "_" || $0 == "-" }) else {
+                throw read.invalid(path, "profile names are [a-z0-9_-]+")
+            }
+            if !text.trimmingCharacters(in: .whitespaces).isEmpty {
+                do throws(ProviderProfile.Invalid) {
+                    _ = try ProviderProfile(name: name, text: text)
+                } catch {
+                    throw read.invalid(path, error.description)
+                }
+            }
+            lines[name] = text
+        }
+        do {
+            settings.profiles = try ProfileSettings.merging(lines)
+        } catch {
+            throw read.invalid("profiles", error.description)  // each line parsed above: not reached
+        }
+        return settings
     }
 }

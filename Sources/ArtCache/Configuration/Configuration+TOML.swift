@@ -40,6 +40,14 @@ extension Configuration {
                 continue
             }
             for (name, value) in section {
+                if sectionName == ConfigKey.profilesSection, ConfigKey.lookup(section: sectionName, name: name) == nil {
+                    guard let text = value.string else {
+                        throw ConfigError(code: .wrongType, source: source, key: "profiles.\(name)",
+                                          message: "expected a profile line like \"hosts=*.mzstatic.com size=dimensions\", found \(value.type)")
+                    }
+                    values["profiles.\(name)"] = .string(text)
+                    continue
+                }
                 guard let key = ConfigKey.lookup(section: sectionName, name: name) else {
                     let known = ConfigKey.all.filter { $0.section == sectionName }.map(\.name)
                     throw ConfigError(code: .unknownKey, source: source, key: "\(sectionName).\(name)",
@@ -198,6 +206,10 @@ extension Configuration {
         for (variable, text) in environment.sorted(by: { $0.key < $1.key }) where prefixes.contains(where: variable.hasPrefix) {
             if variable.hasPrefix("ARTCACHE_PRESETS_") {
                 values["presets.\(variable.dropFirst("ARTCACHE_PRESETS_".count).lowercased())"] = .string(text)
+                continue
+            }
+            if variable.hasPrefix("ARTCACHE_PROFILES_"), !ConfigKey.all.contains(where: { $0.environmentName == variable }) {
+                values["profiles.\(variable.dropFirst("ARTCACHE_PROFILES_".count).lowercased())"] = .string(text)
                 continue
             }
             guard let key = ConfigKey.all.first(where: { $0.environmentName == variable }) else {

@@ -18,6 +18,9 @@ public struct Configuration: Sendable, Equatable {
     /// `[presets]`: named thumbnail options (`avatar = "100x100,fit=cover"`),
     /// used in service URLs as `p=avatar`.
     public var presets: [String: ThumbnailOptions]
+    /// `[profiles]`: how sources are asked for the rendition a request needs
+    /// (iTunes, Twitter/X, GitHub and Gravatar built in).
+    public var profiles = ProfileSettings()
     /// The file the configuration was read from, if any.
     public var file: String?
 

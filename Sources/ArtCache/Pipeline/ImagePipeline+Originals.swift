@@ -38,7 +38,12 @@ extension ImagePipeline {
     /// persistent retry queue; an origin's final answer takes the URL out.
     /// `behind`: a download returns once checked; it is committed behind
     /// (``CacheStore/putBehind(url:data:contentType:declaredType:repaired:validators:now:)``).
-    func original(_ url: NormalizedURL, mode: FetchMode = .normal, behind: Bool = false,
+    ///
+    /// `pixels`: the longer side of the largest output it is fetched for;
+    /// a provider profile may then fetch another rendition
+    /// (ImagePipeline+Profiles), and a stored original smaller than that is
+    /// replaced by the larger one.
+    func original(_ url: NormalizedURL, mode: FetchMode = .normal, behind: Bool = false, pixels: Int? = nil,
                   priority: PriorityHandle) async throws -> FetchOutcome {
         if mode == .cacheOnly {
             guard let hit = try await store.lookup(key: url.key, counting: false) else {
@@ -46,9 +51,11 @@ extension ImagePipeline {
             }
             return FetchOutcome(source: .cached, entry: hit.entry, data: hit.data, repaired: false, downloadedBytes: 0)
         }
-        return try await originals.run(key: mode.prefix + url.key.hex, priority: priority) { [self] priority in
+        let plan = renditionPlan(url, pixels: pixels)
+        let flight = mode.prefix + url.key.hex + (plan.map { " " + $0.rendition.url } ?? "")
+        return try await originals.run(key: flight, priority: priority) { [self] priority in
             do {
-                return try await load(url, reload: mode == .reload, behind: behind, priority: priority)
+                return try await load(url, reload: mode == .reload, behind: behind, plan: plan, priority: priority)
             } catch let error as DownloadError {
                 await recordOutcome(of: url, networkFailure: error.isNetworkFailure ? error : nil, final: error.code != .cancelled)
                 throw error
@@ -109,15 +116,23 @@ extension ImagePipeline {
         return rotated ? (header.height, header.width) : (header.width, header.height)
     }
 
-    private func load(_ url: NormalizedURL, reload: Bool, behind: Bool, priority: PriorityHandle) async throws -> FetchOutcome {
+    private func load(_ url: NormalizedURL, reload: Bool, behind: Bool, plan: RenditionPlan?,
+                      priority: PriorityHandle) async throws -> FetchOutcome {
         let now = Date()
         if !reload, let hit = try await store.lookup(key: url.key, counting: false) {
+            // Smaller than this request needs: the larger rendition replaces it
+            // (unless it fails; then what is stored serves).
+            if let plan, !holds(hit.entry, enoughFor: plan),
+               let response = try await fetchRendition(plan, for: url, priority: priority) {
+                return try await keep(response, url: url, now: now, behind: behind, fetched: plan.stored)
+            }
             if hit.entry.isFresh(at: now) {
                 return FetchOutcome(source: .cached, entry: hit.entry, data: hit.data, repaired: false, downloadedBytes: 0)
             }
             let revalidation: Result<HTTPResponse, DownloadError>
             do {
-                revalidation = .success(try await downloader.fetch(url.string, validators: hit.entry.validators, priority: priority))
+                revalidation = .success(try await downloader.fetch(hit.entry.fetchedURL ?? url.string,
+                                                                   validators: hit.entry.validators, priority: priority))
             } catch {
                 revalidation = .failure(error)
             }
@@ -133,7 +148,13 @@ extension ImagePipeline {
                 let entry = try await store.entry(forKey: url.key) ?? hit.entry
                 return FetchOutcome(source: .revalidated, entry: entry, data: hit.data, repaired: false, downloadedBytes: 0)
             }
-            return try await keep(response, url: url, now: now, behind: behind)
+            let fetched = hit.entry.fetchedURL.map {
+                CacheStore.FetchedRendition(url: $0, rendition: hit.entry.rendition ?? CacheEntry.originalRendition)
+            }
+            return try await keep(response, url: url, now: now, behind: behind, fetched: fetched)
+        }
+        if let plan, let response = try await fetchRendition(plan, for: url, priority: priority) {
+            return try await keep(response, url: url, now: now, behind: behind, fetched: plan.stored)
         }
         let response = try await downloader.fetch(url.string, validators: nil, priority: priority)
         guard response.status != 304 else {
@@ -145,7 +166,8 @@ extension ImagePipeline {
     /// Sniffs a 2xx body and stores it (or only checks it, under
     /// `no-store`). Refusing a body that is not an image is the pipeline's
     /// job, before anything is stored: the store keeps what it is given.
-    private func keep(_ response: HTTPResponse, url: NormalizedURL, now: Date, behind: Bool) async throws -> FetchOutcome {
+    private func keep(_ response: HTTPResponse, url: NormalizedURL, now: Date, behind: Bool,
+                      fetched: CacheStore.FetchedRendition? = nil) async throws -> FetchOutcome {
         let declared = response.headers["content-type"]
         let policy = HTTPCachePolicy(headers: response.headers, now: now)
         let checked: Sniffer.Checked
@@ -162,9 +184,11 @@ extension ImagePipeline {
                                         expiresAt: policy.expiresAt, freshFor: policy.lifetime)
         let entry = behind
             ? try await store.putBehind(url: url.string, data: response.body, contentType: checked.sniffed.mimeType,
-                                        declaredType: checked.declared, repaired: checked.repaired, validators: validators, now: now)
+                                        declaredType: checked.declared, repaired: checked.repaired, validators: validators,
+                                        fetched: fetched, now: now)
             : try await store.put(url: url.string, data: response.body, contentType: checked.sniffed.mimeType,
-                                  declaredType: checked.declared, repaired: checked.repaired, validators: validators, now: now)
+                                  declaredType: checked.declared, repaired: checked.repaired, validators: validators,
+                                  fetched: fetched, now: now)
         return FetchOutcome(source: .downloaded, entry: entry, data: response.body, repaired: checked.repaired,
                             downloadedBytes: response.body.count)
     }

@@ -51,7 +51,7 @@ extension ImagePipeline {
                                           height: hit.entry.height ?? 0, freshUntil: parent.expiresAt, parent: parent)
                 }
                 // Its original expired: revalidated (or, offline, served stale) first.
-                let confirmed = try await self.original(url, mode: mode, behind: behind, priority: priority)
+                let confirmed = try await self.original(url, mode: mode, behind: behind, pixels: spec.longerSide, priority: priority)
                 if let entry = confirmed.entry, entry.sha256 == hit.entry.sourceSHA256 {
                     return VariantOutcome(source: confirmed.source == .revalidated ? .revalidated : .disk, rendered: false,
                                           entry: hit.entry, data: hit.data, contentType: hit.entry.contentType,
@@ -64,7 +64,7 @@ extension ImagePipeline {
             if let original {
                 source = original
             } else {
-                source = try await self.original(url, mode: mode, behind: behind, priority: priority)
+                source = try await self.original(url, mode: mode, behind: behind, pixels: spec.longerSide, priority: priority)
             }
             let rendered: RenderedImage
             var intrinsics: Intrinsics?
@@ -169,4 +169,9 @@ extension ImagePipeline {
             return nil
         }
     }
+}
+
+extension VariantSpec {
+    /// The source size a provider profile is asked for: the output's longer side.
+    var longerSide: Int { Swift.max(width, height) }
 }

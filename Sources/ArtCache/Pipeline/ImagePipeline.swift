@@ -38,6 +38,9 @@ public final class ImagePipeline: Sendable {
     /// Background jobs computing originals' intrinsics (ImagePipeline+Info).
     let intrinsicsJobs = Locked(IntrinsicsJobs())
     static let intrinsicsMemoLimit = 65_536
+    /// Profiles left out for a host after a rendition failed, until when
+    /// (by "profile host"; ImagePipeline+Profiles).
+    let profileFallbacks = Locked<[String: Date]>([:])
 
     init(configuration: Configuration, store: CacheStore, downloader: Downloader, logger: Logger) {
         self.configuration = configuration

@@ -154,7 +154,7 @@ public final class ImagePrefetcher: Sendable {
             let url = try NormalizedURL(job.url)
             let outcome: FetchOutcome
             do {
-                outcome = try await pipeline.original(url, priority: handle)
+                outcome = try await pipeline.original(url, pixels: variants.map(\.longerSide).max(), priority: handle)
                 pipeline.store.recordRequest(hit: outcome.source == .cached)  // one per item, as requests count
             } catch {
                 if !(error is CancellationError), (error as? ArtCacheError)?.code != .cancelled {

@@ -45,6 +45,15 @@ internal import GRDB
     @_spi(Benchmarks) public var color: String? = nil
     /// An original's ThumbHash, once its placeholder is computed.
     @_spi(Benchmarks) public var thumbHash: Data? = nil
+    /// An original fetched from another URL than its own (a provider
+    /// profile's rendition): that URL; nil when fetched as given.
+    @_spi(Benchmarks) public var fetchedURL: String? = nil
+    /// The rendition's size (longer side, pixels) a profile asked for;
+    /// ``originalRendition`` for the provider's original; nil when no
+    /// profile chose it.
+    @_spi(Benchmarks) public var rendition: Int? = nil
+    /// ``rendition`` of the provider's original (any size).
+    package static let originalRendition = Int(Int32.max)
 
     @_spi(Benchmarks) public var cacheKey: CacheKey { CacheKey(hex: key) }
     /// The bytes live inside the SQLite database, not in a file.
@@ -67,7 +76,7 @@ extension CacheEntry {
     /// on the hot path). Prefix with a table name via ``columns(of:)``.
     static let columnNames = ["key", "url", "host", "kind", "parent_key", "spec", "blob", "content_type", "declared_type",
                               "size", "sha256", "source_sha256", "width", "height", "etag", "last_modified", "expires_at",
-                              "fresh_for", "created_at", "accessed_at", "hit_count", "color", "thumbhash"]
+                              "fresh_for", "created_at", "accessed_at", "hit_count", "color", "thumbhash", "fetched_url", "rendition"]
     static let columns = columnNames.joined(separator: ", ")
     static func columns(of table: String) -> String { columnNames.map { "\(table).\($0)" }.joined(separator: ", ") }
 
@@ -96,6 +105,8 @@ extension CacheEntry {
         hitCount = row[20]
         color = row[21]
         thumbHash = row[22]
+        fetchedURL = row[23]
+        rendition = row[24]
     }
 
     /// The row of `key`, live or evicted (below the horizon, not yet reclaimed).
@@ -117,7 +128,7 @@ extension CacheEntry {
     private var databaseValues: [(any DatabaseValueConvertible)?] {
         [key, url, host, kind.rawValue, parentKey, spec, blob, contentType, declaredType, size, sha256, sourceSHA256,
          width, height, etag, lastModified, expiresAt?.timeIntervalSince1970, freshFor, createdAt.timeIntervalSince1970,
-         accessedAt.timeIntervalSince1970, hitCount, color, thumbHash]
+         accessedAt.timeIntervalSince1970, hitCount, color, thumbHash, fetchedURL, rendition]
     }
 
     /// INSERT, or UPDATE of the row with the same key when `replacing`.

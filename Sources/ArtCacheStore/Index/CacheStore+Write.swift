@@ -13,12 +13,36 @@ extension CacheStore {
     @_spi(Benchmarks) public func put(url: String, data: Data, contentType: String, declaredType: String? = nil,
                                       repaired: Bool = false, validators: HTTPValidators = HTTPValidators(),
                                       now: Date = Date()) async throws -> CacheEntry {
-        let (entry, extra) = try originalPut(url: url, data: data, contentType: contentType, declaredType: declaredType,
+        try await put(url: url, data: data, contentType: contentType, declaredType: declaredType, repaired: repaired,
+                      validators: validators, fetched: nil, now: now)
+    }
+
+    /// `fetched`: the rendition a provider profile chose (its URL and size),
+    /// when the bytes came from another URL than `url`.
+    @discardableResult
+    package func put(url: String, data: Data, contentType: String, declaredType: String? = nil, repaired: Bool = false,
+                     validators: HTTPValidators = HTTPValidators(), fetched: FetchedRendition?,
+                     now: Date = Date()) async throws -> CacheEntry {
+        var (entry, extra) = try originalPut(url: url, data: data, contentType: contentType, declaredType: declaredType,
                                              repaired: repaired, validators: validators, now: now)
+        entry.fetchedURL = fetched?.url
+        entry.rendition = fetched?.rendition
         return try await write(entry, data: data, extra: extra)
     }
 
     typealias Extra = @Sendable (Database, CacheEntry?, CacheEntry) throws -> [String]
+
+    /// Where an original's bytes came from when not from its own URL.
+    package struct FetchedRendition: Sendable, Hashable {
+        package let url: String
+        /// Longer side in pixels; ``CacheEntry/originalRendition`` for the provider's original.
+        package let rendition: Int
+
+        package init(url: String, rendition: Int) {
+            self.url = url
+            self.rendition = rendition
+        }
+    }
 
     /// The row of an original put and what its savepoint does besides
     /// writing it (shared by ``put(url:data:contentType:declaredType:repaired:validators:now:)``

@@ -19,10 +19,12 @@ extension CacheStore {
     @discardableResult
     package func putBehind(url: String, data: Data, contentType: String, declaredType: String? = nil,
                            repaired: Bool = false, validators: HTTPValidators = HTTPValidators(),
-                           now: Date = Date()) async throws -> CacheEntry {
+                           fetched: FetchedRendition? = nil, now: Date = Date()) async throws -> CacheEntry {
         let (provisional, extra) = try originalPut(url: url, data: data, contentType: contentType, declaredType: declaredType,
                                                    repaired: repaired, validators: validators, now: now)
         var entry = provisional
+        entry.fetchedURL = fetched?.url
+        entry.rendition = fetched?.rendition
         guard behind.capacity > 0 else { return try await write(entry, data: data, extra: extra) }
         entry.sha256 = try await Self.hash(data)
         return try await behindWrite(entry, data: data) { [self] entry in

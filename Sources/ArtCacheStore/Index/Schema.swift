@@ -175,6 +175,15 @@ enum Schema {
                 ALTER TABLE entry ADD COLUMN thumbhash BLOB;
                 """)
         }
+        migrator.registerMigration("v8-fetched-url") { db in
+            // Provider profiles (issue 21): the URL an original was fetched
+            // from when a profile chose another rendition than the URL given
+            // (the key stays the given URL's), and that rendition's size.
+            try db.execute(sql: """
+                ALTER TABLE entry ADD COLUMN fetched_url TEXT;
+                ALTER TABLE entry ADD COLUMN rendition INTEGER;
+                """)
+        }
         return migrator
     }
 

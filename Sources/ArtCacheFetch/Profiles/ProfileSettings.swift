@@ -1,0 +1,73 @@
+@_spi(Benchmarks) import ArtCacheCore
+import Foundation
+
+/// `[profiles]`: the provider profiles that pick a source's rendition
+/// (``ProviderProfile``), and how long a profile that failed a host is left
+/// out for it.
+public struct ProfileSettings: Sendable, Hashable {
+    /// In the order they are tried (the first whose hosts and path match).
+    /// The four built in first, unless a line of the same name replaces or
+    /// (empty) removes one.
+    package var profiles: [ProviderProfile] = ProviderProfile.builtIn
+    /// When a rendition a profile chose fails (404, not an image), the URL
+    /// given is fetched instead, and that profile is left out for that host
+    /// this long.
+    public var fallbackTTL: TimeInterval = 3600
+
+    public init() {}
+
+    /// The profiles' names, in the order they are tried.
+    public var names: [String] { profiles.map(\.name) }
+
+    /// Adds a profile, replaces the one of that name (a built-in one too) or,
+    /// with an empty line, removes it. `line` has the `[profiles]` syntax
+    /// (cache.conf), e.g. `"hosts=img.example.org size=query:w max=2000"`.
+    public mutating func set(_ name: String, line: String) throws(ArtCacheError) {
+        let index = profiles.firstIndex { $0.name == name }
+        guard !line.trimmingCharacters(in: .whitespaces).isEmpty else {
+            if let index { profiles.remove(at: index) }
+            return
+        }
+        let profile: ProviderProfile
+        do {
+            profile = try ProviderProfile(name: name, text: line)
+        } catch {
+            throw ArtCacheError(.configuration, "profiles.\(name): \(error.description)")
+        }
+        if let index { profiles[index] = profile } else { profiles.append(profile) }
+    }
+
+    /// The URL to fetch for `url` when its largest output is `pixels` on
+    /// its longer side: a profile's rendition, else `url` itself.
+    public func rendition(of url: String, pixels: Int) -> String {
+        profile(for: url)?.rendition(of: url, pixels: pixels)?.url ?? url
+    }
+
+    /// The profile for `url`, if any.
+    package func profile(for url: String) -> ProviderProfile? {
+        guard let components = URLComponents(string: url) else { return nil }
+        return profiles.first { $0.matches(components) }
+    }
+
+    /// `profiles` with the lines of a `[profiles]` table applied: a built-in
+    /// name replaces that profile (an empty line removes it); other names are
+    /// added after the built-in ones, in name order.
+    package static func merging(_ lines: [String: String]) throws(ProviderProfile.Invalid) -> [ProviderProfile] {
+        var profiles = ProviderProfile.builtIn
+        for (name, text) in lines.sorted(by: { $0.key < $1.key }) {
+            let index = profiles.firstIndex { $0.name == name }
+            if text.trimmingCharacters(in: .whitespaces).isEmpty {
+                if let index { profiles.remove(at: index) }
+                continue
+            }
+            let profile: ProviderProfile
+            do {
+                profile = try ProviderProfile(name: name, text: text)
+            } catch {
+                throw ProviderProfile.Invalid(description: "profiles.\(name): \(error.description)")
+            }
+            if let index { profiles[index] = profile } else { profiles.append(profile) }
+        }
+        return profiles
+    }
+}

@@ -1,0 +1,137 @@
+import ArtCacheFixtures
+import Foundation
+import Testing
+@testable import ArtCache
+@_spi(Benchmarks) @testable import ArtCacheCore
+@_spi(Benchmarks) @testable import ArtCacheFetch
+@_spi(Benchmarks) @testable import ArtCacheStore
+
+/// Provider profiles through the pipeline, against the loopback origin: a
+/// profile of the tests' own for 127.0.0.1 reads iTunes-style `{W}x{H}bb`
+/// names under /img/ (the built-in ones name public hosts).
+@Suite("Pipeline: provider profiles", .timeLimit(.minutes(2)))
+struct ProfilePipelineTests {
+    static func harness() async throws -> LoopbackHarness {
+        let harness = try await LoopbackHarness { configuration in
+            try! configuration.profiles.set("loopback", line: "hosts=127.0.0.1 path=/img/ size=dimensions max=1000")
+        }
+        for side in [100, 250, 300] {
+            harness.origin.register("\(side)x\(side)bb.jpg", .init(body: try Fixtures.image(width: side, height: side, suffix: ".jpg"),
+                                                                  contentType: "image/jpeg", cacheControl: "max-age=3600"))
+        }
+        return harness
+    }
+
+    /// The issue's test: a 100x100 iTunes URL asked for at 300 px is fetched
+    /// as 300 px from the origin, never upscaled from 100.
+    @Test func aSmallArtworkURLAskedForLargerIsFetchedLarger() async throws {
+        let h = try await Self.harness()
+        defer { h.origin.stop() }
+        let given = h.url("/img/100x100bb.jpg")
+        let thumb = try await h.pipeline.image(ImageRequest(url: given, width: 300, height: 300))
+        #expect((thumb.width, thumb.height) == (300, 300))
+        #expect(h.origin.requestCount("/img/300x300bb.jpg") == 1)
+        #expect(h.origin.requestCount("/img/100x100bb.jpg") == 0, "the 100 px rendition was never fetched")
+        await h.store.waitForWritesBehind()
+        let entry = try #require(try await h.store.entry(forURL: given), "the key stays the URL given")
+        #expect(entry.fetchedURL == h.url("/img/300x300bb.jpg"))
+        #expect(entry.rendition == 300)
+        // Smaller outputs come from what is stored: no request.
+        let small = try await h.pipeline.image(ImageRequest(url: given, width: 64, height: 64))
+        #expect(small.width == 64)
+        #expect(h.origin.requestCount("/img/300x300bb.jpg") == 1 && h.origin.requestCount("/img/100x100bb.jpg") == 0)
+        // get --json shows it.
+        try await h.pipeline.close()
+        let info = try await CLI.json(["get", given, "--json", "--cache-dir", h.dir.path], environment: Fixtures.loopbackEnvironment)
+        #expect(info["fetched_url"] as? String == h.url("/img/300x300bb.jpg"))
+        #expect(info["width"] as? Int == 300)
+    }
+
+    /// A stored original smaller than a request needs is replaced by the
+    /// larger rendition, and the variants of the old bytes go with them.
+    @Test func aLargerRenditionReplacesTheStoredOriginal() async throws {
+        let h = try await Self.harness()
+        defer { h.origin.stop() }
+        let given = h.url("/img/100x100bb.jpg")
+        _ = try await h.pipeline.image(ImageRequest(url: given, width: 80, height: 80))
+        #expect(h.origin.requestCount("/img/100x100bb.jpg") == 1, "80 px: the URL given is large enough")
+        await h.store.waitForWritesBehind()
+        let before = try #require(try await h.store.entry(forURL: given))
+        #expect(before.fetchedURL == nil && before.rendition == nil)
+        let small = CacheKey(parent: before.cacheKey, spec: VariantSpec(width: 80, height: 80).canonical)
+        #expect(try await h.store.entry(forKey: small) != nil)
+
+        let large = try await h.pipeline.image(ImageRequest(url: given, width: 250, height: 250))
+        #expect(large.width == 250)
+        #expect(h.origin.requestCount("/img/300x300bb.jpg") == 0, "250: the smallest rendition at least that large")
+        #expect(h.origin.requestCount("/img/250x250bb.jpg") == 1)
+        await h.store.waitForWritesBehind()
+        let after = try #require(try await h.store.entry(forURL: given))
+        #expect(after.rendition == 250 && after.sha256 != before.sha256)
+        #expect(try await h.store.entry(forKey: small) == nil, "the old bytes' variant went with them")
+        try await h.pipeline.close()
+    }
+
+    /// A rendition the origin does not have (404) falls back to the URL given,
+    /// and the profile is left out for that host for fallback_ttl.
+    @Test func aFailedRenditionFallsBackAndIsRemembered() async throws {
+        let h = try await Self.harness()
+        defer { h.origin.stop() }
+        h.origin.register("a60x60bb.jpg", .init(body: try Fixtures.image(width: 60, height: 60, suffix: ".jpg"),
+                                                contentType: "image/jpeg", cacheControl: "max-age=3600"))
+        h.origin.register("b60x60bb.jpg", .init(body: try Fixtures.image(width: 60, height: 60, suffix: ".jpg"),
+                                                contentType: "image/jpeg", cacheControl: "max-age=3600"))
+        let a = try await h.pipeline.image(ImageRequest(url: h.url("/img/a60x60bb.jpg"), width: 120, height: 120))
+        #expect(a.source == .network)
+        #expect(h.origin.requestCount("/img/a120x120bb.jpg") == 1)
+        #expect(h.origin.requestCount("/img/a60x60bb.jpg") == 1, "fell back to the URL given")
+        // Within fallback_ttl the profile is not tried for this host.
+        _ = try await h.pipeline.image(ImageRequest(url: h.url("/img/b60x60bb.jpg"), width: 120, height: 120))
+        #expect(h.origin.requestCount("/img/b120x120bb.jpg") == 0)
+        #expect(h.origin.requestCount("/img/b60x60bb.jpg") == 1)
+        try await h.pipeline.close()
+    }
+
+    /// `[profiles]` from cache.conf and the environment: a built-in name
+    /// replaces (an empty line removes) that profile, others are added;
+    /// `fallback_ttl` has its range; a bad line names its key.
+    @Test func profilesFromFileAndEnvironment() throws {
+        let dir = TempDir()
+        let path = dir.write("cache.conf", """
+            [profiles]
+            fallback_ttl = "10m"
+            github = ""
+            itunes = "hosts=*.mzstatic.com size=dimensions max=1200"
+            mine = "hosts=img.example.org path=/art/ size=query:w"
+            """)
+        let configuration = try Configuration.load(path: path, environment: [
+            "ARTCACHE_PROFILES_OTHER": "hosts=o.example.net size=dimensions",
+        ])
+        let profiles = configuration.profiles
+        #expect(profiles.fallbackTTL == 600)
+        #expect(profiles.profiles.map(\.name) == ["itunes", "twitter", "gravatar", "mine", "other"])
+        #expect(profiles.profile(for: "https://is1-ssl.mzstatic.com/a/100x100bb.jpg")?.max == 1200)
+        #expect(profiles.profile(for: "https://avatars.githubusercontent.com/u/1?s=40") == nil)
+        #expect(profiles.profile(for: "https://img.example.org/art/1.jpg")?.name == "mine")
+        #expect(Configuration.defaults.profiles == ProfileSettings(), "no [profiles]: the four built in, fallback_ttl 1h")
+        #expect(ProfileSettings().fallbackTTL == 3600 && ProfileSettings().profiles.count == 4)
+
+        // The same in code.
+        var inCode = ProfileSettings()
+        try inCode.set("github", line: "")
+        try inCode.set("mine", line: "hosts=img.example.org path=/art/ size=query:w:100")
+        #expect(inCode.names == ["itunes", "twitter", "gravatar", "mine"])
+        #expect(inCode.rendition(of: "https://img.example.org/art/1.jpg", pixels: 300) == "https://img.example.org/art/1.jpg?w=300")
+        #expect(inCode.rendition(of: "https://avatars.githubusercontent.com/u/1?s=40", pixels: 300)
+                == "https://avatars.githubusercontent.com/u/1?s=40", "removed")
+        let refused = #expect(throws: ArtCacheError.self) { try inCode.set("x", line: "hosts=a.example") }
+        #expect(refused?.code == .configuration)
+
+        let bad = dir.write("bad.conf", "[profiles]\nbroken = \"hosts=a.example size=pixels\"\n")
+        let error = #expect(throws: ArtCacheError.self) { try Configuration.load(path: bad, environment: [:]) }
+        #expect(error?.code == .configuration)
+        #expect(error?.message.hasPrefix(bad + ": profiles.broken: size=pixels: expected") == true, "\(String(describing: error))")
+        let long = dir.write("long.conf", "[profiles]\nfallback_ttl = \"2d\"\n")
+        #expect(throws: ArtCacheError.self) { try Configuration.load(path: long, environment: [:]) }
+    }
+}
