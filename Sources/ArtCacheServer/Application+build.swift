@@ -9,7 +9,8 @@ import ServiceLifecycle
 import UnixSignals
 
 /// The thumbnail service as a Hummingbird application: `GET /health`,
-/// `GET /metrics` and `GET /{signature}/{options}/{source}`.
+/// `GET /metrics`, `GET /{signature}/{options}/{source}`, `POST
+/// /v1/manifest` and `GET /v1/info/{signature}/{source}`.
 ///
 /// `onServerRunning` receives the bound host and port (port 0 in the
 /// settings picks a free one).
@@ -36,6 +37,12 @@ public func buildApplication(
                                               logDropped: service.logWriter?.dropped ?? 0)
         return Response(status: .ok, headers: [.contentType: "text/plain; version=0.0.4; charset=utf-8"],
                         body: ResponseBody(byteBuffer: ByteBuffer(bytes: text)))
+    }
+    router.post("/v1/manifest") { request, context -> Response in
+        await service.manifest(request, context: context)
+    }
+    router.get("/v1/info/:signature/:source") { _, context -> Response in
+        await service.info(signature: context.parameters.get("signature") ?? "", source: context.parameters.get("source") ?? "")
     }
     // Image paths (three segments) skip the router's trie: they are the hot
     // path, and their segments are long. Everything else goes to the router.

@@ -18,7 +18,7 @@ struct ArtCacheCommand: AsyncParsableCommand {
         version: "0.1.0",
         subcommands: [
             DemoCommand.self, PrefetchCommand.self, GetCommand.self, ThumbCommand.self, StatsCommand.self, PurgeCommand.self,
-            VerifyCommand.self, ServeCommand.self, SignCommand.self,
+            VerifyCommand.self, ServeCommand.self, SignCommand.self, ManifestCommand.self,
         ]
     )
 }

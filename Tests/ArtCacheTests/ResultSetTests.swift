@@ -8,8 +8,10 @@ import Testing
 
 // MARK: - Helpers
 
+/// The URLs a document gives (its items and their ids: `itunesItemsTakeTheFirstArtworkAndTheTrackId` and ManifestTests).
 private func parseResultSet(_ text: String, format: ResultSetFormat? = nil) throws(ResultSetError) -> ResultSet {
-    try ResultSetParser.parse(Data(text.utf8), format: format)
+    let parsed = try ResultSetParser.parse(Data(text.utf8), format: format)
+    return ResultSet(format: parsed.format, urls: parsed.urls)
 }
 
 /// The error `parse` throws, or nil (recorded as a failure) when it succeeds.
@@ -37,6 +39,15 @@ struct ResultSetITunesTests {
           "not an object"
         ]}
         """
+
+    /// One item per result with artwork: `artworkUrl100` first, else the
+    /// next key present; the track id (else the collection's).
+    @Test func itunesItemsTakeTheFirstArtworkAndTheTrackId() throws {
+        let items = try ResultSetParser.parse(Data(Self.search.utf8)).items
+        #expect(items == [ResultSet.Item(url: "https://a.example/1/100.jpg", id: "1"),
+                          ResultSet.Item(url: "https://a.example/1/100.jpg", id: "2"),
+                          ResultSet.Item(url: "https://a.example/3/512.jpg", id: "3")])
+    }
 
     @Test func autoDetectTakesArtworkKeysInOrderAndDedupes() throws {
         let result = try parseResultSet(Self.search)

@@ -113,6 +113,7 @@ package struct ConfigKey: Sendable {
         ConfigKey(section: "service", name: "cache_max_age", kind: .duration(min: 0, max: 10 * .year), defaultValue: .duration(service.cacheMaxAge)),
         ConfigKey(section: "service", name: "shutdown_grace", kind: .duration(min: 0, max: .hour), defaultValue: .duration(service.shutdownGrace)),
         ConfigKey(section: "service", name: "access_log", kind: .bool, defaultValue: .bool(service.accessLog)),
+        ConfigKey(section: "service", name: "manifest_max_body", kind: .size(min: 1, max: 1 << 30), defaultValue: .size(service.manifestMaxBody)),
         // [profiles] (each other key of the table is a profile line)
         ConfigKey(section: "profiles", name: "fallback_ttl", kind: .duration(min: 0, max: .day), defaultValue: .duration(profiles.fallbackTTL)),
     ]

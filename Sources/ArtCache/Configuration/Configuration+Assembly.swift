@@ -158,6 +158,7 @@ extension Configuration {
         service.cacheMaxAge = read.duration("service.cache_max_age")
         service.shutdownGrace = read.duration("service.shutdown_grace")
         service.accessLog = read.bool("service.access_log")
+        service.manifestMaxBody = read.size("service.manifest_max_body")
         return service
     }
 

@@ -30,7 +30,7 @@ extension Configuration {
             "service.max_inflight": Double(service.maxInflight), "service.queue": Double(service.queue),
             "service.timeout": service.timeout, "service.cache_max_age": service.cacheMaxAge,
             "service.shutdown_grace": service.shutdownGrace, "cache.low_water": cache.lowWater,
-            "profiles.fallback_ttl": profiles.fallbackTTL,
+            "profiles.fallback_ttl": profiles.fallbackTTL, "service.manifest_max_body": Double(service.manifestMaxBody),
         ]
     }
 

@@ -41,6 +41,16 @@ public final class ImagePipeline: Sendable {
     /// Profiles left out for a host after a rendition failed, until when
     /// (by "profile host"; ImagePipeline+Profiles).
     let profileFallbacks = Locked<[String: Date]>([:])
+    /// Fetches what manifests list as pending, at low priority (made on first use).
+    var manifestPrefetcher: ImagePrefetcher {
+        manifestPrefetch.withLock { prefetcher in
+            if let prefetcher { return prefetcher }
+            let made = ImagePrefetcher(pipeline: self, priority: .low, variants: [])
+            prefetcher = made
+            return made
+        }
+    }
+    let manifestPrefetch = Locked<ImagePrefetcher?>(nil)
 
     init(configuration: Configuration, store: CacheStore, downloader: Downloader, logger: Logger) {
         self.configuration = configuration
@@ -74,6 +84,7 @@ public final class ImagePipeline: Sendable {
     /// Writes batched access times and counters, stops the downloader (work
     /// still waiting fails as cancelled) and empties the memory tier.
     public func close() async throws(ArtCacheError) {
+        manifestPrefetch.withLock { $0 }?.stopAll()
         await stopIntrinsicsJobs()
         downloader.shutdown()
         memory.removeAll()

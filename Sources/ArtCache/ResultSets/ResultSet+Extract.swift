@@ -16,6 +16,7 @@ extension ResultSetParser {
             for key in iTunesArtworkKeys {
                 collector.add(result[key])
             }
+            collector.addItem(iTunesArtworkKeys.map { result[$0] }, id: result["trackId"] ?? result["collectionId"] ?? result["artistId"])
         }
         return try finish(collector, .itunes,
                           empty: "iTunes result set with \(plural(results.count, "result")) has no image URLs")
@@ -27,6 +28,7 @@ extension ResultSetParser {
         var collector = URLCollector()
         for case let item as [String: Any] in items {
             collector.add(item["avatar_url"])
+            collector.addItem([item["avatar_url"]], id: item["id"])
         }
         return try finish(collector, .githubUsers,
                           empty: "GitHub users search result with \(plural(items.count, "item")) has no image URLs")
@@ -36,6 +38,7 @@ extension ResultSetParser {
         var collector = URLCollector()
         for case let item as [String: Any] in items {
             collector.add((item["owner"] as? [String: Any])?["avatar_url"])
+            collector.addItem([(item["owner"] as? [String: Any])?["avatar_url"]], id: item["id"])
         }
         return try finish(
             collector, .githubRepos,
@@ -85,6 +88,10 @@ extension ResultSetParser {
     static func extractTwitter(_ objects: [[String: Any]], wrapped: String?) throws(ResultSetError) -> ResultSet {
         var collector = URLCollector()
         for object in objects {
+            // An item per top-level object: a user (its id) or a status (the
+            // tweet's id, its author's avatar).
+            let user = isTwitterUser(object) ? object : object["user"] as? [String: Any]
+            collector.addItem([user?["profile_image_url_https"], user?["profile_image_url"]], id: object["id_str"] ?? object["id"])
             if isTwitterUser(object) {
                 collectTwitterUser(object, into: &collector, depth: 0)
             } else {
@@ -166,6 +173,7 @@ extension ResultSetParser {
                 throw ResultSetError(code: .invalidURL, message: "line \(offset + 1): \(problem)")
             }
             collector.add(line)
+            collector.addItem([line], id: nil)
         }
         return try finish(collector, .urls,
                           empty: "URL list with \(plural(lines.count, "line")) has no image URLs")
@@ -182,6 +190,7 @@ extension ResultSetParser {
                 throw ResultSetError(code: .invalidURL, message: "JSON array element at index \(index): \(problem)")
             }
             collector.add(value)
+            collector.addItem([value], id: nil)
         }
         let kind = DocumentKind.urlArray(elements: elements)
         return try finish(collector, .urls, empty: "\(describe(kind, article: false)) has no image URLs")
@@ -215,6 +224,6 @@ extension ResultSetParser {
         guard !collector.urls.isEmpty else {
             throw ResultSetError(code: .noImageURLs, message: message())
         }
-        return ResultSet(format: format, urls: collector.urls)
+        return ResultSet(format: format, urls: collector.urls, items: collector.items)
     }
 }

@@ -28,11 +28,32 @@ public struct ResultSet: Sendable, Equatable {
     /// Image URLs in result order, whitespace-trimmed and deduplicated
     /// (exact string comparison, first occurrence wins). Never empty.
     public let urls: [String]
+    /// One per result that has an image, in result order (a manifest's
+    /// items): its image URL (the one a page shows: `artworkUrl100` before
+    /// the other sizes, a status's author's avatar) and the result's id
+    /// (track, repository, user or tweet id) where the result set has one.
+    public let items: [Item]
 
-    /// Creates a result set; `urls` are taken as given.
+    /// A result with an image.
+    public struct Item: Sendable, Equatable {
+        public let url: String
+        public let id: String?
+
+        public init(url: String, id: String?) {
+            self.url = url
+            self.id = id
+        }
+    }
+
+    /// Creates a result set; `urls` are taken as given (one item each, without ids).
     public init(format: ResultSetFormat, urls: [String]) {
+        self.init(format: format, urls: urls, items: urls.map { Item(url: $0, id: nil) })
+    }
+
+    package init(format: ResultSetFormat, urls: [String], items: [Item]) {
         self.format = format
         self.urls = urls
+        self.items = items
     }
 }
 
@@ -218,6 +239,22 @@ public enum ResultSetParser {
     struct URLCollector {
         private(set) var urls: [String] = []
         private var seen: Set<String> = []
+        /// The results' items (ResultSet.items), in result order.
+        var items: [ResultSet.Item] = []
+
+        /// Adds an item for a result: its first image URL of `candidates` (a
+        /// non-empty string) and its id (a string or a number).
+        mutating func addItem(_ candidates: [Any?], id: Any?) {
+            let url = candidates.lazy.compactMap { ($0 as? String)?.trimmingCharacters(in: .whitespacesAndNewlines) }
+                .first { !$0.isEmpty }
+            guard let url else { return }
+            let text: String? = switch id {
+            case let string as String: string.isEmpty ? nil : string
+            case let number as NSNumber: number.stringValue
+            default: nil
+            }
+            items.append(ResultSet.Item(url: url, id: text))
+        }
 
         /// Adds `value` if it is a non-empty string (after trimming) not seen before.
         mutating func add(_ value: Any?) {

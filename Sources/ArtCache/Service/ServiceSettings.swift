@@ -30,6 +30,8 @@ public struct ServiceSettings: Sendable, Equatable {
     public var shutdownGrace: TimeInterval = 10
     /// One log line per image request (info level).
     public var accessLog = true
+    /// The largest result set `POST /v1/manifest` reads (413 beyond it).
+    public var manifestMaxBody: Int64 = 2 << 20
 
     /// The documented defaults of `cache.conf`; set the fields to change them.
     public init() {}

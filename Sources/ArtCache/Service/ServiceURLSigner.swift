@@ -64,6 +64,32 @@ public struct ServiceURLSigner: Sendable {
         return valid
     }
 
+    /// The signature of a request body (`POST /v1/manifest`'s
+    /// `X-ArtCache-Signature`): base64url(HMAC-SHA256(key, salt + body))
+    /// with the first key; nil without keys.
+    public func signature(forBody body: [UInt8]) -> String? {
+        guard let key = keys.first else { return nil }
+        return Base64URL.encode(Array(HMAC<SHA256>.authenticationCode(for: salt + body, using: SymmetricKey(data: key))))
+    }
+
+    /// Whether `signature` signs `body` under any of the keys (constant time).
+    public func isValid(signature: String, forBody body: [UInt8]) -> Bool {
+        guard let mac = Base64URL.decode(signature), mac.count == SHA256.byteCount else { return false }
+        var valid = false
+        for key in keys where HMAC<SHA256>.isValidAuthenticationCode(mac, authenticating: salt + body, using: SymmetricKey(data: key)) {
+            valid = true
+        }
+        return valid
+    }
+
+    /// The service path of one image's size and placeholder:
+    /// `/v1/info/{signature}/{source}`, signed as an image path with empty
+    /// options (over `//{source}`).
+    public func infoPath(for source: String) -> String {
+        let encoded = Self.encodeSource(source)
+        return "/v1/info/" + (signature(for: "//" + encoded) ?? Self.unsignedMarker) + "/" + encoded
+    }
+
     /// The source URL as a path segment (base64url, no padding).
     public static func encodeSource(_ url: String) -> String { Base64URL.encode(Array(url.utf8)) }
 

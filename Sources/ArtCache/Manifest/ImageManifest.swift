@@ -1,0 +1,127 @@
+@_spi(Benchmarks) import ArtCacheRender
+import Foundation
+
+/// Everything a page needs to lay out a result set's images before any of
+/// them arrives, per item in result order (``ImagePipeline/manifest(for:sizes:signer:)``).
+/// Its JSON (the CLI's `manifest --json` and the service's
+/// `POST /v1/manifest`) uses exactly these field names: `index`, `id`,
+/// `url`, `fetched_url`, `status`, `reason`, `width`, `height`, `color`,
+/// `thumbhash`, `placeholder`, `variants`.
+public struct ImageManifest: Sendable, Equatable, Codable {
+    /// Whether an item's original is in the cache.
+    public enum Status: String, Sendable, Codable {
+        /// Stored: its size and placeholder are given.
+        case cached
+        /// Not yet: handed to the prefetcher at low priority.
+        case pending
+        /// Its last download failed (`reason`, as the retry queue records it).
+        case failed
+    }
+
+    /// How a page asks for one display size at one density: a signed
+    /// service path (a JSON string), or, without a signer, what to request
+    /// (`{"url", "size", "fit"}`).
+    public struct Reference: Sendable, Equatable, Codable {
+        public let path: String?
+        public let url: String?
+        public let size: String?
+        public let fit: String?
+
+        enum CodingKeys: String, CodingKey { case url, size, fit }
+
+        init(path: String?, url: String?, size: String?, fit: String?) {
+            self.path = path
+            self.url = url
+            self.size = size
+            self.fit = fit
+        }
+
+        init(path: String) {
+            self.init(path: path, url: nil, size: nil, fit: nil)
+        }
+
+        init(url: String, size: ImageSize, fit: VariantSpec.Fit) {
+            self.init(path: nil, url: url, size: size.description, fit: fit.rawValue)
+        }
+
+        public init(from decoder: any Decoder) throws {
+            if let path = try? decoder.singleValueContainer().decode(String.self) {
+                self.init(path: path)
+                return
+            }
+            let container = try decoder.container(keyedBy: CodingKeys.self)
+            self.init(path: nil, url: try container.decode(String.self, forKey: .url),
+                      size: try container.decode(String.self, forKey: .size), fit: try container.decode(String.self, forKey: .fit))
+        }
+
+        public func encode(to encoder: any Encoder) throws {
+            if let path {
+                var single = encoder.singleValueContainer()
+                try single.encode(path)
+                return
+            }
+            var container = encoder.container(keyedBy: CodingKeys.self)
+            try container.encode(url, forKey: .url)
+            try container.encode(size, forKey: .size)
+            try container.encode(fit, forKey: .fit)
+        }
+    }
+
+    /// One result with an image.
+    public struct Item: Sendable, Equatable, Codable {
+        /// Its position in the result set's items (0-based).
+        public let index: Int
+        /// The track, repository, user or tweet id, where the result set has one.
+        public let id: String?
+        /// The image URL as the result set gives it.
+        public let url: String
+        /// The URL the stored bytes came from (a provider profile's
+        /// rendition, else `url`); null until cached.
+        public let fetchedURL: String?
+        public let status: Status
+        /// Why it failed (a typed reason: `timeout`, `dns`, `http_status`…); null otherwise.
+        public let reason: String?
+        /// The original's upright pixels, dominant colour (`#rrggbb`),
+        /// ThumbHash (base64) and its decoded image as a PNG data URL: null
+        /// until cached.
+        public let width: Int?
+        public let height: Int?
+        public let color: String?
+        public let thumbhash: String?
+        public let placeholder: String?
+        /// Per requested display size (`"100x100"`): `"1x"`, `"2x"`, `"3x"`.
+        public let variants: [String: [String: Reference]]
+
+        enum CodingKeys: String, CodingKey {
+            case index, id, url, fetchedURL = "fetched_url", status, reason, width, height, color, thumbhash, placeholder, variants
+        }
+
+        public func encode(to encoder: any Encoder) throws {
+            // Every field present (null when unknown): a page reads one shape.
+            var container = encoder.container(keyedBy: CodingKeys.self)
+            try container.encode(index, forKey: .index)
+            try container.encode(id, forKey: .id)
+            try container.encode(url, forKey: .url)
+            try container.encode(fetchedURL, forKey: .fetchedURL)
+            try container.encode(status, forKey: .status)
+            try container.encode(reason, forKey: .reason)
+            try container.encode(width, forKey: .width)
+            try container.encode(height, forKey: .height)
+            try container.encode(color, forKey: .color)
+            try container.encode(thumbhash, forKey: .thumbhash)
+            try container.encode(placeholder, forKey: .placeholder)
+            try container.encode(variants, forKey: .variants)
+        }
+    }
+
+    /// The result set's format (`itunes`, `github-users`, …).
+    public let format: ResultSetFormat
+    public let items: [Item]
+
+    /// The manifest as JSON (stable keys, sorted; for the CLI and the service).
+    public func json() throws -> Data {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        return try encoder.encode(self)
+    }
+}

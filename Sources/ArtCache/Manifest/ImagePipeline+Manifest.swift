@@ -1,0 +1,80 @@
+@_spi(Benchmarks) import ArtCacheCore
+@_spi(Benchmarks) import ArtCacheRender
+@_spi(Benchmarks) import ArtCacheStore
+import Foundation
+
+extension ImagePipeline {
+    /// Densities a manifest gives each display size.
+    static let manifestDensities = [1, 2, 3]
+
+    /// The manifest of `resultSet` for display `sizes` (CSS pixels): per
+    /// item in result order, whether it is cached, its size and placeholder,
+    /// and a reference per size at 1×, 2× and 3× — signed service paths
+    /// with `signer` (one that has keys), else request descriptors. Never
+    /// waits on the network: items not cached are `pending` and handed to
+    /// the prefetcher at low priority (with these sizes' 1× and 2×
+    /// thumbnails); a cached original without its placeholder has it
+    /// computed now (a small local decode).
+    public func manifest(for resultSet: ResultSet, sizes: [ImageSize],
+                         signer: ServiceURLSigner? = nil) async throws(ArtCacheError) -> ImageManifest {
+        let fit = configuration.thumbnails.fit
+        let maxOutput = configuration.thumbnails.maxOutput
+        let failures: [String: RetryItem]
+        do {
+            failures = Dictionary(try await store.retryQueue().map { ($0.url, $0) }, uniquingKeysWith: { a, _ in a })
+        } catch {
+            throw ArtCacheError(any: error, context: "cannot read the retry queue")
+        }
+        var items: [ImageManifest.Item] = []
+        var pending: [String] = []
+        for (index, result) in resultSet.items.enumerated() {
+            var variants: [String: [String: ImageManifest.Reference]] = [:]
+            for size in sizes {
+                var densities: [String: ImageManifest.Reference] = [:]
+                for density in Self.manifestDensities {
+                    let scaled = ImageSize(width: min(maxOutput, size.width * density), height: min(maxOutput, size.height * density))
+                    densities["\(density)x"] = if let signer, signer.signs {
+                        ImageManifest.Reference(path: signer.path(for: result.url, options: ThumbnailOptions(size: scaled, fit: fit)))
+                    } else {
+                        ImageManifest.Reference(url: result.url, size: scaled, fit: fit)
+                    }
+                }
+                variants[size.description] = densities
+            }
+            let normalized = try? NormalizedURL(result.url)
+            var entry: CacheEntry?
+            do {
+                if let normalized { entry = try await store.entry(forKey: normalized.key) }
+            } catch {
+                throw ArtCacheError(any: error, context: result.url)
+            }
+            var info = entry.flatMap(ImageInfo.init(entry:))
+            if let entry, info == nil {
+                info = try? await self.info(for: entry.url, priority: .normal, options: .cacheOnly)
+            }
+            let failure = normalized.flatMap { failures[$0.string] } ?? failures[result.url]
+            let status: ImageManifest.Status = entry != nil ? .cached : failure != nil ? .failed : .pending
+            if status == .pending, normalized != nil { pending.append(result.url) }
+            items.append(ImageManifest.Item(
+                index: index, id: result.id, url: result.url, fetchedURL: entry.map { $0.fetchedURL ?? $0.url },
+                status: normalized == nil ? .failed : status,
+                reason: normalized == nil ? "invalid_url" : status == .failed ? failure?.reason : nil,
+                width: info?.width, height: info?.height, color: info?.color, thumbhash: info?.thumbHashBase64,
+                placeholder: info?.placeholderDataURL(), variants: variants))
+        }
+        if !pending.isEmpty {
+            // Each pending original, and its thumbnails at 1x and 2x (one
+            // download per URL: the requests share it).
+            let scaled = Set(sizes.flatMap { size in
+                [1, 2].map { ImageSize(width: min(maxOutput, size.width * $0), height: min(maxOutput, size.height * $0)) }
+            })
+            let requests = pending.flatMap { url in
+                scaled.isEmpty ? [ImageRequest(url: url, priority: .low)]
+                    : scaled.sorted { ($0.width, $0.height) < ($1.width, $1.height) }
+                        .map { ImageRequest(url: url, size: $0, fit: fit, priority: .low) }
+            }
+            manifestPrefetcher.start(requests)
+        }
+        return ImageManifest(format: resultSet.format, items: items)
+    }
+}

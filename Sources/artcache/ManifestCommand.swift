@@ -1,0 +1,84 @@
+import ArgumentParser
+import ArtCache
+@_spi(Benchmarks) import ArtCacheCore
+@_spi(Benchmarks) import ArtCacheRender
+import Foundation
+
+struct ManifestCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "manifest",
+        abstract: "Print what a page needs to lay out a result set's images: per item its status, size, placeholder and thumbnail references.",
+        discussion: """
+            FILE is a result set (the formats prefetch reads; "-" reads stdin). Nothing is downloaded: \
+            items not in the cache are "pending". With --sign, thumbnail references are service paths \
+            signed with the first [service] key; else request descriptors (url, size, fit). \
+            --json prints the manifest (README, "manifest --json").
+            """)
+
+    @OptionGroup var global: GlobalOptions
+    @Argument(help: "A result set file, or - for stdin.") var file: String
+    @Option(help: "Display sizes, comma-separated (default: [thumbnails] sizes).") var sizes: String?
+    @Option(help: "Force the result-set format: itunes, github-users, github-repos, twitter, urls.") var format: ResultSetFormat?
+    @Flag(help: "Signed service paths as thumbnail references.") var sign = false
+    @Flag(help: "Print the manifest as JSON.") var json = false
+
+    func validate() throws {
+        _ = try Self.sizes(sizes, default: [])  // bad usage (exit 64), before anything opens
+    }
+
+    func run() async throws {
+        try await reportingErrors(json: json) {
+            let configuration = try global.configuration()
+            let displaySizes = try Self.sizes(sizes, default: configuration.thumbnails.sizes)
+            let resultSet = try Self.load(file, format: format)
+            var signer: ServiceURLSigner?
+            if sign {
+                signer = ServiceURLSigner(settings: configuration.service)
+                guard signer?.signs == true else {
+                    throw ArtCacheError(.configuration, "service.keys: --sign needs a signing key (set [service] keys or ARTCACHE_SERVICE_KEYS)")
+                }
+            }
+            let manifest = try await global.withPipeline(configuration) {
+                try await $0.manifest(for: resultSet, sizes: displaySizes, signer: signer)
+            }
+            if json {
+                FileHandle.standardOutput.write(try manifest.json() + Data("\n".utf8))
+                return
+            }
+            for item in manifest.items {
+                let size = item.width.map { "\($0)x\(item.height ?? 0)" } ?? "-"
+                let status = item.status.rawValue + (item.reason.map { " (\($0))" } ?? "")
+                print([String(item.index), status, size, item.color ?? "-", item.id ?? "-", item.url].joined(separator: "\t"))
+            }
+            let counts = Dictionary(grouping: manifest.items, by: \.status).mapValues(\.count)
+            print("\(manifest.items.count) items: \(counts[.cached] ?? 0) cached, \(counts[.pending] ?? 0) pending, \(counts[.failed] ?? 0) failed")
+        }
+    }
+
+    /// `100x100,300x300` → sizes; none given: the configured thumbnail sizes.
+    static func sizes(_ text: String?, default configured: [VariantSpec]) throws -> [ImageSize] {
+        guard let text else { return configured.map { ImageSize(width: $0.width, height: $0.height) } }
+        return try text.split(separator: ",").map { part in
+            let fields = part.lowercased().split(separator: "x")
+            guard fields.count == 2, let width = Int(fields[0]), let height = Int(fields[1]), width >= 1, height >= 1 else {
+                throw ValidationError("--sizes: \"\(part)\" is not WIDTHxHEIGHT")
+            }
+            return ImageSize(width: width, height: height)
+        }
+    }
+
+    static func load(_ input: String, format: ResultSetFormat?) throws -> ResultSet {
+        let data: Data
+        if input == "-" {
+            data = FileHandle.standardInput.readDataToEndOfFile()
+        } else {
+            guard let contents = FileManager.default.contents(atPath: input) else { throw ValidationError("\(input): cannot read file") }
+            data = contents
+        }
+        do {
+            return try ResultSetParser.parse(data, format: format)
+        } catch {
+            throw ValidationError("\(input == "-" ? "stdin" : input): \(error.message)")
+        }
+    }
+}

@@ -1,0 +1,117 @@
+import ArtCacheFixtures
+import ArtCacheOrigin
+import Foundation
+import Testing
+@testable import ArtCache
+@_spi(Benchmarks) @testable import ArtCacheCore
+@_spi(Benchmarks) @testable import ArtCacheRender
+@_spi(Benchmarks) @testable import ArtCacheStore
+
+/// Manifests: a result set in, per item in result order everything a page
+/// needs before the images arrive; never waiting on the network.
+@Suite("Manifests", .timeLimit(.minutes(2)))
+struct ManifestTests {
+    static func jpeg(_ h: LoopbackHarness, _ name: String, _ width: Int, _ height: Int) throws {
+        h.origin.register(name, .init(body: try Fixtures.image(width: width, height: height, suffix: ".jpg"),
+                                      contentType: "image/jpeg", cacheControl: "max-age=3600"))
+    }
+
+    @Test func cachedPendingAndFailedItemsInResultOrder() async throws {
+        let h = try await LoopbackHarness { $0.download.retries = 0 }
+        defer { h.origin.stop() }
+        let held = try HeldPort()  // refuses: a network failure, kept in the retry queue
+        try Self.jpeg(h, "c.jpg", 120, 80)
+        try Self.jpeg(h, "p.jpg", 60, 60)
+        let (cachedURL, failedURL, pendingURL) = (h.url("/img/c.jpg"), held.baseURL + "/img/f.jpg", h.url("/img/p.jpg"))
+        _ = try await h.pipeline.info(for: cachedURL)
+        await #expect(throws: ArtCacheError.self) { _ = try await h.pipeline.image(ImageRequest(url: failedURL)) }
+
+        let document = """
+            {"resultCount": 3, "results": [
+              {"trackId": 11, "artworkUrl100": "\(cachedURL)"},
+              {"trackId": 12, "artworkUrl60": "\(failedURL)"},
+              {"collectionId": 13, "artworkUrl100": "\(pendingURL)"}]}
+            """
+        let resultSet = try ResultSetParser.parse(Data(document.utf8))
+        let manifest = try await h.pipeline.manifest(for: resultSet, sizes: [ImageSize(width: 100, height: 100)])
+        #expect(manifest.format == .itunes)
+        #expect(manifest.items.map(\.status) == [.cached, .failed, .pending])
+        #expect(manifest.items.map(\.id) == ["11", "12", "13"])
+        #expect(manifest.items.map(\.index) == [0, 1, 2])
+        let cached = manifest.items[0]
+        #expect((cached.width, cached.height) == (120, 80))
+        #expect(cached.fetchedURL == cachedURL)
+        #expect(cached.color?.count == 7 && cached.thumbhash != nil)
+        #expect(cached.placeholder?.hasPrefix("data:image/png;base64,") == true)
+        #expect(manifest.items[1].reason == "connection_refused" || manifest.items[1].reason?.isEmpty == false)
+        #expect(manifest.items[2].width == nil && manifest.items[2].placeholder == nil && manifest.items[2].reason == nil)
+        let references = try #require(cached.variants["100x100"])
+        #expect(references["2x"] == ImageManifest.Reference(url: cachedURL, size: ImageSize(width: 200, height: 200), fit: .contain))
+        #expect(Set(references.keys) == ["1x", "2x", "3x"])
+
+        // The pending one was handed to the prefetcher (no waiting in manifest()).
+        await h.origin.waitForRequest("/img/p.jpg")
+
+        // The JSON has exactly the documented fields, null when unknown.
+        let json = try JSONSerialization.jsonObject(with: try manifest.json()) as? [String: Any]
+        let items = try #require(json?["items"] as? [[String: Any]])
+        #expect(Set(items[2].keys) == ["index", "id", "url", "fetched_url", "status", "reason", "width", "height", "color",
+                                       "thumbhash", "placeholder", "variants"])
+        #expect(items[2]["width"] is NSNull)
+        let descriptor = (items[0]["variants"] as? [String: [String: [String: String]]])?["100x100"]?["1x"]
+        #expect(descriptor == ["url": cachedURL, "size": "100x100", "fit": "contain"])
+        try await h.pipeline.close()
+    }
+
+    @Test func signedReferencesAreServicePathsThatVerify() async throws {
+        let h = try await LoopbackHarness()
+        defer { h.origin.stop() }
+        let signer = ServiceURLSigner(keys: [Array(repeating: 7, count: 32)], salt: [1, 2])
+        let url = h.url("/img/none.jpg")
+        let manifest = try await h.pipeline.manifest(for: ResultSet(format: .urls, urls: [url]),
+                                                     sizes: [ImageSize(width: 64, height: 48)], signer: signer)
+        let reference = try #require(manifest.items.first?.variants["64x48"]?["3x"])
+        let path = try #require(reference.path)
+        let parts = path.split(separator: "/", maxSplits: 1)
+        #expect(signer.isValid(signature: String(parts[0]), for: "/" + parts[1]))
+        #expect(path.contains("/192x144"), "\(path)")
+        let encoded = try JSONEncoder().encode(reference)
+        #expect(String(decoding: encoded, as: UTF8.self) == "\"" + path.replacingOccurrences(of: "/", with: "\\/") + "\"")
+        try await h.pipeline.close()
+    }
+
+    /// Each result-set kind gives its items in result order with its ids.
+    @Test func everyResultSetKindHasItsIds() throws {
+        let cases: [(String, ResultSetFormat, [String?])] = [
+            (#"{"total_count":2,"items":[{"id":1,"login":"a","avatar_url":"https://avatars.githubusercontent.com/u/1?v=4"},{"id":2,"login":"b","avatar_url":"https://avatars.githubusercontent.com/u/2?v=4"}]}"#,
+             .githubUsers, ["1", "2"]),
+            (#"{"total_count":1,"items":[{"id":99,"full_name":"o/r","owner":{"id":5,"avatar_url":"https://avatars.githubusercontent.com/u/5?v=4"}}]}"#,
+             .githubRepos, ["99"]),
+            (#"[{"id_str":"1001","text":"hi","user":{"id_str":"7","screen_name":"a","profile_image_url_https":"https://pbs.twimg.com/profile_images/1/a_normal.jpg"}},{"id_str":"8","screen_name":"b","profile_image_url_https":"https://pbs.twimg.com/profile_images/2/b_normal.png"}]"#,
+             .twitter, ["1001", "8"]),
+            ("https://example.com/a.jpg\nhttps://example.com/b.jpg\n", .urls, [nil, nil]),
+        ]
+        for (document, format, ids) in cases {
+            let set = try ResultSetParser.parse(Data(document.utf8))
+            #expect(set.format == format)
+            #expect(set.items.map(\.id) == ids, "\(format)")
+            #expect(set.items.allSatisfy { set.urls.contains($0.url) })
+        }
+    }
+
+    @Test func theCLIPrintsTheManifestAndRefusesSigningWithoutAKey() async throws {
+        let dir = TempDir()
+        let file = dir.write("set.txt", "https://example.com/a.jpg\n")
+        let cache = dir.file("cache")
+        let printed = try await CLI.run(["manifest", file, "--sizes", "100x100,300x200", "--json", "--cache-dir", cache])
+        #expect(printed.status == 0, "\(printed.stderr)")
+        let json = try JSONSerialization.jsonObject(with: Data(printed.stdout.utf8)) as? [String: Any]
+        let item = try #require((json?["items"] as? [[String: Any]])?.first)
+        #expect(item["status"] as? String == "pending")
+        #expect((item["variants"] as? [String: Any])?.keys.sorted() == ["100x100", "300x200"])
+        let unsigned = try await CLI.run(["manifest", file, "--sign", "--cache-dir", cache])
+        #expect(unsigned.status == 78 && unsigned.stderr.contains("service.keys"))
+        let badSizes = try await CLI.run(["manifest", file, "--sizes", "big", "--cache-dir", cache])
+        #expect(badSizes.status == 64)
+    }
+}

@@ -1,0 +1,87 @@
+import ArtCacheOrigin
+import Foundation
+import Hummingbird
+import HummingbirdTesting
+import NIOCore
+import Testing
+@testable import ArtCache
+@_spi(Benchmarks) @testable import ArtCacheCore
+@testable import ArtCacheServer
+
+/// `POST /v1/manifest` (signed bodies: 401 without, 403 wrong, 413 too
+/// large) and `GET /v1/info/{signature}/{source}`.
+@Suite("Thumbnail service: manifests and info", .timeLimit(.minutes(2)))
+struct ServiceManifestTests {
+    @Test func aSignedResultSetGetsItsManifest() async throws {
+        let s = try await ServiceHarness { $0.service.manifestMaxBody = 4096 }
+        try s.register("a.jpg", width: 90, height: 60)
+        _ = try await s.pipeline.info(for: s.origin.url("/img/a.jpg"))
+        let body = Array("""
+            {"total_count":2,"items":[{"id":41,"avatar_url":"\(s.origin.url("/img/a.jpg"))"},{"id":42,"avatar_url":"\(s.origin.url("/img/b.jpg"))"}]}
+            """.utf8)
+        let signature = try #require(s.signer.signature(forBody: body))
+        try await s.app().test(.router) { client in
+            try await client.execute(uri: "/v1/manifest?sizes=48x48", method: .post,
+                                     headers: [ThumbnailService.signatureHeader: signature], body: ByteBuffer(bytes: body)) { response in
+                #expect(response.status == .ok)
+                #expect(response.headers[.contentType] == "application/json")
+                let manifest = try JSONDecoder().decode(ImageManifest.self, from: Data(buffer: response.body))
+                #expect(manifest.format == .githubUsers)
+                #expect(manifest.items.map(\.id) == ["41", "42"])
+                #expect(manifest.items.map(\.status) == [.cached, .pending])
+                #expect((manifest.items[0].width, manifest.items[0].height) == (90, 60))
+                let path = try #require(manifest.items[0].variants["48x48"]?["2x"]?.path)
+                #expect(path.contains("/96x96"), "\(path)")
+            }
+            // The signed 2x path it gave is an image this service serves.
+            let manifestPath = s.signer.path(for: s.origin.url("/img/a.jpg"),
+                                             options: ThumbnailOptions(size: ImageSize(width: 96, height: 96), fit: .contain))
+            try await client.execute(uri: manifestPath, method: .get) { response in
+                #expect(response.status == .ok)
+            }
+            // Missing signature: 401; wrong: 403; too large: 413; not a result set: 400.
+            try await client.execute(uri: "/v1/manifest", method: .post, body: ByteBuffer(bytes: body)) { response in
+                #expect(response.status == .unauthorized)
+                #expect(response.headers[.artcacheError] == "missing_signature")
+            }
+            let other = ServiceURLSigner(keys: [Array(repeating: 1, count: 32)]).signature(forBody: body)!
+            try await client.execute(uri: "/v1/manifest", method: .post, headers: [ThumbnailService.signatureHeader: other],
+                                     body: ByteBuffer(bytes: body)) { response in
+                #expect(response.status == .forbidden)
+            }
+            let large = Array(repeating: UInt8(ascii: " "), count: 5000) + body
+            try await client.execute(uri: "/v1/manifest", method: .post,
+                                     headers: [ThumbnailService.signatureHeader: s.signer.signature(forBody: large)!],
+                                     body: ByteBuffer(bytes: large)) { response in
+                #expect(response.status == .contentTooLarge)
+            }
+            let junk = Array("{\"hello\": 1}".utf8)
+            try await client.execute(uri: "/v1/manifest", method: .post,
+                                     headers: [ThumbnailService.signatureHeader: s.signer.signature(forBody: junk)!],
+                                     body: ByteBuffer(bytes: junk)) { response in
+                #expect(response.status == .badRequest)
+            }
+        }
+        try await s.close()
+    }
+
+    @Test func infoIsSignedAsAnImagePathWithEmptyOptions() async throws {
+        let s = try await ServiceHarness()
+        try s.register("i.jpg", width: 80, height: 40)
+        let path = s.signer.infoPath(for: s.origin.url("/img/i.jpg"))
+        try await s.app().test(.router) { client in
+            try await client.execute(uri: path, method: .get) { response in
+                #expect(response.status == .ok)
+                let object = try JSONSerialization.jsonObject(with: Data(buffer: response.body)) as? [String: Any]
+                #expect(object?["width"] as? Int == 80 && object?["height"] as? Int == 40)
+                #expect((object?["color"] as? String)?.count == 7)
+                #expect((object?["placeholder"] as? String)?.hasPrefix("data:image/png;base64,") == true)
+            }
+            let forged = path.replacingOccurrences(of: "/v1/info/", with: "/v1/info/A")
+            try await client.execute(uri: forged, method: .get) { response in
+                #expect(response.status == .forbidden)
+            }
+        }
+        try await s.close()
+    }
+}
