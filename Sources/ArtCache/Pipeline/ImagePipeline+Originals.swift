@@ -121,10 +121,16 @@ extension ImagePipeline {
         let now = Date()
         if !reload, let hit = try await store.lookup(key: url.key, counting: false) {
             // Smaller than this request needs: the larger rendition replaces it
-            // (unless it fails; then what is stored serves).
-            if let plan, !holds(hit.entry, enoughFor: plan),
-               let response = try await fetchRendition(plan, for: url, priority: priority) {
-                return try await keep(response, url: url, now: now, behind: behind, fetched: plan.stored)
+            // (unless it fails, or the network is down; then what is stored serves).
+            if let plan, !holds(hit.entry, enoughFor: plan) {
+                do {
+                    if let response = try await fetchRendition(plan, for: url, priority: priority) {
+                        return try await keep(response, url: url, now: now, behind: behind, fetched: plan.stored)
+                    }
+                } catch let error as DownloadError where error.isNetworkFailure {
+                    logger.debug("larger rendition not fetched, serving the stored one",
+                                 metadata: ["url": "\(url)", "reason": "\(error.reason)"])
+                }
             }
             if hit.entry.isFresh(at: now) {
                 return FetchOutcome(source: .cached, entry: hit.entry, data: hit.data, repaired: false, downloadedBytes: 0)
