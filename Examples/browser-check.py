@@ -4,10 +4,14 @@
 Starts a loopback API server (the bundled fixtures, image URLs pointing at a
 loopback image origin), the image origin, `artcache-fronts` (in-process
 images, then signed `artcache serve` URLs) and loads every page headless.
-Checks, per page: every <img> finished loading with naturalWidth > 0
-(placeholders included), no request left loopback, a second load makes no
-image request to the origin; and that with the API and origin down a page
-seen before still renders from the cache. Saves a screenshot of each page.
+Checks, per page, at device scale factor 2: every <img> finished loading with
+naturalWidth > 0 (placeholders included); iTunes artwork (the origin has every
+{W}x{H}bb rendition) is at least 2x its CSS width; on a second load with every
+image held back, each box the cache has seen shows its placeholder (ThumbHash
+image over its colour) as its background, and no layout shift happens while
+the images arrive; that load makes no image request to the origin; no request
+left loopback; and with the API and origin down a page seen before still
+renders from the cache. Saves a screenshot of each page.
 
     python3 Examples/browser-check.py --fronts BIN --artcache BIN
 Prints one line per check and "N passed, N failed"; exit 1 on any failure.
@@ -39,12 +43,24 @@ class Origin(http.server.ThreadingHTTPServer):
     daemon_threads = True
     request_queue_size = 256  # the default listen backlog (5) refuses bursts of prefetch + browser
 
-    def __init__(self, images):
+    def __init__(self, images, folder):
         self.images = images
+        self.folder = folder
+        self.renditions = {}
         self.requests = []
         self.lock = threading.Lock()
         super().__init__(("127.0.0.1", 0), OriginHandler)  # port 0: the OS picks a free one
         self.port = self.server_address[1]
+
+
+    def rendition(self, width, height):
+        with self.lock:
+            if (width, height) not in self.renditions:
+                out = f"{self.folder}/r{width}x{height}.jpg"
+                subprocess.run(["vips", "thumbnail", f"{self.folder}/0.jpg", out + "[Q=85]", str(width), "--height", str(height),
+                                "--size", "force"], check=True)
+                self.renditions[(width, height)] = open(out, "rb").read()
+            return self.renditions[(width, height)]
 
 
 class OriginHandler(http.server.BaseHTTPRequestHandler):
@@ -56,7 +72,18 @@ class OriginHandler(http.server.BaseHTTPRequestHandler):
         with server.lock:
             server.requests.append(self.path)
         parts = self.path.strip("/").split("/")
-        if parts[0] == "img":
+        sized = re.fullmatch(r"(\d{1,4})x(\d{1,4})bb\.jpg", parts[-1]) if parts[0] == "img" and len(parts) == 3 else None
+        if sized:
+            # An iTunes-style rendition: exactly the size the name asks for
+            # (the provider has every size), made from the 600x600 artwork.
+            body = server.rendition(int(sized.group(1)), int(sized.group(2)))
+            self.send_response(200)
+            self.send_header("Content-Type", "image/jpeg")
+            self.send_header("Content-Length", str(len(body)))
+            self.send_header("Cache-Control", "max-age=3600")
+            self.end_headers()
+            self.wfile.write(body)
+        elif parts[0] == "img":
             names = sorted(server.images)
             body = server.images[names[sum(map(ord, parts[1])) % len(names)]] if len(parts) > 1 else b""
             if self.path.endswith(".png"):
@@ -190,11 +217,15 @@ def main():
     shots = f"{work}/screenshots"
     os.makedirs(shots)
     images = make_images(f"{work}/images")
-    origin = serve(Origin(images))
+    origin = serve(Origin(images, f"{work}/images"))
     api = serve(API(f"http://127.0.0.1:{origin.port}"))
     origin_port, api_port = origin.port, api.port
+    # The loopback origin's iTunes-style artwork (/img/ID/{W}x{H}bb.jpg) gets
+    # the built-in itunes profile's rule: a profile of the check's own (the
+    # built-in ones name public hosts).
     env = dict(os.environ, ARTCACHE_DOWNLOAD_ALLOWED_NETWORKS="127.0.0.0/8", ARTCACHE_DOWNLOAD_TIMEOUT="3s",
-               ARTCACHE_DOWNLOAD_RETRIES="0", ARTCACHE_SERVICE_KEYS=KEY, ARTCACHE_SERVICE_FALLBACK="placeholder")
+               ARTCACHE_DOWNLOAD_RETRIES="0", ARTCACHE_SERVICE_KEYS=KEY, ARTCACHE_SERVICE_FALLBACK="placeholder",
+               ARTCACHE_PROFILES_LOOPITUNES="hosts=127.0.0.1 path=/img/ size=dimensions max=1200")
     results = []
     processes = []
 
@@ -232,6 +263,10 @@ def main():
         with sync_playwright() as pw:
             browser = pw.chromium.launch(executable_path=shutil.which("chromium"), args=["--no-sandbox"])
             context = browser.new_context(device_scale_factor=2)
+            # Layout shifts, summed (a regression guard: boxes have their size before images arrive).
+            context.add_init_script("""window.__cls = 0; new PerformanceObserver(list => {
+                for (const e of list.getEntries()) if (!e.hadRecentInput) window.__cls += e.value;
+            }).observe({type: 'layout-shift', buffered: true});""")
             page = context.new_page()
             outside = []
             page.on("request", lambda r: outside.append(r.url) if not is_loopback(r.url) else None)
@@ -239,7 +274,36 @@ def main():
             def load(url):
                 page.goto(url, wait_until="load", timeout=60000)
                 page.wait_for_function("Array.from(document.images).every(i => i.complete)", timeout=60000)
-                return page.evaluate("""Array.from(document.images).map(i => ({src: i.currentSrc, w: i.naturalWidth}))""")
+                return page.evaluate("""Array.from(document.images).map(i => ({src: i.currentSrc, w: i.naturalWidth,
+                    css: i.clientWidth, url: i.dataset.src, status: i.dataset.status}))""")
+
+            def held_load(url, pattern):
+                """Loads url with every image request held back until the boxes are checked;
+                returns (boxes before any image arrived, images after, layout shift)."""
+                held, released = [], []
+
+                def hold(route):
+                    if released:
+                        route.continue_()
+                    else:
+                        held.append(route)
+                page.route(pattern, hold)
+                page.goto(url, wait_until="domcontentloaded", timeout=60000)
+                boxes = page.evaluate("""Array.from(document.images).map(i => {
+                    const style = getComputedStyle(i);
+                    return {url: i.dataset.src, status: i.dataset.status, complete: i.complete && i.naturalWidth > 0,
+                            image: style.backgroundImage, color: style.backgroundColor,
+                            page: getComputedStyle(document.body).backgroundColor};
+                })""")
+                released.append(True)
+                for route in held:
+                    route.continue_()
+                page.unroute(pattern)
+                page.wait_for_load_state("load", timeout=60000)
+                page.wait_for_function("Array.from(document.images).every(i => i.complete)", timeout=60000)
+                page.evaluate("() => new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)))")
+                imgs = page.evaluate("""Array.from(document.images).map(i => ({src: i.currentSrc, w: i.naturalWidth}))""")
+                return boxes, imgs, page.evaluate("window.__cls")
 
             for mode, port in modes:
                 for path in pages:
@@ -255,9 +319,31 @@ def main():
                           f"broken: {broken}" if broken else "")
                     if "nothing" in path:
                         check(f"{mode} {path}: empty view", page.locator(".empty").count() == 1)
+                    if path.startswith("/itunes") and "nothing" not in path:
+                        # At device scale 2, artwork the provider has at every size is never upscaled:
+                        # the profile fetched a rendition at least twice the box.
+                        # (naturalWidth of a srcset "2x" candidate is divided by 2: read the
+                        # pixels of the source the browser chose from a fresh Image.)
+                        pixels = page.evaluate("""Promise.all(Array.from(document.images).map(i => new Promise(r => {
+                            const x = new Image(); x.onload = () => r(x.naturalWidth); x.onerror = () => r(0); x.src = i.currentSrc;
+                        })))""")
+                        artwork = [dict(i, px=px) for i, px in zip(imgs, pixels) if "/img/" in (i["url"] or "")]
+                        small = [(i["url"], i["px"], i["css"]) for i in artwork if i["px"] < 2 * i["css"]]
+                        check(f"{mode} {path}: {len(artwork)} artwork images at least 2x their CSS width",
+                              len(artwork) >= 2 and not small, f"too small: {small}" if small else "")
                     with origin.lock:
                         origin.requests.clear()
-                    again = load(base + path)
+                    # Second load, every image held back until the boxes are checked: what the
+                    # cache has seen shows its placeholder (ThumbHash over its colour), not the page.
+                    pattern = f"http://127.0.0.1:{service_port}/**" if mode == "service" else "**/image?**"
+                    boxes, again, cls = held_load(base + path, pattern)
+                    cached = [b for b in boxes if b["status"] == "cached"]
+                    bare = [b["url"] for b in cached if not b["image"].startswith('url("data:image/png') or b["color"] == b["page"]]
+                    expect_cached = 0 if "nothing" in path else 1
+                    check(f"{mode} {path}: {len(cached)} cached boxes show their placeholder before the images arrive",
+                          len(cached) >= expect_cached and not bare and not any(b["complete"] for b in boxes),
+                          f"bare: {bare[:3]}" if bare else "")
+                    check(f"{mode} {path}: no layout shift while images arrive late", cls == 0, f"CLS {cls}" if cls else "")
                     with origin.lock:  # failed images (404, HTML, timeout) are asked again; stored ones must not be
                         image_requests = [r for r in origin.requests if r.startswith("/img/")]
                     check(f"{mode} {path}: second load from the cache", not image_requests and all(i["w"] > 0 for i in again),

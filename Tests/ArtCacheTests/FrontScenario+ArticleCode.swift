@@ -124,3 +124,27 @@ func loadTimeline(_ statuses: [(screenName: String, avatarURL: String)], pipelin
     }
 }
 // snippet-end
+
+// snippet: manifest
+/// What a page shows for one result before its image arrives.
+struct ResultBox {
+    let id: String?
+    let side: Int                         // the box, in CSS pixels: nothing moves when the image comes
+    let color: String?                    // the dominant colour, under…
+    let placeholder: String?              // …the ThumbHash as a PNG data URL
+    let oneX: ImageManifest.Reference?    // what to ask for at 1x…
+    let twoX: ImageManifest.Reference?    // …and at 2x: a provider profile fetches a source this sharp
+}
+
+/// A result set → its page's boxes, in result order, without waiting on the
+/// network: what is not cached yet is `pending` and prefetched at low priority.
+func resultBoxes(_ pipeline: ImagePipeline, searchResponse json: Data, side: Int = 64) async throws -> [ResultBox] {
+    let size = ImageSize(width: side, height: side)
+    let manifest = try await pipeline.manifest(for: try ResultSetParser.parse(json), sizes: [size], fit: .cover)
+    return manifest.items.map { item in
+        let references = item.variants[size.description]
+        return ResultBox(id: item.id, side: side, color: item.color, placeholder: item.placeholder,
+                         oneX: references?["1x"], twoX: references?["2x"])
+    }
+}
+// snippet-end

@@ -52,7 +52,7 @@ struct FrontScenarioTests {
                               encoding: .utf8)
         let shown = blocks(article, opening: "```swift", closing: "```")
         let compiled = blocks(code, opening: "// snippet:", closing: "// snippet-end")
-        #expect(shown.count == 4)
+        #expect(shown.count == 5)
         #expect(shown == compiled)
     }
 
@@ -113,6 +113,24 @@ struct FrontScenarioTests {
             #expect(rows.allSatisfy { $0.avatar.width == 48 && $0.avatar.height == 48 && !$0.avatar.data.isEmpty })
             #expect(rows[1].avatar.error?.code == .httpStatus(404))
             #expect(rows[2].avatar.error?.code == .notAnImage)
+        }
+    }
+
+    @Test func aPageFromAManifestHasSizesAndPlaceholdersBeforeTheImages() async throws {
+        let artwork = try Fixtures.image(width: 120, height: 120, suffix: ".jpg")
+        try await Self.withFront(["m1.jpg": artwork, "m2.jpg": artwork]) { origin, pipeline in
+            let json = Data("""
+                {"resultCount": 2, "results": [{"trackId": 1, "artworkUrl100": "\(origin.url("/img/m1.jpg"))"},
+                                               {"trackId": 2, "artworkUrl100": "\(origin.url("/img/m2.jpg"))"}]}
+                """.utf8)
+            let first = try await resultBoxes(pipeline, searchResponse: json)
+            #expect(first.map(\.id) == ["1", "2"])
+            #expect(first.allSatisfy { $0.placeholder == nil && $0.side == 64 }, "nothing cached yet: no placeholder, no waiting")
+            #expect(first[0].twoX?.size == "128x128" && first[0].twoX?.fit == "cover")
+            _ = try await pipeline.info(for: origin.url("/img/m1.jpg"))
+            let second = try await resultBoxes(pipeline, searchResponse: json)
+            #expect(second[0].placeholder?.hasPrefix("data:image/png;base64,") == true)
+            #expect(second[0].color?.count == 7)
         }
     }
 }

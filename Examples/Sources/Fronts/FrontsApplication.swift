@@ -57,8 +57,13 @@ public final class Fronts: Sendable {
         prefetcher = ImagePrefetcher(pipeline: pipeline, priority: .low, concurrency: 8, variants: [shown])
     }
 
-    /// One page: the rows from `apiURL` (nil: just the form).
-    func page(title: String, form: String, apiURL: String?, empty: String,
+    /// One page: the rows from `apiURL` (nil: just the form), laid out from
+    /// the manifest of their images: each `<img>` has its box size, a 2×
+    /// `srcset` (the provider profile fetches the sharper source), and its
+    /// placeholder as its background until the image arrives. What is not
+    /// cached yet is prefetched at low priority (by the manifest, and by
+    /// this front's prefetcher, which a new GitHub users query stops).
+    func page(title: String, form: Pages.Form?, apiURL: String?, empty: String,
               rows parse: (Data) throws -> [FrontRow]) async -> (String, [FrontRow]) {
         guard let apiURL else { return (Pages.page(title: title, form: form, notice: nil, rows: [], empty: ""), []) }
         let rows: [FrontRow]
@@ -71,18 +76,49 @@ public final class Fronts: Sendable {
             logger.warning("API failed", metadata: ["url": "\(apiURL)", "error": "\(error)"])
             return (Pages.page(title: title, form: form, notice: "The search service could not be reached.", rows: [], empty: empty), [])
         }
-        let urls = rows.compactMap(\.imageURL)
+        var seen = Set<String>()
+        let urls = rows.compactMap(\.imageURL).filter { seen.insert($0).inserted }
         if !urls.isEmpty { _ = prefetcher.start(urls: urls) }
-        let html = Pages.page(title: title, form: form, notice: notice, rows: rows.map { ($0, image(for: $0)) }, empty: empty)
+        var items: [String: ImageManifest.Item] = [:]
+        if !urls.isEmpty {
+            let side = options.side
+            do {
+                let manifest = try await pipeline.manifest(for: ResultSet(format: .urls, urls: urls),
+                                                           sizes: [ImageSize(width: side, height: side)], fit: .cover,
+                                                           signer: signer)
+                for item in manifest.items { items[item.url] = item }
+            } catch {
+                logger.warning("no manifest: boxes without placeholders", metadata: ["error": "\(error)"])
+            }
+        }
+        let html = Pages.page(title: title, form: form, notice: notice,
+                              rows: rows.map { ($0, image(for: $0, item: $0.imageURL.flatMap { items[$0] })) }, empty: empty)
         return (html, rows)
     }
 
-    /// The `<img>` of a row: the shown size, and twice that for high-DPI screens.
-    func image(for row: FrontRow) -> Pages.Image? {
+    /// The service's signer in service mode (the manifest's references are then its signed paths).
+    var signer: ServiceURLSigner? {
+        if case .service(_, let signer) = options.images { signer } else { nil }
+    }
+
+    /// The `<img>` of a row from its manifest item: the shown size at 1× and
+    /// 2× (the provider profile picks the source), and its placeholder.
+    func image(for row: FrontRow, item: ImageManifest.Item?) -> Pages.Image? {
         guard let url = row.imageURL else { return nil }
         let side = options.side
-        let sharp = row.largeImageURL ?? url
-        return Pages.Image(src: imageURL(url, side: side), srcset: "\(imageURL(sharp, side: side * 2)) 2x", side: side)
+        let references = item?.variants["\(side)x\(side)"]
+        let one = references?["1x"].flatMap(reference) ?? imageURL(url, side: side)
+        let two = references?["2x"].flatMap(reference) ?? imageURL(url, side: side * 2)
+        return Pages.Image(url: url, src: one, srcset: "\(two) 2x", side: side, status: item?.status.rawValue ?? "pending",
+                           color: item?.color, placeholder: item?.placeholder)
+    }
+
+    /// Where the page asks for a manifest reference: the service's signed
+    /// path, or this front's `/image` route for a request descriptor.
+    func reference(_ reference: ImageManifest.Reference) -> String? {
+        if let path = reference.path, case .service(let base, _) = options.images { return base + path }
+        guard let url = reference.url, let size = reference.size?.split(separator: "x").first.flatMap({ Int($0) }) else { return nil }
+        return imageURL(url, side: size)
     }
 
     func imageURL(_ url: String, side: Int) -> String {
@@ -135,13 +171,13 @@ public func buildFrontsApplication(fronts: Fronts) -> some ApplicationProtocol {
         text.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? ""
     }
     router.get("/") { _, _ in
-        html(Pages.page(title: "artcache fronts", form: "", notice: nil, rows: [], empty: "Pick a front above."))
+        html(Pages.page(title: "artcache fronts", form: nil, notice: nil, rows: [], empty: "Pick a front above."))
     }
     router.get("/itunes") { request, _ in
         let term = query(request, "term")
         var entity = query(request, "entity")
         if !["album", "song", "musicVideo"].contains(entity) { entity = "album" }
-        let form = Pages.searchForm(action: "/itunes", name: "term", value: term, extra: Pages.entitySelect(entity))
+        let form = Pages.entityForm(term: term, selected: entity)
         let api = term.isEmpty ? nil : "\(options.itunesAPI)/search?term=\(encoded(term))&entity=\(entity)"
         return html(await fronts.page(title: "iTunes search", form: form, apiURL: api, empty: "No music found.",
                                       rows: APIModels.itunesRows).0)
@@ -167,7 +203,7 @@ public func buildFrontsApplication(fronts: Fronts) -> some ApplicationProtocol {
         return html(text)
     }
     router.get("/twitter") { _, _ in
-        html(await fronts.page(title: "Twitter timeline", form: "", apiURL: "\(options.twitterAPI)/1.1/statuses/home_timeline.json",
+        html(await fronts.page(title: "Twitter timeline", form: nil, apiURL: "\(options.twitterAPI)/1.1/statuses/home_timeline.json",
                                empty: "No tweets.", rows: APIModels.timelineRows).0)
     }
     router.get("/image") { request, context in

@@ -2,16 +2,15 @@ import Foundation
 
 /// One row a front shows: an image, a title, lines of text.
 public struct FrontRow: Sendable, Equatable {
+    /// The image URL as the API gives it: the pipeline's provider profiles
+    /// fetch the sharper rendition a 2× screen needs.
     public var imageURL: String?
-    /// A sharper image for high-DPI screens (iTunes' 600×600 artwork), if any.
-    public var largeImageURL: String?
     public var title: String
     public var subtitle: String
     public var detail: String
 
-    public init(imageURL: String?, largeImageURL: String? = nil, title: String, subtitle: String = "", detail: String = "") {
+    public init(imageURL: String?, title: String, subtitle: String = "", detail: String = "") {
         self.imageURL = imageURL
-        self.largeImageURL = largeImageURL
         self.title = title
         self.subtitle = subtitle
         self.detail = detail
@@ -24,7 +23,6 @@ enum APIModels {
     struct ITunesSearch: Decodable {
         struct Item: Decodable {
             var artworkUrl100: String?
-            var artworkUrl600: String?
             var artistName: String?
             var collectionName: String?
             var trackName: String?
@@ -68,14 +66,9 @@ enum APIModels {
 extension APIModels {
     static func itunesRows(_ data: Data) throws -> [FrontRow] {
         try JSONDecoder().decode(ITunesSearch.self, from: data).results.map { item in
-            // iTunes names its sizes in the URL: 100x100bb → 600x600bb is the sharper one.
-            let large = item.artworkUrl600 ?? item.artworkUrl100.flatMap { url in
-                url.contains("100x100bb") ? url.replacingOccurrences(of: "100x100bb", with: "600x600bb") : nil
-            }
-            return FrontRow(imageURL: item.artworkUrl100, largeImageURL: large,
-                            title: item.trackName ?? item.collectionName ?? "",
-                            subtitle: item.artistName ?? "",
-                            detail: item.trackName != nil ? (item.collectionName ?? "") : (item.kind ?? item.wrapperType ?? ""))
+            FrontRow(imageURL: item.artworkUrl100, title: item.trackName ?? item.collectionName ?? "",
+                     subtitle: item.artistName ?? "",
+                     detail: item.trackName != nil ? (item.collectionName ?? "") : (item.kind ?? item.wrapperType ?? ""))
         }
     }
 

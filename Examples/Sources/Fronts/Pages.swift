@@ -1,68 +1,101 @@
 import Foundation
+import Mustache
 
-/// Plain HTML for the four fronts (no templates: every value is escaped here).
+/// The fronts' HTML: swift-mustache templates (escaping is the template
+/// engine's: `{{value}}` is HTML-escaped), rendered from plain values.
 enum Pages {
-    static func escape(_ text: String) -> String {
-        var out = ""
-        out.reserveCapacity(text.count)
-        for c in text {
-            switch c {
-            case "&": out += "&amp;"
-            case "<": out += "&lt;"
-            case ">": out += "&gt;"
-            case "\"": out += "&quot;"
-            case "'": out += "&#39;"
-            default: out.append(c)
-            }
-        }
-        return out
-    }
-
+    /// One `<img>`: its 1× source and 2× `srcset`, its box (CSS pixels), and
+    /// what the box shows until the image arrives (the manifest's
+    /// placeholder: ThumbHash image over the dominant colour).
     struct Image {
+        /// The image URL as the API gives it (`data-src`, for checks).
+        var url: String = ""
         var src: String
         var srcset: String?
         var side: Int
-    }
+        /// `cached`, `pending` or `failed` (the manifest's status).
+        var status: String = "pending"
+        var color: String?
+        var placeholder: String?
 
-    static func page(title: String, form: String, notice: String?, rows: [(FrontRow, Image?)], empty: String) -> String {
-        var html = """
-            <!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>\(escape(title))</title>
-            <style>body{font:15px system-ui,sans-serif;margin:24px;max-width:760px}nav a{margin-right:12px}
-            ul{list-style:none;padding:0}li{display:flex;gap:12px;align-items:center;padding:6px 0;border-bottom:1px solid #eee}
-            img{background:#ddd;border-radius:6px;flex:none}.t{font-weight:600}.s,.d{color:#555;font-size:13px}
-            .notice{background:#fff4d6;padding:6px}</style></head><body>
-            <nav><a href="/itunes?term=jack+johnson">iTunes</a><a href="/github/repos?q=swift">GitHub repos</a>
-            <a href="/github/users?q=swift">GitHub users</a><a href="/twitter">Twitter</a></nav>
-            <h1>\(escape(title))</h1>\(form)
-            """
-        if let notice { html += "<p class=\"notice\">\(escape(notice))</p>" }
-        if rows.isEmpty {
-            html += "<p class=\"empty\">\(escape(empty))</p>"
-        } else {
-            html += "<ul>"
-            for (row, image) in rows {
-                html += "<li>"
-                if let image {
-                    html += "<img src=\"\(escape(image.src))\" width=\"\(image.side)\" height=\"\(image.side)\" alt=\"\""
-                    if let srcset = image.srcset { html += " srcset=\"\(escape(srcset))\"" }
-                    html += ">"
-                }
-                html += "<div><div class=\"t\">\(escape(row.title))</div><div class=\"s\">\(escape(row.subtitle))</div>"
-                html += "<div class=\"d\">\(escape(row.detail))</div></div></li>"
-            }
-            html += "</ul>"
+        /// The inline style of the box: its placeholder as the background.
+        var style: String {
+            var parts: [String] = []
+            if let color { parts.append("background-color:\(color)") }
+            if let placeholder { parts.append("background-image:url('\(placeholder)')") }
+            return parts.joined(separator: ";")
         }
-        return html + "</body></html>\n"
     }
 
-    static func searchForm(action: String, name: String, value: String, extra: String = "") -> String {
-        "<form action=\"\(action)\"><input name=\"\(name)\" value=\"\(escape(value))\" autofocus>\(extra)<button>Search</button></form>"
-    }
+    /// The search form of a page.
+    struct Form {
+        var action: String
+        var name: String
+        var value: String
+        /// The iTunes entity choice (empty: none).
+        var entities: [Option] = []
 
-    static func entitySelect(_ selected: String) -> String {
-        let options = ["album", "song", "musicVideo"].map {
-            "<option value=\"\($0)\"\($0 == selected ? " selected" : "")>\($0)</option>"
+        struct Option {
+            var value: String
+            var selected: Bool
         }
-        return "<select name=\"entity\">\(options.joined())</select>"
+    }
+
+    struct RowContext {
+        var title: String
+        var subtitle: String
+        var detail: String
+        var image: [ImageContext]
+    }
+
+    struct ImageContext {
+        var url: String
+        var src: String
+        var srcset: String
+        var side: Int
+        var status: String
+        var style: String
+    }
+
+    struct PageContext {
+        var title: String
+        var form: [Form]
+        var hasEntities: Bool
+        var notice: [String]
+        var rows: [RowContext]
+        var hasRows: Bool
+        var empty: String
+    }
+
+    static let library: MustacheLibrary = {
+        var library = MustacheLibrary()
+        do {
+            try library.register(Templates.page, named: "page")
+        } catch {
+            fatalError("the page template does not parse: \(error)")  // a constant in this file's module: the tests render it
+        }
+        return library
+    }()
+
+    static func page(title: String, form: Form?, notice: String?, rows: [(FrontRow, Image?)], empty: String) -> String {
+        let context = PageContext(
+            title: title, form: form.map { [$0] } ?? [], hasEntities: !(form?.entities.isEmpty ?? true),
+            notice: notice.map { [$0] } ?? [],
+            rows: rows.map { row, image in
+                RowContext(title: row.title, subtitle: row.subtitle, detail: row.detail,
+                           image: image.map { [ImageContext(url: $0.url, src: $0.src, srcset: $0.srcset ?? "", side: $0.side,
+                                                            status: $0.status, style: $0.style)] } ?? [])
+            },
+            hasRows: !rows.isEmpty, empty: empty)
+        return library.render(context, withTemplate: "page") ?? ""
+    }
+
+    static func searchForm(action: String, name: String, value: String) -> Form {
+        Form(action: action, name: name, value: value)
+    }
+
+    static func entityForm(term: String, selected: String) -> Form {
+        Form(action: "/itunes", name: "term", value: term,
+             entities: ["album", "song", "musicVideo"].map { Form.Option(value: $0, selected: $0 == selected) })
     }
 }

@@ -15,9 +15,10 @@ extension ImagePipeline {
     /// the prefetcher at low priority (with these sizes' 1× and 2×
     /// thumbnails); a cached original without its placeholder has it
     /// computed now (a small local decode).
-    public func manifest(for resultSet: ResultSet, sizes: [ImageSize],
+    /// `fit`: how thumbnails fill the display boxes (default `[thumbnails] fit`).
+    public func manifest(for resultSet: ResultSet, sizes: [ImageSize], fit: VariantSpec.Fit? = nil,
                          signer: ServiceURLSigner? = nil) async throws(ArtCacheError) -> ImageManifest {
-        let fit = configuration.thumbnails.fit
+        let fit = fit ?? configuration.thumbnails.fit
         let maxOutput = configuration.thumbnails.maxOutput
         let failures: [String: RetryItem]
         do {
