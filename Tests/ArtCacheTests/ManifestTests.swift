@@ -4,6 +4,7 @@ import Foundation
 import Testing
 @testable import ArtCache
 @_spi(Benchmarks) @testable import ArtCacheCore
+@_spi(Benchmarks) @testable import ArtCacheFetch
 @_spi(Benchmarks) @testable import ArtCacheRender
 @_spi(Benchmarks) @testable import ArtCacheStore
 
@@ -80,8 +81,11 @@ struct ManifestTests {
         try await h.pipeline.close()
     }
 
-    /// Each result-set kind gives its items in result order with its ids.
-    @Test func everyResultSetKindHasItsIds() throws {
+    /// Each result-set kind gives its items in result order with its ids,
+    /// and its manifest lists them so (nothing cached here: all pending).
+    @Test func everyResultSetKindHasItsIds() async throws {
+        let dir = TempDir()
+        let pipeline = try await Fixtures.pipeline(dir.path) { $0.download.allowedSources = [HostPattern("127.0.0.1")!] }
         let cases: [(String, ResultSetFormat, [String?])] = [
             (#"{"total_count":2,"items":[{"id":1,"login":"a","avatar_url":"https://avatars.githubusercontent.com/u/1?v=4"},{"id":2,"login":"b","avatar_url":"https://avatars.githubusercontent.com/u/2?v=4"}]}"#,
              .githubUsers, ["1", "2"]),
@@ -96,22 +100,30 @@ struct ManifestTests {
             #expect(set.format == format)
             #expect(set.items.map(\.id) == ids, "\(format)")
             #expect(set.items.allSatisfy { set.urls.contains($0.url) })
+            let manifest = try await pipeline.manifest(for: set, sizes: [ImageSize(width: 48, height: 48)])
+            #expect(manifest.format == format)
+            #expect(manifest.items.map(\.id) == ids && manifest.items.map(\.url) == set.items.map(\.url), "\(format)")
+            #expect(manifest.items.allSatisfy { $0.status == .pending && $0.variants["48x48"]?.count == 3 })
         }
+        try await pipeline.close()
     }
 
     @Test func theCLIPrintsTheManifestAndRefusesSigningWithoutAKey() async throws {
         let dir = TempDir()
         let file = dir.write("set.txt", "https://example.com/a.jpg\n")
         let cache = dir.file("cache")
-        let printed = try await CLI.run(["manifest", file, "--sizes", "100x100,300x200", "--json", "--cache-dir", cache])
+        // The pending item goes to the prefetcher: refused before any lookup (tests never leave loopback).
+        let local = ["ARTCACHE_DOWNLOAD_ALLOWED_SOURCES": "127.0.0.1"]
+        let printed = try await CLI.run(["manifest", file, "--sizes", "100x100,300x200", "--json", "--cache-dir", cache],
+                                        environment: local)
         #expect(printed.status == 0, "\(printed.stderr)")
         let json = try JSONSerialization.jsonObject(with: Data(printed.stdout.utf8)) as? [String: Any]
         let item = try #require((json?["items"] as? [[String: Any]])?.first)
         #expect(item["status"] as? String == "pending")
         #expect((item["variants"] as? [String: Any])?.keys.sorted() == ["100x100", "300x200"])
-        let unsigned = try await CLI.run(["manifest", file, "--sign", "--cache-dir", cache])
+        let unsigned = try await CLI.run(["manifest", file, "--sign", "--cache-dir", cache], environment: local)
         #expect(unsigned.status == 78 && unsigned.stderr.contains("service.keys"))
-        let badSizes = try await CLI.run(["manifest", file, "--sizes", "big", "--cache-dir", cache])
+        let badSizes = try await CLI.run(["manifest", file, "--sizes", "big", "--cache-dir", cache], environment: local)
         #expect(badSizes.status == 64)
     }
 }
