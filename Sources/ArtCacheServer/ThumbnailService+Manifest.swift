@@ -65,10 +65,10 @@ extension ThumbnailService {
     /// fetched first when not cached; signed as an image path with empty
     /// options (``ServiceURLSigner/infoPath(for:)``).
     func info(signature: String, source encoded: String) async -> Response {
-        if signature == ServiceURLSigner.unsignedMarker {
-            guard settings.allowUnsigned else { return failure(.unsignedRefused) }
-        } else {
-            guard signer.isValid(signature: signature, for: "//" + encoded) else { return failure(.badSignature) }
+        do {
+            _ = try verify(signature: signature, rest: "//" + encoded)
+        } catch {
+            return failure(error)
         }
         guard let source = ServiceURLSigner.decodeSource(encoded) else { return failure(.badSource) }
         do {

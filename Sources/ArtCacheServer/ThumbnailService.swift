@@ -224,15 +224,7 @@ public final class ThumbnailService: Sendable {
         let segments = path.split(separator: "/", omittingEmptySubsequences: false)
         guard segments.count == 4, segments[0].isEmpty else { throw .notFound }
         let signature = String(segments[1])
-        let rest = "/\(segments[2])/\(segments[3])"
-        let signed: Bool
-        if signature == ServiceURLSigner.unsignedMarker {
-            guard settings.allowUnsigned else { throw .unsignedRefused }
-            signed = false
-        } else {
-            guard signer.isValid(signature: signature, for: rest) else { throw .badSignature }
-            signed = true
-        }
+        let signed = try verify(signature: signature, rest: "/\(segments[2])/\(segments[3])")
         guard let source = ServiceURLSigner.decodeSource(String(segments[3])) else { throw .badSource }
         let options: ThumbnailOptions
         do {
@@ -247,6 +239,17 @@ public final class ThumbnailService: Sendable {
         let negotiable = options.size != nil && (options.format ?? pipeline.configuration.thumbnails.format) == .auto
         let placeholder: ImageRequest.Options = fallback.isPlaceholder ? [.placeholderOnFailure] : []
         return ParsedPath(request: options.request(url: source, options: placeholder), negotiable: negotiable, signed: signed)
+    }
+
+    /// Checks a path's signature over `rest` (the path after it): true when
+    /// signed, false for the unsigned marker (only with `allow_unsigned`).
+    func verify(signature: String, rest: String) throws(ServiceFailure) -> Bool {
+        if signature == ServiceURLSigner.unsignedMarker {
+            guard settings.allowUnsigned else { throw .unsignedRefused }
+            return false
+        }
+        guard signer.isValid(signature: signature, for: rest) else { throw .badSignature }
+        return true
     }
 
     /// Runs one request under one admission slot (429 when full) and one

@@ -30,7 +30,7 @@ struct ManifestCommand: AsyncParsableCommand {
         try await reportingErrors(json: json) {
             let configuration = try global.configuration()
             let displaySizes = try Self.sizes(sizes, default: configuration.thumbnails.sizes)
-            let resultSet = try Self.load(file, format: format)
+            let resultSet = try PrefetchCommand.load(file, format: format)
             var signer: ServiceURLSigner?
             if sign {
                 signer = ServiceURLSigner(settings: configuration.service)
@@ -64,21 +64,6 @@ struct ManifestCommand: AsyncParsableCommand {
                 throw ValidationError("--sizes: \"\(part)\" is not WIDTHxHEIGHT")
             }
             return ImageSize(width: width, height: height)
-        }
-    }
-
-    static func load(_ input: String, format: ResultSetFormat?) throws -> ResultSet {
-        let data: Data
-        if input == "-" {
-            data = FileHandle.standardInput.readDataToEndOfFile()
-        } else {
-            guard let contents = FileManager.default.contents(atPath: input) else { throw ValidationError("\(input): cannot read file") }
-            data = contents
-        }
-        do {
-            return try ResultSetParser.parse(data, format: format)
-        } catch {
-            throw ValidationError("\(input == "-" ? "stdin" : input): \(error.message)")
         }
     }
 }

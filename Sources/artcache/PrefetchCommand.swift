@@ -42,7 +42,7 @@ struct PrefetchCommand: AsyncParsableCommand {
             var urls: [String] = []
             var seen = Set<String>()
             for input in inputs {
-                for url in try Self.load(input, format: format) where seen.insert(url).inserted { urls.append(url) }
+                for url in try Self.load(input, format: format).urls where seen.insert(url).inserted { urls.append(url) }
             }
             let (summary, items) = try await global.withPipeline(configuration) { pipeline in
                 if retry {
@@ -92,8 +92,8 @@ struct PrefetchCommand: AsyncParsableCommand {
         return try await pipeline.contactSheet(cells, cell: min(200, max(spec.width, spec.height)), columns: columns)
     }
 
-    /// Reads and parses one input (a path or "-").
-    static func load(_ input: String, format: ResultSetFormat?) throws -> [String] {
+    /// Reads and parses one input (a path or "-"); `manifest` reads its file so too.
+    static func load(_ input: String, format: ResultSetFormat?) throws -> ResultSet {
         let data: Data
         if input == "-" {
             data = FileHandle.standardInput.readDataToEndOfFile()
@@ -104,7 +104,7 @@ struct PrefetchCommand: AsyncParsableCommand {
             data = contents
         }
         do {
-            return try ResultSetParser.parse(data, format: format).urls
+            return try ResultSetParser.parse(data, format: format)
         } catch {
             throw ValidationError("\(input == "-" ? "stdin" : input): \(error.message)")
         }

@@ -189,26 +189,19 @@ extension Configuration {
     static func profiles(_ read: ConfigValues) throws(ConfigError) -> ProfileSettings {
         var settings = ProfileSettings()
         settings.fallbackTTL = read.duration("profiles.fallback_ttl")
-        var lines: [String: String] = [:]
-        for (path, value) in read.values where path.hasPrefix("profiles.") && path != "profiles.fallback_ttl" {
+        // In name order: lines that add profiles are tried after the built-in ones, alphabetically.
+        for (path, value) in read.values.sorted(by: { $0.key < $1.key })
+        where path.hasPrefix("profiles.") && path != "profiles.fallback_ttl" {
             guard case .string(let text) = value else { continue }
             let name = String(path.dropFirst("profiles.".count))
             guard !name.isEmpty, name.allSatisfy({ $0.isLetter || $0.isNumber || $0 == "_" || $0 == "-" }) else {
                 throw read.invalid(path, "profile names are [a-z0-9_-]+")
             }
-            if !text.trimmingCharacters(in: .whitespaces).isEmpty {
-                do throws(ProviderProfile.Invalid) {
-                    _ = try ProviderProfile(name: name, text: text)
-                } catch {
-                    throw read.invalid(path, error.description)
-                }
+            do throws(ProviderProfile.Invalid) {
+                try settings.apply(name, line: text)
+            } catch {
+                throw read.invalid(path, error.description)
             }
-            lines[name] = text
-        }
-        do {
-            settings.profiles = try ProfileSettings.merging(lines)
-        } catch {
-            throw read.invalid("profiles", error.description)  // each line parsed above: not reached
         }
         return settings
     }

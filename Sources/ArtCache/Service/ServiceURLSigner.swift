@@ -47,36 +47,30 @@ public struct ServiceURLSigner: Sendable {
 
     /// The signature of `rest` (`/{options}/{source}`) with the first key; nil without keys.
     public func signature(for rest: String) -> String? {
-        guard let key = keys.first else { return nil }
-        let code = HMAC<SHA256>.authenticationCode(for: salt + Array(rest.utf8), using: SymmetricKey(data: key))
-        return Base64URL.encode(Array(code))
+        signature(forBody: Array(rest.utf8))
     }
 
     /// Whether `signature` signs `rest` under any of the keys (compared in constant time).
     public func isValid(signature: String, for rest: String) -> Bool {
-        guard let mac = Base64URL.decode(signature), mac.count == SHA256.byteCount else { return false }
-        let message = salt + Array(rest.utf8)
-        var valid = false
-        for key in keys where HMAC<SHA256>.isValidAuthenticationCode(mac, authenticating: message,
-                                                                                  using: SymmetricKey(data: key)) {
-            valid = true
-        }
-        return valid
+        isValid(signature: signature, forBody: Array(rest.utf8))
     }
 
     /// The signature of a request body (`POST /v1/manifest`'s
     /// `X-ArtCache-Signature`): base64url(HMAC-SHA256(key, salt + body))
     /// with the first key; nil without keys.
+    /// (A path's signature is this over the path after the signature.)
     public func signature(forBody body: [UInt8]) -> String? {
         guard let key = keys.first else { return nil }
         return Base64URL.encode(Array(HMAC<SHA256>.authenticationCode(for: salt + body, using: SymmetricKey(data: key))))
     }
 
-    /// Whether `signature` signs `body` under any of the keys (constant time).
+    /// Whether `signature` signs `body` under any of the keys (every key
+    /// tried: compared in constant time).
     public func isValid(signature: String, forBody body: [UInt8]) -> Bool {
         guard let mac = Base64URL.decode(signature), mac.count == SHA256.byteCount else { return false }
+        let message = salt + body
         var valid = false
-        for key in keys where HMAC<SHA256>.isValidAuthenticationCode(mac, authenticating: salt + body, using: SymmetricKey(data: key)) {
+        for key in keys where HMAC<SHA256>.isValidAuthenticationCode(mac, authenticating: message, using: SymmetricKey(data: key)) {
             valid = true
         }
         return valid

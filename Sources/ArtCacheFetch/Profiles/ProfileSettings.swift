@@ -23,17 +23,22 @@ public struct ProfileSettings: Sendable, Hashable {
     /// with an empty line, removes it. `line` has the `[profiles]` syntax
     /// (cache.conf), e.g. `"hosts=img.example.org size=query:w max=2000"`.
     public mutating func set(_ name: String, line: String) throws(ArtCacheError) {
+        do {
+            try apply(name, line: line)
+        } catch {
+            throw ArtCacheError(.configuration, "profiles.\(name): \(error.description)")
+        }
+    }
+
+    /// ``set(_:line:)`` with the parser's own error (cache.conf names the
+    /// file and key around it).
+    package mutating func apply(_ name: String, line: String) throws(ProviderProfile.Invalid) {
         let index = profiles.firstIndex { $0.name == name }
         guard !line.trimmingCharacters(in: .whitespaces).isEmpty else {
             if let index { profiles.remove(at: index) }
             return
         }
-        let profile: ProviderProfile
-        do {
-            profile = try ProviderProfile(name: name, text: line)
-        } catch {
-            throw ArtCacheError(.configuration, "profiles.\(name): \(error.description)")
-        }
+        let profile = try ProviderProfile(name: name, text: line)
         if let index { profiles[index] = profile } else { profiles.append(profile) }
     }
 
@@ -47,27 +52,5 @@ public struct ProfileSettings: Sendable, Hashable {
     package func profile(for url: String) -> ProviderProfile? {
         guard let components = URLComponents(string: url) else { return nil }
         return profiles.first { $0.matches(components) }
-    }
-
-    /// `profiles` with the lines of a `[profiles]` table applied: a built-in
-    /// name replaces that profile (an empty line removes it); other names are
-    /// added after the built-in ones, in name order.
-    package static func merging(_ lines: [String: String]) throws(ProviderProfile.Invalid) -> [ProviderProfile] {
-        var profiles = ProviderProfile.builtIn
-        for (name, text) in lines.sorted(by: { $0.key < $1.key }) {
-            let index = profiles.firstIndex { $0.name == name }
-            if text.trimmingCharacters(in: .whitespaces).isEmpty {
-                if let index { profiles.remove(at: index) }
-                continue
-            }
-            let profile: ProviderProfile
-            do {
-                profile = try ProviderProfile(name: name, text: text)
-            } catch {
-                throw ProviderProfile.Invalid(description: "profiles.\(name): \(error.description)")
-            }
-            if let index { profiles[index] = profile } else { profiles.append(profile) }
-        }
-        return profiles
     }
 }
