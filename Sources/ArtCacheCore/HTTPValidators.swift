@@ -15,15 +15,30 @@ import Foundation
     /// The freshness lifetime the origin gave (0 for `no-cache`); what a
     /// later 304 without caching headers renews.
     @_spi(Benchmarks) public var freshFor: TimeInterval?
+    /// The origin's `stale-while-revalidate=` seconds (nil: `[cache]`'s default).
+    @_spi(Benchmarks) public var staleWhileRevalidate: TimeInterval?
+    /// The origin's `stale-if-error=` seconds (nil: `[cache]`'s default).
+    @_spi(Benchmarks) public var staleIfError: TimeInterval?
+    /// The origin's `must-revalidate`, `proxy-revalidate` or `no-cache`:
+    /// never served stale, not even while the origin is unreachable.
+    @_spi(Benchmarks) public var mustRevalidate = false
+    /// The origin's `immutable`: passed on by the service.
+    @_spi(Benchmarks) public var immutable = false
 
     /// Longest ETag or Last-Modified value kept (real ones are under 100 bytes).
     @_spi(Benchmarks) public static let maxValidatorLength = 256
 
-    @_spi(Benchmarks) public init(etag: String? = nil, lastModified: String? = nil, expiresAt: Date? = nil, freshFor: TimeInterval? = nil) {
+    @_spi(Benchmarks) public init(etag: String? = nil, lastModified: String? = nil, expiresAt: Date? = nil, freshFor: TimeInterval? = nil,
+                                  staleWhileRevalidate: TimeInterval? = nil, staleIfError: TimeInterval? = nil,
+                                  mustRevalidate: Bool = false, immutable: Bool = false) {
         self.etag = Self.replayable(etag)
         self.lastModified = Self.replayable(lastModified)
         self.expiresAt = expiresAt
         self.freshFor = freshFor
+        self.staleWhileRevalidate = staleWhileRevalidate
+        self.staleIfError = staleIfError
+        self.mustRevalidate = mustRevalidate
+        self.immutable = immutable
     }
 
     /// `value` when it may be sent back as a header value: 1 to

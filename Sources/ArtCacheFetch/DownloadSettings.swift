@@ -23,6 +23,10 @@ public struct DownloadSettings: Sendable, Equatable {
     public var retryMaxDelay: TimeInterval = 30
     /// URLs kept in the persistent retry queue; the oldest failures go first.
     public var retryQueueMax = 10_000
+    /// A URL the origin answered 404 or 410 for, or whose body is not an
+    /// image, fails at once for this long, without asking the origin again
+    /// (`[download] negative_ttl`; kept in the index, seen by every process). 0: off.
+    public var negativeTTL: TimeInterval = 600
     /// Transfers that may wait for one host; more fail at once (`queue_full`).
     public var queuePerHost = 10_000
     /// Network failures (DNS, connect, connect timeout) in a row after which

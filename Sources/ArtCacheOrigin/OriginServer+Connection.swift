@@ -65,6 +65,7 @@ extension OriginServer {
         let resources = state.withLock { $0.resources }
         func image(_ name: String) -> Bool {
             guard let resource = resources[name] else { return send(fd, status: 404) }
+            guard resource.status == 200 else { return send(fd, status: resource.status) }
             var headers: [(String, String)] = []
             if let etag = resource.etag { headers.append(("ETag", etag)) }
             if let cacheControl = resource.cacheControl { headers.append(("Cache-Control", cacheControl)) }

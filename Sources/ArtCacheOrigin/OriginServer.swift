@@ -34,8 +34,13 @@ public final class OriginServer: Sendable {
         public var etag: String?
         /// 304 answers carry the ETag only (no Cache-Control).
         public var bare304: Bool
+        /// Not 200: this status with an empty body (an origin failing behind
+        /// a URL that answered before: 503, 404...).
+        public var status: Int
 
-        public init(body: Data, contentType: String?, cacheControl: String? = nil, etag: String? = nil, bare304: Bool = false) {
+        public init(body: Data, contentType: String?, cacheControl: String? = nil, etag: String? = nil, bare304: Bool = false,
+                    status: Int = 200) {
+            self.status = status
             self.body = body
             self.contentType = contentType
             self.cacheControl = cacheControl

@@ -76,12 +76,17 @@ final class ServiceMetrics: Sendable {
         counter("artcache_refusals_total", "reason", reason).increment()
     }
 
-    /// Brings the counter `label` up to `total`, a monotonic count kept elsewhere.
-    private func mirror(_ label: String, _ total: Int) {
+    /// Brings the counter `label` (with `dimension`, if any) up to `total`,
+    /// a monotonic count kept elsewhere.
+    private func mirror(_ label: String, _ total: Int) { mirror(label, nil, total) }
+
+    private func mirror(_ label: String, _ dimension: (String, String)?, _ total: Int) {
+        let key = label + (dimension.map { "\u{0}" + $0.1 } ?? "")
         let (counter, delta) = mirrored.withLock { cache in
-            let counter = cache[label]?.counter ?? Metrics.Counter(label: label, factory: factory)
-            let delta = max(0, total - (cache[label]?.reported ?? 0))
-            cache[label] = (counter, max(total, cache[label]?.reported ?? 0))
+            let counter = cache[key]?.counter
+                ?? Metrics.Counter(label: label, dimensions: dimension.map { [$0] } ?? [], factory: factory)
+            let delta = max(0, total - (cache[key]?.reported ?? 0))
+            cache[key] = (counter, max(total, cache[key]?.reported ?? 0))
             return (counter, delta)
         }
         counter.increment(by: delta)
@@ -98,7 +103,8 @@ final class ServiceMetrics: Sendable {
     }
 
     /// The Prometheus text, with the gauges of work in progress read now.
-    func exposition(activity: PipelineActivity, admission: (inflight: Int, waiting: Int), logDropped dropped: Int = 0) -> [UInt8] {
+    func exposition(activity: PipelineActivity, admission: (inflight: Int, waiting: Int), logDropped dropped: Int = 0,
+                    freshness: FreshnessCounters? = nil) -> [UInt8] {
         func gauge(_ label: String, _ value: Int) {
             Gauge(label: label, factory: factory).record(Double(value))
         }
@@ -126,6 +132,16 @@ final class ServiceMetrics: Sendable {
         // sleeping thread to take one (jobs per wake-up: the batch size).
         mirror("artcache_render_jobs_total", activity.renderJobs)
         mirror("artcache_render_wakeups_total", activity.renderWakeups)
+        // Freshness: revalidations by outcome, stale answers by cause,
+        // requests failed at once by a remembered failure (negative_ttl).
+        let freshness = freshness ?? FreshnessCounters()
+        mirror("artcache_revalidations_total", ("outcome", "304"), freshness.revalidated304)
+        mirror("artcache_revalidations_total", ("outcome", "200"), freshness.revalidated200)
+        mirror("artcache_revalidations_total", ("outcome", "error"), freshness.revalidationErrors)
+        for cause in StaleCause.allCases {
+            mirror("artcache_stale_answers_total", ("cause", cause.rawValue), freshness.stale[cause] ?? 0)
+        }
+        mirror("artcache_negative_answers_total", freshness.negativeHits)
         return registry.emitToBuffer()
     }
 }

@@ -34,6 +34,9 @@ extension ThumbnailService {
         var negotiated: Bool
         var signed: Bool
         var created: Date
+        /// The second the answer was built in, for an image with an expiry:
+        /// its `max-age` counts down, so its answer is rebuilt each second.
+        var second: Int
     }
 
     /// ``success(_:request:negotiated:signed:)`` from the request's `If-None-Match` alone.
@@ -46,7 +49,8 @@ extension ThumbnailService {
             return build(image, ifNoneMatch: ifNoneMatch, negotiated: negotiated, signed: signed)
         }
         let key = PreparedKey(sha256: entry.sha256, contentType: image.contentType, source: image.source,
-                              negotiated: negotiated, signed: signed, created: entry.createdAt)
+                              negotiated: negotiated, signed: signed, created: entry.createdAt,
+                              second: image.freshUntil == nil ? 0 : Int(Date().timeIntervalSince1970))
         let prepared: Prepared
         if let known = preparedHits.withLock({ $0[key] }) {
             prepared = known
@@ -83,8 +87,7 @@ extension ThumbnailService {
             headers[.cacheControl] = "no-store"
             metrics.refused(reason: error.reason)
         } else {
-            let maxAge = Int(settings.cacheMaxAge)
-            headers[.cacheControl] = signed ? "public, max-age=\(maxAge), immutable" : "public, max-age=\(maxAge)"
+            headers[.cacheControl] = cacheControl(for: image, now: Date())
             if let created = image.entry?.createdAt { headers[.lastModified] = HTTPDate.string(created.timeIntervalSince1970) }
         }
         if image.error == nil, let asked = ifNoneMatch, Self.matches(asked, etag: etag) {
@@ -92,6 +95,27 @@ extension ThumbnailService {
         }
         headers[.contentLength] = String(image.data.count)
         return Prepared(status: .ok, headers: headers, body: ByteBuffer(bytes: image.data))
+    }
+
+    /// An image's `Cache-Control`, honest about its original's freshness:
+    /// `max-age` is what is left of it (0 for a stale answer), capped by
+    /// `[service] cache_max_age`; the stale-while-revalidate window the cache
+    /// itself applies is passed on; `must-revalidate` and `immutable` only
+    /// when the origin said so. Signed or not, the same: a signature names
+    /// the request, not the bytes (avatars change behind one URL).
+    func cacheControl(for image: ImageResponse, now: Date) -> String {
+        let cap = settings.cacheMaxAge
+        let left = image.source == .stale ? 0 : image.freshUntil.map { max(0, $0.timeIntervalSince(now)) } ?? cap
+        var value = "public, max-age=\(Int(min(left, cap)))"
+        let rules = image.originRules ?? HTTPValidators()
+        if rules.mustRevalidate {
+            value += ", must-revalidate"
+        } else {
+            let window = rules.staleWhileRevalidate ?? pipeline.configuration.cache.staleWhileRevalidate
+            if window > 0 { value += ", stale-while-revalidate=\(Int(min(window, cap)))" }
+        }
+        if rules.immutable, image.source != .stale { value += ", immutable" }
+        return value
     }
 
     /// The error status with a one-line body naming the reason.

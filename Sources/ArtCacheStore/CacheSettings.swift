@@ -37,6 +37,15 @@ public struct CacheSettings: Sendable, Equatable {
     /// them commit (`[cache] sync`); either way on the commit thread, never
     /// on a request's path.
     public var sync = Sync.filesystem
+    /// An original expired by less than this is answered at once (source
+    /// `stale`) while one revalidation runs behind, at low priority
+    /// (`[cache] stale_while_revalidate`; the origin's own
+    /// `stale-while-revalidate=` wins). 0: expired entries wait for the origin.
+    public var staleWhileRevalidate: TimeInterval = 86400
+    /// An expired original whose origin answers 5xx is served for this long
+    /// past its expiry, then the error is (`[cache] stale_if_error`; the
+    /// origin's `stale-if-error=` wins). A network failure serves it without limit.
+    public var staleIfError: TimeInterval = 7 * 86400
     /// Permission bits of the folders artcache creates (`[cache] mode`);
     /// files get the same bits without execute. Default 0o700: owner only.
     public var mode = 0o700

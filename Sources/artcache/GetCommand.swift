@@ -35,11 +35,12 @@ struct GetCommand: AsyncParsableCommand {
         @Nullable var thumbhash: String?
     }
 
-    /// The documented `source` values: cached, revalidated, downloaded, uncacheable.
+    /// The documented `source` values: cached, revalidated, stale, downloaded, uncacheable.
     static func source(_ image: ImageResponse) -> String {
         switch image.source {
         case .memory, .disk, .placeholder: "cached"
         case .revalidated: "revalidated"
+        case .stale: "stale"
         case .network: image.entry == nil ? "uncacheable" : "downloaded"
         }
     }

@@ -21,12 +21,15 @@ struct PurgeCommand: AsyncParsableCommand {
     @Option(name: .customLong("to-size"), help: "Remove least recently used items until the cache is at most SIZE (e.g. 500MB).")
     var toSize: String?
     @Flag(name: .customLong("variants-only"), help: "Remove variants only; keep originals.") var variantsOnly = false
+    @Flag(help: "Forget remembered failures (404, 410, not an image; [download] negative_ttl): ask the origin again.")
+    var failures = false
     @Flag(name: .customLong("dry-run"), help: "Print what would be removed; change nothing.") var dryRun = false
     @Flag(help: "Print stable JSON.") var json = false
 
     func run() async throws {
         try await reportingErrors {
-            var request = PurgeRequest(all: all, host: host, url: url, variantsOnly: variantsOnly, dryRun: dryRun)
+            var request = PurgeRequest(all: all, host: host, url: url, variantsOnly: variantsOnly, dryRun: dryRun,
+                                       failures: failures)
             if let olderThan {
                 guard let seconds = Units.parseDuration(olderThan) else {
                     throw ValidationError("--older-than: invalid duration \"\(olderThan)\" (use e.g. 30d, 12h, 90m)")
@@ -45,7 +48,8 @@ struct PurgeCommand: AsyncParsableCommand {
                 print(try Output.json(report))
             } else {
                 let verb = dryRun ? "would remove" : "removed"
-                print("\(verb) \(report.removed) items (\(report.originals) originals, \(report.variants) variants), \(Units.formatSize(report.bytes))")
+                print("\(verb) \(report.removed) items (\(report.originals) originals, \(report.variants) variants), \(Units.formatSize(report.bytes))"
+                      + (failures ? ", \(report.failures) remembered failures" : ""))
             }
         }
     }

@@ -32,6 +32,9 @@ struct StatsCommand: AsyncParsableCommand {
         let ratio = lookups > 0 ? String(format: " (%.0f%% hit rate)", Double(s.hits) / Double(lookups) * 100) : ""
         lines.append("lookups      \(s.hits) hits, \(s.misses) misses\(ratio)")
         lines.append("evictions    \(s.evictions) (\(Units.formatSize(s.evictedBytes)))")
+        let f = s.freshness
+        lines.append("freshness    \(f.fresh) fresh, \(f.stale) stale (revalidated behind), \(f.expired) expired originals; "
+                     + "\(f.negative) failures remembered")
         lines.append("retry queue  \(s.retryQueue)" + (s.retryDropped > 0 ? " (\(s.retryDropped) dropped when full)" : ""))
         if s.writesDropped > 0 { lines.append("not stored   \(s.writesDropped) (answered, then dropped: store-behind queue full or write failed)") }
         let now = Date()

@@ -21,6 +21,9 @@ struct DownloaderTests {
         init(configure: (inout DownloadSettings) -> Void = { _ in }) async throws {
             base = try await LoopbackHarness { configuration in
                 configuration.download.timeout = 30
+                // These tests follow revalidation itself: an expired entry
+                // waits for the origin (FreshnessTests cover the stale answers).
+                configuration.cache.staleWhileRevalidate = 0
                 configure(&configuration.download)
             }
             let origin = base.origin

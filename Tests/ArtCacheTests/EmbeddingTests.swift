@@ -81,7 +81,8 @@ struct EmbeddingTests {
             #expect(error?.message.isEmpty == false)
         }
         // Stage errors stay reachable as the underlying error.
-        #expect(await h.error(ImageRequest(url: h.url("/status/404")))?.underlying is DownloadError)
+        // (Another status than the table's 404: that one is remembered now, negative_ttl.)
+        #expect(await h.error(ImageRequest(url: h.url("/status/410")))?.underlying is DownloadError)
         #expect(await h.error(thumb("/img/cut.jpg"))?.underlying is RenderError)
         let cancelled = Task { try await h.pipeline.image(ImageRequest(url: h.url("/gate/a.jpg"))) }
         await h.origin.waitForRequest("/gate/a.jpg")

@@ -55,7 +55,7 @@ struct RequestCountingTests {
     /// hit does. Variants follow their original's freshness.
     @Test(arguments: [nil, 50] as [Int?])
     func anExpiredMemoryHitRevalidates(size: Int?) async throws {
-        let h = try await LoopbackHarness()
+        let h = try await LoopbackHarness { $0.cache.staleWhileRevalidate = 0 }  // waits for the 304
         h.origin.register("a.jpg", .init(body: try Fixtures.image(width: 200, height: 150, suffix: ".jpg"), contentType: "image/jpeg",
                                          cacheControl: "max-age=0", etag: "\"v1\""))
         let request = ImageRequest(url: h.url("/img/a.jpg"), size: size.map { ImageRequest.Size($0) })

@@ -62,6 +62,8 @@ package struct ConfigKey: Sendable {
         ConfigKey(section: "cache", name: "write_batch_max", kind: .integer(min: 1, max: 100_000), defaultValue: .integer(cache.writeBatchMax)),
         ConfigKey(section: "cache", name: "sync", kind: .choice(CacheSettings.Sync.allCases.map(\.rawValue)), defaultValue: .string(cache.sync.rawValue)),
         ConfigKey(section: "cache", name: "writer_nice", kind: .integer(min: 0, max: 19), defaultValue: .integer(cache.writerNice)),
+        ConfigKey(section: "cache", name: "stale_while_revalidate", kind: .duration(min: 0, max: .year), defaultValue: .duration(cache.staleWhileRevalidate)),
+        ConfigKey(section: "cache", name: "stale_if_error", kind: .duration(min: 0, max: .year), defaultValue: .duration(cache.staleIfError)),
         ConfigKey(section: "cache", name: "write_behind_max", kind: .integer(min: 0, max: 100_000), defaultValue: .integer(cache.writeBehindMax)),
         // [download]
         ConfigKey(section: "download", name: "concurrency", kind: .integer(min: 1, max: 1024), defaultValue: .integer(download.concurrency)),
@@ -81,6 +83,7 @@ package struct ConfigKey: Sendable {
         ConfigKey(section: "download", name: "retry_base_delay", kind: .duration(min: 0, max: .hour), defaultValue: .duration(download.retryBaseDelay)),
         ConfigKey(section: "download", name: "retry_max_delay", kind: .duration(min: 0, max: .day), defaultValue: .duration(download.retryMaxDelay)),
         ConfigKey(section: "download", name: "retry_queue_max", kind: .integer(min: 1, max: 10_000_000), defaultValue: .integer(download.retryQueueMax)),
+        ConfigKey(section: "download", name: "negative_ttl", kind: .duration(min: 0, max: .week), defaultValue: .duration(download.negativeTTL)),
         ConfigKey(section: "download", name: "allowed_networks", kind: .list, defaultValue: .list(download.allowedNetworks.map(\.description))),
         ConfigKey(section: "download", name: "allowed_sources", kind: .list, defaultValue: .list(download.allowedSources.map(\.description))),
         // [thumbnails]
@@ -233,6 +236,7 @@ extension Int64 {
 extension TimeInterval {
     static let hour: TimeInterval = 3600
     static let day: TimeInterval = 86400
+    static let week: TimeInterval = 7 * 86400
     static let year: TimeInterval = 365 * 86400
     static let century: TimeInterval = 100 * year
 }

@@ -60,6 +60,8 @@ extension Configuration {
         cache.writeBatchMax = read.integer("cache.write_batch_max")
         cache.writeBehindMax = read.integer("cache.write_behind_max")
         cache.writerNice = read.integer("cache.writer_nice")
+        cache.staleWhileRevalidate = read.duration("cache.stale_while_revalidate")
+        cache.staleIfError = read.duration("cache.stale_if_error")
         cache.sync = CacheSettings.Sync(rawValue: read.string("cache.sync")) ?? cache.sync
         let modeText = read.string("cache.mode")
         guard let mode = CacheSettings.parseMode(modeText) else {
@@ -86,6 +88,7 @@ extension Configuration {
         download.retryBaseDelay = read.duration("download.retry_base_delay")
         download.retryMaxDelay = read.duration("download.retry_max_delay")
         download.retryQueueMax = read.integer("download.retry_queue_max")
+        download.negativeTTL = read.duration("download.negative_ttl")
         download.queuePerHost = read.integer("download.queue_per_host")
         download.offlineAfter = read.integer("download.offline_after")
         download.offlineRetryAfter = read.duration("download.offline_retry_after")

@@ -23,6 +23,8 @@ extension Configuration {
             "download.retry_max_delay": download.retryMaxDelay, "download.retry_queue_max": Double(download.retryQueueMax),
             "download.queue_per_host": Double(download.queuePerHost), "download.offline_after": Double(download.offlineAfter),
             "download.offline_retry_after": download.offlineRetryAfter,
+            "download.negative_ttl": download.negativeTTL, "cache.stale_while_revalidate": cache.staleWhileRevalidate,
+            "cache.stale_if_error": cache.staleIfError,
             "thumbnails.quality": Double(thumbnails.quality), "thumbnails.max_source_pixels": Double(thumbnails.maxSourcePixels),
             "thumbnails.max_frames": Double(thumbnails.maxFrames), "thumbnails.max_output": Double(thumbnails.maxOutput),
             "thumbnails.render_timeout": thumbnails.renderTimeout, "thumbnails.concurrency": Double(thumbnails.concurrency),

@@ -14,6 +14,10 @@ public enum OriginalSource: String, Sendable, Codable {
     case downloaded
     /// Downloaded, but the origin said `no-store`: not kept.
     case uncacheable
+    /// Expired, and served as stored: within stale-while-revalidate (a
+    /// revalidation runs behind), or the origin unreachable or failing
+    /// (stale-if-error).
+    case stale
 }
 
 /// An original, and how it was obtained.
@@ -44,7 +48,7 @@ extension ImagePipeline {
     /// (ImagePipeline+Profiles), and a stored original smaller than that is
     /// replaced by the larger one.
     func original(_ url: NormalizedURL, mode: FetchMode = .normal, behind: Bool = false, pixels: Int? = nil,
-                  priority: PriorityHandle) async throws -> FetchOutcome {
+                  staleOK: Bool = true, priority: PriorityHandle) async throws -> FetchOutcome {
         if mode == .cacheOnly {
             guard let hit = try await store.lookup(key: url.key, counting: false) else {
                 throw ArtCacheError(.notCached, "\(url): not in the cache (cache-only request)")
@@ -52,34 +56,15 @@ extension ImagePipeline {
             return FetchOutcome(source: .cached, entry: hit.entry, data: hit.data, repaired: false, downloadedBytes: 0)
         }
         let plan = renditionPlan(url, pixels: pixels)
-        let flight = mode.prefix + url.key.hex + (plan.map { " " + $0.rendition.url } ?? "")
+        let flight = mode.prefix + (staleOK ? "" : "fresh:") + url.key.hex + (plan.map { " " + $0.rendition.url } ?? "")
         return try await originals.run(key: flight, priority: priority) { [self] priority in
             do {
-                return try await load(url, reload: mode == .reload, behind: behind, plan: plan, priority: priority)
-            } catch let error as DownloadError {
-                await recordOutcome(of: url, networkFailure: error.isNetworkFailure ? error : nil, final: error.code != .cancelled)
-                throw error
-            } catch let error as ArtCacheError where error.code == .notAnImage {
-                await recordOutcome(of: url, networkFailure: nil, final: true)  // the origin answered
+                return try await load(url, reload: mode == .reload, behind: behind, plan: plan, staleOK: staleOK,
+                                      priority: priority)
+            } catch {
+                await recordFailure(of: url, error)
                 throw error
             }
-        }
-    }
-
-    /// Keeps the retry queue in step with a failed download: a network
-    /// failure waits there; a final answer from the origin takes the URL
-    /// out. A queue write that fails is logged (the download error is what
-    /// the caller gets).
-    private func recordOutcome(of url: NormalizedURL, networkFailure: DownloadError?, final: Bool) async {
-        do {
-            if let error = networkFailure {
-                try await store.enqueueRetry(url: url.string, reason: error.reason, message: error.message,
-                                             limit: configuration.download.retryQueueMax)
-            } else if final {
-                try await store.dequeueRetry(url: url.string)
-            }
-        } catch {
-            logger.error("cannot update the retry queue", metadata: ["url": "\(url)", "error": "\(error)"])
         }
     }
 
@@ -89,6 +74,7 @@ extension ImagePipeline {
         let source: ImageResponse.Source = switch outcome.source {
         case .cached: .disk
         case .revalidated: .revalidated
+        case .stale: .stale
         case .downloaded, .uncacheable: .network
         }
         let (width, height) = try await dimensions(of: outcome.data, priority: priority)
@@ -97,6 +83,7 @@ extension ImagePipeline {
                              width: width, height: height, source: source, cacheKey: outcome.entry?.cacheKey,
                              entry: outcome.entry, repaired: outcome.repaired, freshUntil: outcome.entry?.expiresAt)
             .with(info: outcome.entry.flatMap(ImageInfo.init(entry:)))
+            .with(rules: outcome.entry?.validators)
     }
 
     /// Width and height from the header (no pixel decoded), read on a render
@@ -116,7 +103,7 @@ extension ImagePipeline {
         return rotated ? (header.height, header.width) : (header.width, header.height)
     }
 
-    private func load(_ url: NormalizedURL, reload: Bool, behind: Bool, plan: RenditionPlan?,
+    private func load(_ url: NormalizedURL, reload: Bool, behind: Bool, plan: RenditionPlan?, staleOK: Bool,
                       priority: PriorityHandle) async throws -> FetchOutcome {
         let now = Date()
         if !reload, let hit = try await store.lookup(key: url.key, counting: false) {
@@ -135,30 +122,9 @@ extension ImagePipeline {
             if hit.entry.isFresh(at: now) {
                 return FetchOutcome(source: .cached, entry: hit.entry, data: hit.data, repaired: false, downloadedBytes: 0)
             }
-            let revalidation: Result<HTTPResponse, DownloadError>
-            do {
-                revalidation = .success(try await downloader.fetch(hit.entry.fetchedURL ?? url.string,
-                                                                   validators: hit.entry.validators, priority: priority))
-            } catch {
-                revalidation = .failure(error)
-            }
-            if case .failure(let error) = revalidation, error.isNetworkFailure {
-                // Stale beats nothing while the network is down.
-                logger.debug("revalidation failed, serving stale", metadata: ["url": "\(url)", "reason": "\(error.reason)"])
-                return FetchOutcome(source: .cached, entry: hit.entry, data: hit.data, repaired: false, downloadedBytes: 0)
-            }
-            let response = try revalidation.get()
-            if response.status == 304 {
-                let validators = HTTPCachePolicy.afterNotModified(response.headers, stored: hit.entry.validators, now: now)
-                try await store.refresh(key: url.key, validators: validators, now: now)
-                let entry = try await store.entry(forKey: url.key) ?? hit.entry
-                return FetchOutcome(source: .revalidated, entry: entry, data: hit.data, repaired: false, downloadedBytes: 0)
-            }
-            let fetched = hit.entry.fetchedURL.map {
-                CacheStore.FetchedRendition(url: $0, rendition: hit.entry.rendition ?? CacheEntry.originalRendition)
-            }
-            return try await keep(response, url: url, now: now, behind: behind, fetched: fetched)
+            return try await answerExpired(hit, url: url, now: now, behind: behind, staleOK: staleOK, priority: priority)
         }
+        if !reload { try await refuseIfRemembered(url, now: now) }
         if let plan, let response = try await fetchRendition(plan, for: url, priority: priority) {
             return try await keep(response, url: url, now: now, behind: behind, fetched: plan.stored)
         }
@@ -172,7 +138,7 @@ extension ImagePipeline {
     /// Sniffs a 2xx body and stores it (or only checks it, under
     /// `no-store`). Refusing a body that is not an image is the pipeline's
     /// job, before anything is stored: the store keeps what it is given.
-    private func keep(_ response: HTTPResponse, url: NormalizedURL, now: Date, behind: Bool,
+    func keep(_ response: HTTPResponse, url: NormalizedURL, now: Date, behind: Bool,
                       fetched: CacheStore.FetchedRendition? = nil) async throws -> FetchOutcome {
         let declared = response.headers["content-type"]
         let policy = HTTPCachePolicy(headers: response.headers, now: now)
@@ -186,8 +152,7 @@ extension ImagePipeline {
             return FetchOutcome(source: .uncacheable, entry: nil, data: response.body, repaired: checked.repaired,
                                 downloadedBytes: response.body.count)
         }
-        let validators = HTTPValidators(etag: response.headers["etag"], lastModified: response.headers["last-modified"],
-                                        expiresAt: policy.expiresAt, freshFor: policy.lifetime)
+        let validators = policy.validators(response.headers)
         let entry = behind
             ? try await store.putBehind(url: url.string, data: response.body, contentType: checked.sniffed.mimeType,
                                         declaredType: checked.declared, repaired: checked.repaired, validators: validators,

@@ -50,10 +50,16 @@ extension ImagePipeline {
                                           contentType: hit.entry.contentType, width: hit.entry.width ?? 0,
                                           height: hit.entry.height ?? 0, freshUntil: parent.expiresAt, parent: parent)
                 }
-                // Its original expired: revalidated (or, offline, served stale) first.
+                // Its original expired: answered stale (within its windows) or
+                // revalidated first; a 304 keeps this variant, new bytes replace it.
                 let confirmed = try await self.original(url, mode: mode, behind: behind, pixels: spec.longerSide, priority: priority)
                 if let entry = confirmed.entry, entry.sha256 == hit.entry.sourceSHA256 {
-                    return VariantOutcome(source: confirmed.source == .revalidated ? .revalidated : .disk, rendered: false,
+                    let source: ImageResponse.Source = switch confirmed.source {
+                    case .revalidated: .revalidated
+                    case .stale: .stale
+                    default: .disk
+                    }
+                    return VariantOutcome(source: source, rendered: false,
                                           entry: hit.entry, data: hit.data, contentType: hit.entry.contentType,
                                           width: hit.entry.width ?? 0, height: hit.entry.height ?? 0,
                                           freshUntil: entry.expiresAt, parent: entry)
@@ -82,6 +88,7 @@ extension ImagePipeline {
             let from: ImageResponse.Source = switch source.source {
             case .cached: .disk
             case .revalidated: .revalidated
+            case .stale: .stale
             case .downloaded, .uncacheable: .network
             }
             return VariantOutcome(source: from, rendered: true, entry: entry, data: rendered.data,
@@ -100,6 +107,7 @@ extension ImagePipeline {
                              cacheKey: outcome.entry?.cacheKey, entry: outcome.entry, rendered: outcome.rendered,
                              freshUntil: outcome.freshUntil)
             .with(info: outcome.parent.flatMap(ImageInfo.init(entry:)))
+            .with(rules: outcome.parent?.validators)
     }
 }
 

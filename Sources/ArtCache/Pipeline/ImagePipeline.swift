@@ -51,6 +51,10 @@ public final class ImagePipeline: Sendable {
         }
     }
     let manifestPrefetch = Locked<ImagePrefetcher?>(nil)
+    /// Revalidations and stale answers so far (ImagePipeline+Freshness).
+    let freshness = Locked(FreshnessCounters())
+    /// Revalidations running behind stale answers, one per key.
+    let revalidations = Locked(Revalidations())
 
     init(configuration: Configuration, store: CacheStore, downloader: Downloader, logger: Logger) {
         self.configuration = configuration
@@ -85,6 +89,7 @@ public final class ImagePipeline: Sendable {
     /// still waiting fails as cancelled) and empties the memory tier.
     public func close() async throws(ArtCacheError) {
         manifestPrefetch.withLock { $0 }?.stopAll()
+        await stopRevalidations()
         await stopIntrinsicsJobs()
         downloader.shutdown()
         memory.removeAll()
@@ -201,9 +206,9 @@ public final class ImagePipeline: Sendable {
 
 extension ImagePipeline {
     /// Counts one request answered past the memory tier in the cache's
-    /// `hits` / `misses`: a hit when the disk answered it as stored.
+    /// `hits` / `misses`: a hit when the disk answered it as stored (fresh or stale).
     func count(_ response: ImageResponse) {
-        store.recordRequest(hit: response.source == .disk && !response.rendered)
+        store.recordRequest(hit: (response.source == .disk || response.source == .stale) && !response.rendered)
     }
 }
 

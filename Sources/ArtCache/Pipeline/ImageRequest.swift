@@ -70,6 +70,10 @@ public struct ImageResponse: Sendable {
         case network
         /// The cached bytes, confirmed by the origin (HTTP 304).
         case revalidated
+        /// The cached bytes past their freshness: within stale-while-revalidate
+        /// (the origin is asked behind this answer), or while the origin is
+        /// unreachable or failing (stale-if-error).
+        case stale
         /// The request failed and asked for a placeholder; see `error`.
         case placeholder
     }
@@ -103,6 +107,9 @@ public struct ImageResponse: Sendable {
     /// stored; ``ImagePipeline/info(for:priority:options:)`` waits for them).
     /// For a thumbnail, its original's.
     public internal(set) var info: ImageInfo?
+    /// The original's caching rules as its origin gave them (its stale
+    /// windows, `must-revalidate`, `immutable`): what the service passes on.
+    package internal(set) var originRules: HTTPValidators?
 
     public init(data: Data, contentType: String, width: Int, height: Int, source: Source, cacheKey: CacheKey?,
                 error: ArtCacheError? = nil, repaired: Bool = false, rendered: Bool = false) {
@@ -135,6 +142,12 @@ public struct ImageResponse: Sendable {
     func with(info: ImageInfo?) -> ImageResponse {
         var copy = self
         copy.info = info
+        return copy
+    }
+
+    func with(rules: HTTPValidators?) -> ImageResponse {
+        var copy = self
+        copy.originRules = rules
         return copy
     }
 

@@ -107,6 +107,17 @@ final class MemoryCache: Sendable {
         }
     }
 
+    /// Drops the original `parentKey` and every variant of it (its bytes
+    /// were replaced: the variants in the index went with the old bytes).
+    /// A walk over the tier: replacements are rare, hits never pay for it.
+    func removeFamily(of parentKey: String) {
+        state.withLock { s in
+            for node in Array(s.nodes.values) where node.key == parentKey || node.value.entry?.parentKey == parentKey {
+                s.remove(node)
+            }
+        }
+    }
+
     func removeAll() {
         state.withLock { s in
             while let node = s.tail { s.remove(node) }

@@ -145,6 +145,7 @@ public final class ImagePrefetcher: Sendable {
                 let source: FetchOutcome.Source = switch response.source {
                 case .network: .downloaded
                 case .revalidated: .revalidated
+                case .stale: .stale
                 case .memory, .disk, .placeholder: .cached
                 }
                 return PrefetchItem(url: job.url, outcome: .success(source), entry: response.entry,
@@ -154,7 +155,10 @@ public final class ImagePrefetcher: Sendable {
             let url = try NormalizedURL(job.url)
             let outcome: FetchOutcome
             do {
-                outcome = try await pipeline.original(url, pixels: variants.map(\.longerSide).max(), priority: handle)
+                // Prefetch is the work behind answers: it revalidates an expired
+                // original itself instead of answering stale.
+                outcome = try await pipeline.original(url, pixels: variants.map(\.longerSide).max(), staleOK: false,
+                                                      priority: handle)
                 pipeline.store.recordRequest(hit: outcome.source == .cached)  // one per item, as requests count
             } catch {
                 if !(error is CancellationError), (error as? ArtCacheError)?.code != .cancelled {

@@ -97,7 +97,7 @@ extension PrefetchSummary {
         variants += item.variantsMade
         renderFailures.merge(item.renderFailures, uniquingKeysWith: +)
         switch item.outcome {
-        case .success(.cached): cached += 1
+        case .success(.cached), .success(.stale): cached += 1  // stale: the origin unreachable or failing
         case .success(.revalidated): revalidated += 1
         case .success(.downloaded): downloaded += 1
         case .success(.uncacheable): uncacheable += 1

@@ -24,7 +24,8 @@ public struct ServiceSettings: Sendable, Equatable {
     public var queue = 256
     /// Per-request deadline (queueing included); past it 503.
     public var timeout: TimeInterval = 30
-    /// `Cache-Control: max-age` of image responses (signed ones are also `immutable`).
+    /// The longest `Cache-Control: max-age` of image responses (each gets what
+    /// is left of its original's freshness, at most this).
     public var cacheMaxAge: TimeInterval = 365 * 86400
     /// On SIGTERM/SIGINT, how long in-flight requests may take to finish.
     public var shutdownGrace: TimeInterval = 10

@@ -52,6 +52,14 @@ internal import GRDB
     /// ``originalRendition`` for the provider's original; nil when no
     /// profile chose it.
     @_spi(Benchmarks) public var rendition: Int? = nil
+    /// The origin's `stale-while-revalidate=` seconds (nil: `[cache]`'s default).
+    @_spi(Benchmarks) public var staleWhileRevalidate: TimeInterval? = nil
+    /// The origin's `stale-if-error=` seconds (nil: `[cache]`'s default).
+    @_spi(Benchmarks) public var staleIfError: TimeInterval? = nil
+    /// The origin said `must-revalidate` (or `proxy-revalidate`, `no-cache`): never served stale.
+    @_spi(Benchmarks) public var mustRevalidate = false
+    /// The origin said `immutable`.
+    @_spi(Benchmarks) public var immutable = false
     /// ``rendition`` of the provider's original (any size).
     package static let originalRendition = Int(Int32.max)
 
@@ -59,8 +67,23 @@ internal import GRDB
     /// The bytes live inside the SQLite database, not in a file.
     @_spi(Benchmarks) public var isInline: Bool { blob == nil }
     package var validators: HTTPValidators {
-        HTTPValidators(etag: etag, lastModified: lastModified, expiresAt: expiresAt, freshFor: freshFor)
+        HTTPValidators(etag: etag, lastModified: lastModified, expiresAt: expiresAt, freshFor: freshFor,
+                       staleWhileRevalidate: staleWhileRevalidate, staleIfError: staleIfError,
+                       mustRevalidate: mustRevalidate, immutable: immutable)
     }
+
+    /// Takes the stale rules of `validators` (the freshness fields are set apart).
+    package mutating func adoptStaleRules(of validators: HTTPValidators) {
+        staleWhileRevalidate = validators.staleWhileRevalidate
+        staleIfError = validators.staleIfError
+        mustRevalidate = validators.mustRevalidate
+        immutable = validators.immutable
+    }
+
+    /// `directives` column bits.
+    static let mustRevalidateBit = 1
+    static let immutableBit = 2
+    var directiveBits: Int { (mustRevalidate ? Self.mustRevalidateBit : 0) | (immutable ? Self.immutableBit : 0) }
 
     /// True while the origin's freshness lasts (no expiry recorded: always fresh).
     package func isFresh(at now: Date = Date()) -> Bool {
@@ -76,7 +99,8 @@ extension CacheEntry {
     /// on the hot path). Prefix with a table name via ``columns(of:)``.
     static let columnNames = ["key", "url", "host", "kind", "parent_key", "spec", "blob", "content_type", "declared_type",
                               "size", "sha256", "source_sha256", "width", "height", "etag", "last_modified", "expires_at",
-                              "fresh_for", "created_at", "accessed_at", "hit_count", "color", "thumbhash", "fetched_url", "rendition"]
+                              "fresh_for", "created_at", "accessed_at", "hit_count", "color", "thumbhash", "fetched_url", "rendition",
+                              "stale_while_revalidate", "stale_if_error", "directives"]
     static let columns = columnNames.joined(separator: ", ")
     static func columns(of table: String) -> String { columnNames.map { "\(table).\($0)" }.joined(separator: ", ") }
 
@@ -107,6 +131,11 @@ extension CacheEntry {
         thumbHash = row[22]
         fetchedURL = row[23]
         rendition = row[24]
+        staleWhileRevalidate = row[25]
+        staleIfError = row[26]
+        let bits: Int = row[27]
+        mustRevalidate = bits & Self.mustRevalidateBit != 0
+        immutable = bits & Self.immutableBit != 0
     }
 
     /// The row of `key`, live or evicted (below the horizon, not yet reclaimed).
@@ -128,7 +157,8 @@ extension CacheEntry {
     private var databaseValues: [(any DatabaseValueConvertible)?] {
         [key, url, host, kind.rawValue, parentKey, spec, blob, contentType, declaredType, size, sha256, sourceSHA256,
          width, height, etag, lastModified, expiresAt?.timeIntervalSince1970, freshFor, createdAt.timeIntervalSince1970,
-         accessedAt.timeIntervalSince1970, hitCount, color, thumbHash, fetchedURL, rendition]
+         accessedAt.timeIntervalSince1970, hitCount, color, thumbHash, fetchedURL, rendition,
+         staleWhileRevalidate, staleIfError, directiveBits]
     }
 
     /// INSERT, or UPDATE of the row with the same key when `replacing`.

@@ -52,16 +52,18 @@ extension CacheStore {
         let normalized = try NormalizedURL.forStore(url)
         let declared = declaredType
         let key = normalized.key
-        let entry = CacheEntry(
+        var entry = CacheEntry(
             key: key.hex, url: normalized.string, host: normalized.host, kind: .original,
             parentKey: nil, spec: nil, blob: blobPath(for: key, size: data.count),
             contentType: contentType, declaredType: declared, size: Int64(data.count),
             sha256: "", sourceSHA256: nil, width: nil, height: nil,  // set by write(), off the caller's thread
             etag: validators.etag, lastModified: validators.lastModified, expiresAt: validators.expiresAt,
             freshFor: validators.freshFor, createdAt: now, accessedAt: now, hitCount: 0)
+        entry.adoptStaleRules(of: validators)
         return (entry, { db, old, new in
             // Stored at last: it leaves the offline retry queue, in the same transaction.
             try db.cachedStatement(sql: "DELETE FROM retry_queue WHERE url = ?").execute(arguments: [normalized.string])
+            try db.cachedStatement(sql: "DELETE FROM negative WHERE key = ?").execute(arguments: [key.hex])
             if repaired {
                 try db.execute(sql: """
                     INSERT INTO repair (declared, sniffed, count) VALUES (?, ?, 1)
@@ -128,9 +130,13 @@ extension CacheStore {
         try await db.write { db in
             try db.execute(sql: """
                 UPDATE entry SET etag = coalesce(?, etag), last_modified = coalesce(?, last_modified),
-                    expires_at = ?, fresh_for = ?, accessed_at = max(accessed_at, ?) WHERE key = ? AND \(Schema.live())
+                    expires_at = ?, fresh_for = ?, stale_while_revalidate = ?, stale_if_error = ?, directives = ?,
+                    accessed_at = max(accessed_at, ?) WHERE key = ? AND \(Schema.live())
                 """, arguments: [validators.etag, validators.lastModified, validators.expiresAt?.timeIntervalSince1970,
-                                 validators.freshFor, now.timeIntervalSince1970, key.hex])
+                                 validators.freshFor, validators.staleWhileRevalidate, validators.staleIfError,
+                                 (validators.mustRevalidate ? CacheEntry.mustRevalidateBit : 0)
+                                    | (validators.immutable ? CacheEntry.immutableBit : 0),
+                                 now.timeIntervalSince1970, key.hex])
         }
     }
 

@@ -184,6 +184,27 @@ enum Schema {
                 ALTER TABLE entry ADD COLUMN rendition INTEGER;
                 """)
         }
+        migrator.registerMigration("v9-freshness") { db in
+            // Freshness apart from eviction (issue 22): the origin's stale
+            // rules kept with each original (`directives`: 1 must-revalidate,
+            // 2 immutable), and the final failures remembered per URL for
+            // `[download] negative_ttl` (404, 410, not an image), seen by
+            // every process that opens the cache.
+            try db.execute(sql: """
+                ALTER TABLE entry ADD COLUMN stale_while_revalidate DOUBLE;
+                ALTER TABLE entry ADD COLUMN stale_if_error DOUBLE;
+                ALTER TABLE entry ADD COLUMN directives INTEGER NOT NULL DEFAULT 0;
+                CREATE TABLE negative (
+                    key TEXT PRIMARY KEY NOT NULL,
+                    url TEXT NOT NULL,
+                    reason TEXT NOT NULL,
+                    message TEXT NOT NULL,
+                    status INTEGER,
+                    failed_at DOUBLE NOT NULL,
+                    until DOUBLE NOT NULL
+                );
+                """)
+        }
         return migrator
     }
 

@@ -16,9 +16,13 @@ internal import GRDB
     /// Remove variants only; originals stay.
     @_spi(Benchmarks) public var variantsOnly = false
     @_spi(Benchmarks) public var dryRun = false
+    /// Forget the remembered failures (negative answers): their URLs are
+    /// asked of the origin again. Alone, it removes no item.
+    @_spi(Benchmarks) public var failures = false
 
     @_spi(Benchmarks) public init(all: Bool = false, olderThan: TimeInterval? = nil, host: String? = nil, url: String? = nil,
-                toSize: Int64? = nil, variantsOnly: Bool = false, dryRun: Bool = false) {
+                toSize: Int64? = nil, variantsOnly: Bool = false, dryRun: Bool = false, failures: Bool = false) {
+        self.failures = failures
         self.all = all
         self.olderThan = olderThan
         self.host = host
@@ -38,12 +42,24 @@ internal import GRDB
     @_spi(Benchmarks) public var variants: Int
     @_spi(Benchmarks) public var bytes: Int64
     @_spi(Benchmarks) public var dryRun: Bool
+    /// Remembered failures forgotten (`--failures`; in a dry run, that would be).
+    @_spi(Benchmarks) public var failures = 0
 }
 
 extension CacheStore {
     @_spi(Benchmarks) public func purge(_ request: PurgeRequest, now: Date = Date()) async throws -> PurgeReport {
-        guard request.all || request.hasFilter || request.toSize != nil || request.variantsOnly else {
-            throw StoreError(.invalidRequest, "nothing selected: give --all, --older-than, --host, --url, --to-size or --variants-only")
+        guard request.all || request.hasFilter || request.toSize != nil || request.variantsOnly || request.failures else {
+            throw StoreError(.invalidRequest,
+                             "nothing selected: give --all, --older-than, --host, --url, --to-size, --variants-only or --failures")
+        }
+        var failures = 0
+        if request.failures {
+            failures = request.dryRun
+                ? try await db.read { db in try Self.negativeCount(db, now: now) }
+                : try await clearNegatives(now: now)
+            guard request.all || request.hasFilter || request.toSize != nil || request.variantsOnly else {
+                return PurgeReport(removed: 0, originals: 0, variants: 0, bytes: 0, dryRun: request.dryRun, failures: failures)
+            }
         }
         let urlKey = try request.url.map { url throws(StoreError) in try NormalizedURL.forStore(url).key.hex }
         let host = request.host?.lowercased()
@@ -54,7 +70,7 @@ extension CacheStore {
             // batched access times stay pending for the next flush.
             logger.warning("access times not written before purge: disk full", metadata: ["error": "\(error)"])
         }
-        let report = try await Blocking.run { () throws -> PurgeReport in
+        var report = try await Blocking.run { () throws -> PurgeReport in
             try self.blobs.cleanup.shared {
                 let (report, garbage) = try self.writeMakingRoomBlocking { db in
                     try Self.purgeRows(db, request: request, urlKey: urlKey, host: host, now: now)
@@ -67,6 +83,7 @@ extension CacheStore {
             try self.reclaimSpace()
             if !request.dryRun { self.blobs.ensureReserve() }  // room again: keep some back for the next full disk
         }
+        report.failures = failures
         return report
     }
 

@@ -39,10 +39,30 @@ internal import GRDB
     @_spi(Benchmarks) public var writesDropped: Int64 = 0
     /// This process's memory tier (zero when read from the store alone).
     @_spi(Benchmarks) public var memory = MemoryTierStats()
+    /// Originals by freshness, and the failures remembered (`freshness`).
+    @_spi(Benchmarks) public var freshness = Freshness()
+
+    /// `stats --json` `freshness`: originals by where they stand against the
+    /// origin's freshness (variants follow their original), and the URLs
+    /// whose final failure is remembered (`[download] negative_ttl`).
+    @_spi(Benchmarks) public struct Freshness: Sendable, Codable, Equatable {
+        /// Within the origin's freshness (or given none): served as stored.
+        @_spi(Benchmarks) public var fresh = 0
+        /// Expired within its stale-while-revalidate window: answered at
+        /// once, revalidated behind.
+        @_spi(Benchmarks) public var stale = 0
+        /// Expired past that window (or `must-revalidate`): the next request waits for the origin.
+        @_spi(Benchmarks) public var expired = 0
+        /// URLs that fail at once (404, 410, not an image) until their negative_ttl ends.
+        @_spi(Benchmarks) public var negative = 0
+
+        @_spi(Benchmarks) public init() {}
+    }
 
     enum CodingKeys: String, CodingKey {
         case directory, entries, originals, variants, bytes, inlineBytes, fileBytes, maxBytes, maxEntries, hits, misses
         case evictions, evictedBytes, repairs, hosts, oldestAccess, newestAccess, retryQueue, retryDropped, writesDropped, memory
+        case freshness
     }
 
     /// Every key is always present (absent dates are null), so the JSON is stable.
@@ -69,6 +89,7 @@ internal import GRDB
         try c.encode(retryDropped, forKey: .retryDropped)
         try c.encode(writesDropped, forKey: .writesDropped)
         try c.encode(memory, forKey: .memory)
+        try c.encode(freshness, forKey: .freshness)
     }
 }
 
@@ -86,7 +107,7 @@ internal import GRDB
 }
 
 extension CacheStore {
-    @_spi(Benchmarks) public func stats() async throws -> CacheStats {
+    @_spi(Benchmarks) public func stats(now: Date = Date()) async throws -> CacheStats {
         await waitForWritesBehind()  // what this process answered is counted as stored
         try await flush()
         let directory = self.directory.path
@@ -109,7 +130,8 @@ extension CacheStore {
             let newest = try [Double.fetchOne(db, sql: "SELECT max(accessed_at) FROM entry WHERE \(Schema.live())"),
                               TouchLog.newest(db)].compactMap { $0 }.max()
             let retry = try Int.fetchOne(db, sql: "SELECT count(*) FROM retry_queue") ?? 0
-            return CacheStats(
+            let freshness = try Self.freshness(db, now: now, staleWhileRevalidate: settings.staleWhileRevalidate)
+            var stats = CacheStats(
                 directory: directory, entries: totals.entries, originals: totals.originals,
                 variants: totals.entries - totals.originals, bytes: totals.bytes,
                 inlineBytes: totals.inlineBytes, fileBytes: totals.fileBytes,
@@ -121,6 +143,26 @@ extension CacheStore {
                 newestAccess: newest.map(Date.init(timeIntervalSince1970:)),
                 retryQueue: retry, retryDropped: counters["retry_dropped"] ?? 0,
                 writesDropped: counters["writes_dropped"] ?? 0)
+            stats.freshness = freshness
+            return stats
         }
+    }
+
+    /// Live originals counted by freshness at `now` (one pass over the
+    /// originals: `stats`, not a scrape), plus the negative answers in force.
+    static func freshness(_ db: Database, now: Date, staleWhileRevalidate: TimeInterval) throws -> CacheStats.Freshness {
+        let row = try Row.fetchOne(db, sql: """
+            SELECT coalesce(sum(expires_at IS NULL OR expires_at > :now), 0),
+                coalesce(sum(expires_at <= :now AND (directives & \(CacheEntry.mustRevalidateBit)) = 0
+                    AND :now - expires_at < coalesce(stale_while_revalidate, :swr)), 0),
+                count(*)
+            FROM entry WHERE kind = 'original' AND \(Schema.live())
+            """, arguments: ["now": now.timeIntervalSince1970, "swr": staleWhileRevalidate])
+        var freshness = CacheStats.Freshness()
+        freshness.fresh = row?[0] ?? 0
+        freshness.stale = row?[1] ?? 0
+        freshness.expired = (row?[2] ?? 0) - freshness.fresh - freshness.stale
+        freshness.negative = try negativeCount(db, now: now)
+        return freshness
     }
 }

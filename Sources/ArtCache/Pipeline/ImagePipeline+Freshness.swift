@@ -1,0 +1,236 @@
+@_spi(Benchmarks) import ArtCacheCore
+@_spi(Benchmarks) import ArtCacheFetch
+@_spi(Benchmarks) import ArtCacheStore
+import Foundation
+
+/// Freshness apart from eviction (issue 22): what an expired original may
+/// still be served for, and the revalidations that bring it back.
+///
+/// | past expiry by | answer |
+/// |---|---|
+/// | less than stale-while-revalidate | the stored bytes now (`stale`), one revalidation behind at low priority |
+/// | more | the origin is asked first: 304 keeps the bytes and every variant, 200 replaces them |
+/// | origin unreachable (network, `host_offline`) | the stored bytes, without limit |
+/// | origin answers 5xx, less than stale-if-error | the stored bytes |
+/// | 5xx past stale-if-error | the typed error |
+///
+/// The origin's `must-revalidate` / `proxy-revalidate` / `no-cache` forbid
+/// every stale answer for that entry; its `stale-while-revalidate=` and
+/// `stale-if-error=` replace `[cache]`'s defaults.
+struct StaleRules: Sendable, Equatable {
+    /// Seconds past expiry an entry is answered at once while revalidated behind.
+    var whileRevalidate: TimeInterval
+    /// Seconds past expiry an entry is served when the origin answers 5xx.
+    var ifError: TimeInterval
+    /// Served while the origin cannot be reached.
+    var offline: Bool
+
+    init(entry: CacheEntry, settings: CacheSettings) {
+        if entry.mustRevalidate {
+            (whileRevalidate, ifError, offline) = (0, 0, false)
+        } else {
+            whileRevalidate = entry.staleWhileRevalidate ?? settings.staleWhileRevalidate
+            ifError = entry.staleIfError ?? settings.staleIfError
+            offline = true
+        }
+    }
+}
+
+/// Why a stale entry was answered (`/metrics`: `artcache_stale_answers_total{cause}`).
+package enum StaleCause: String, Sendable, CaseIterable {
+    /// Within stale-while-revalidate: a revalidation runs behind.
+    case whileRevalidate = "while_revalidate"
+    /// The origin answered 5xx, within stale-if-error.
+    case originError = "origin_error"
+    /// The origin could not be reached (network failure, host offline).
+    case offline
+}
+
+/// Revalidations and stale answers since the pipeline opened.
+package struct FreshnessCounters: Sendable, Equatable {
+    /// Revalidations by outcome: `304`, `200` (new bytes or the same), `error`.
+    package var revalidated304 = 0
+    package var revalidated200 = 0
+    package var revalidationErrors = 0
+    package var stale: [StaleCause: Int] = [:]
+    /// Requests failed at once by a remembered failure (negative_ttl).
+    package var negativeHits = 0
+
+    package init() {}
+}
+
+/// Background revalidations under way, one per key.
+struct Revalidations: Sendable {
+    var running: [String: Task<Void, Never>] = [:]
+    var stopped = false
+}
+
+extension ImagePipeline {
+    /// The counters of revalidations and stale answers (for `/metrics`).
+    package var freshnessCounters: FreshnessCounters { freshness.withLock { $0 } }
+
+    func staleRules(for entry: CacheEntry) -> StaleRules {
+        StaleRules(entry: entry, settings: configuration.cache)
+    }
+
+    /// An expired stored original: answered stale at once within its
+    /// stale-while-revalidate window (when `staleOK`), else revalidated now.
+    /// A failure the origin gave lately (negative_ttl) fails it at once.
+    func answerExpired(_ hit: CachedImage, url: NormalizedURL, now: Date, behind: Bool, staleOK: Bool,
+                       priority: PriorityHandle) async throws -> FetchOutcome {
+        try await refuseIfRemembered(url, now: now)
+        let pastExpiry = now.timeIntervalSince(hit.entry.expiresAt ?? now)
+        if staleOK, pastExpiry < staleRules(for: hit.entry).whileRevalidate {
+            revalidateBehind(url)
+            return stale(hit, cause: .whileRevalidate)
+        }
+        return try await revalidate(url, hit: hit, now: now, behind: behind, priority: priority)
+    }
+
+    /// Asks the origin whether `hit` still holds (conditional GET of the
+    /// URL it was fetched from): 304 refreshes its freshness and keeps every
+    /// variant; 200 replaces it (its variants go with the old bytes, in the
+    /// index and in this process's memory tier). When the origin cannot be
+    /// reached, or answers 5xx within stale-if-error, the stored bytes are
+    /// the answer (unless the origin forbade stale answers).
+    func revalidate(_ url: NormalizedURL, hit: CachedImage, now: Date, behind: Bool,
+                    priority: PriorityHandle) async throws -> FetchOutcome {
+        let rules = staleRules(for: hit.entry)
+        let pastExpiry = now.timeIntervalSince(hit.entry.expiresAt ?? now)
+        let response: HTTPResponse
+        do {
+            response = try await downloader.fetch(hit.entry.fetchedURL ?? url.string, validators: hit.entry.validators,
+                                                  priority: priority)
+        } catch {
+            if error.code != .cancelled { freshness.withLock { $0.revalidationErrors += 1 } }
+            if rules.offline, error.isNetworkFailure {
+                // Stale beats nothing while the origin cannot be reached.
+                logger.debug("revalidation failed, serving stale", metadata: ["url": "\(url)", "reason": "\(error.reason)"])
+                return stale(hit, cause: .offline)
+            }
+            if error.code == .httpStatus, let status = error.status, status >= 500, pastExpiry < rules.ifError {
+                logger.debug("origin error, serving stale", metadata: ["url": "\(url)", "reason": "\(error.reason)"])
+                return stale(hit, cause: .originError)
+            }
+            throw error  // recorded by the caller (original(), or the revalidation behind)
+        }
+        if response.status == 304 {
+            let validators = HTTPCachePolicy.afterNotModified(response.headers, stored: hit.entry.validators, now: now)
+            try await store.refresh(key: url.key, validators: validators, now: now)
+            freshness.withLock { $0.revalidated304 += 1 }
+            let entry = try await store.entry(forKey: url.key) ?? hit.entry
+            return FetchOutcome(source: .revalidated, entry: entry, data: hit.data, repaired: false, downloadedBytes: 0)
+        }
+        let fetched = hit.entry.fetchedURL.map {
+            CacheStore.FetchedRendition(url: $0, rendition: hit.entry.rendition ?? CacheEntry.originalRendition)
+        }
+        let outcome = try await keep(response, url: url, now: now, behind: behind, fetched: fetched)
+        freshness.withLock { $0.revalidated200 += 1 }
+        if response.body != hit.data { memory.removeFamily(of: url.key.hex) }
+        return outcome
+    }
+
+    private func stale(_ hit: CachedImage, cause: StaleCause) -> FetchOutcome {
+        freshness.withLock { $0.stale[cause, default: 0] += 1 }
+        return FetchOutcome(source: .stale, entry: hit.entry, data: hit.data, repaired: false, downloadedBytes: 0)
+    }
+
+    /// Starts one revalidation of `url` behind the answer, at low priority,
+    /// unless one is already under way (or the pipeline is closing).
+    func revalidateBehind(_ url: NormalizedURL) {
+        let key = url.key.hex
+        revalidations.withLock { jobs in
+            guard !jobs.stopped, jobs.running[key] == nil else { return }
+            // The task's own removal takes this lock: it cannot run before
+            // the task is recorded here.
+            jobs.running[key] = Task.detached(priority: .low) { [self] in
+                await revalidateStored(url)
+                revalidations.withLock { $0.running[key] = nil }
+            }
+        }
+    }
+
+    /// The revalidation behind a stale answer: one flight per key, at low
+    /// priority; nothing to do when the entry is fresh again or gone.
+    private func revalidateStored(_ url: NormalizedURL) async {
+        do {
+            _ = try await originals.run(key: "revalidate:" + url.key.hex, priority: PriorityHandle(.low)) { [self] priority in
+                guard let hit = try await store.lookup(key: url.key, counting: false) else {
+                    throw ArtCacheError(.notCached, "\(url): evicted before its revalidation")
+                }
+                let now = Date()
+                if hit.entry.isFresh(at: now) {
+                    return FetchOutcome(source: .cached, entry: hit.entry, data: hit.data, repaired: false, downloadedBytes: 0)
+                }
+                return try await revalidate(url, hit: hit, now: now, behind: false, priority: priority)
+            }
+        } catch {
+            await recordFailure(of: url, error)
+            logger.debug("background revalidation failed", metadata: ["url": "\(url)", "error": "\(error)"])
+        }
+    }
+
+    /// Waits until every revalidation started behind an answer has ended.
+    package func waitForRevalidations() async {
+        while let task = revalidations.withLock({ $0.running.values.first }) {
+            await task.value
+        }
+    }
+
+    /// No new revalidation behind answers; those under way finish (each is
+    /// bounded by `[download] timeout`): a stale answer given by a one-shot
+    /// command still refreshes the cache for the next.
+    func stopRevalidations() async {
+        revalidations.withLock { $0.stopped = true }
+        await waitForRevalidations()
+    }
+
+    // MARK: Negative caching
+
+    /// Fails at once when the origin's final failure for `url` is
+    /// remembered (`[download] negative_ttl`), with that failure's reason.
+    func refuseIfRemembered(_ url: NormalizedURL, now: Date) async throws {
+        guard configuration.download.negativeTTL > 0,
+              let answer = try await store.negative(forKey: url.key, now: now) else { return }
+        freshness.withLock { $0.negativeHits += 1 }
+        let until = ISO8601DateFormatter().string(from: answer.until)
+        let message = "\(answer.message) (remembered until \(until); `artcache purge --failures` forgets it)"
+        let code: ArtCacheError.Code = answer.status.map { .httpStatus($0) } ?? .notAnImage
+        throw ArtCacheError(code, message, underlying: RememberedFailure(answer: answer))
+    }
+
+    /// The underlying error of a failure answered from memory: not recorded again.
+    struct RememberedFailure: Error, Sendable {
+        let answer: NegativeAnswer
+    }
+
+    /// Keeps the retry queue and the negative answers in step with a failed
+    /// fetch: a network failure waits in the queue; 404, 410 and "not an
+    /// image" are remembered for negative_ttl; any other answer of the
+    /// origin takes the URL out of the queue. A write that fails is logged
+    /// (the fetch's error is what the caller gets).
+    func recordFailure(of url: NormalizedURL, _ error: any Error) async {
+        do {
+            if let error = error as? DownloadError {
+                if error.isNetworkFailure {
+                    try await store.enqueueRetry(url: url.string, reason: error.reason, message: error.message,
+                                                 limit: configuration.download.retryQueueMax)
+                } else if error.code == .httpStatus, let status = error.status, status == 404 || status == 410 {
+                    try await remember(url, reason: error.reason, message: error.message, status: status)
+                } else if error.code != .cancelled {
+                    try await store.dequeueRetry(url: url.string)
+                }
+            } else if let error = error as? ArtCacheError, error.code == .notAnImage, !(error.underlying is RememberedFailure) {
+                try await remember(url, reason: error.reason, message: error.message, status: nil)
+            }
+        } catch {
+            logger.error("cannot record a failed fetch", metadata: ["url": "\(url)", "error": "\(error)"])
+        }
+    }
+
+    private func remember(_ url: NormalizedURL, reason: String, message: String, status: Int?) async throws {
+        let ttl = configuration.download.negativeTTL
+        guard ttl > 0 else { return try await store.dequeueRetry(url: url.string) }
+        try await store.recordNegative(url: url.string, reason: reason, message: message, status: status, ttl: ttl)
+    }
+}
