@@ -76,6 +76,12 @@ final class ServiceMetrics: Sendable {
         counter("artcache_refusals_total", "reason", reason).increment()
     }
 
+    /// A request refused for overload, on arrival or shed from the queue for
+    /// a higher one, by its class (`pri=`: high, normal, low).
+    func shed(priority: ImagePriority) {
+        counter("artcache_shed_total", "class", ThumbnailOptions.className(priority)).increment()
+    }
+
     /// Brings the counter `label` (with `dimension`, if any) up to `total`,
     /// a monotonic count kept elsewhere.
     private func mirror(_ label: String, _ total: Int) { mirror(label, nil, total) }

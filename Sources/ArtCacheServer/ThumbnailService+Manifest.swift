@@ -7,7 +7,7 @@ import Hummingbird
 import NIOCore
 
 /// `POST /v1/manifest` and `GET /v1/info/{signature}/{source}`: what a page
-/// needs to lay out a result set's images (``ImagePipeline/manifest(for:sizes:fit:signer:)``),
+/// needs to lay out a result set's images (``ImagePipeline/manifest(for:sizes:fit:signer:priority:)``),
 /// or one image's size and placeholder, as JSON.
 extension ThumbnailService {
     static let signatureHeader = HTTPField.Name("X-ArtCache-Signature")!

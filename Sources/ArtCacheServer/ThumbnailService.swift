@@ -20,7 +20,7 @@ public final class ThumbnailService: Sendable {
     let presets: [String: ThumbnailOptions]
     let signer: ServiceURLSigner
     let admission: Admission
-    let metrics = ServiceMetrics()
+    let metrics: ServiceMetrics
     let fallback: Fallback
     let avif: Bool
     let cancelOnDisconnect: Bool
@@ -81,7 +81,9 @@ public final class ThumbnailService: Sendable {
             }
             fallback = .image(data, contentType: sniffed.mimeType)
         }
-        admission = Admission(maxInflight: settings.maxInflight, queue: settings.queue)
+        let metrics = ServiceMetrics()
+        self.metrics = metrics
+        admission = Admission(maxInflight: settings.maxInflight, queue: settings.queue, onShed: { metrics.shed(priority: $0) })
         avif = await pipeline.canEncode(.avif)
         self.pipeline = pipeline
         self.cancelOnDisconnect = cancelOnDisconnect
@@ -238,7 +240,10 @@ public final class ThumbnailService: Sendable {
         }
         let negotiable = options.size != nil && (options.format ?? pipeline.configuration.thumbnails.format) == .auto
         let placeholder: ImageRequest.Options = fallback.isPlaceholder ? [.placeholderOnFailure] : []
-        return ParsedPath(request: options.request(url: source, options: placeholder), negotiable: negotiable, signed: signed)
+        // The class only from a signed path: unsigned, anyone could ask for high.
+        let priority = signed ? (options.priority ?? .normal) : .normal
+        return ParsedPath(request: options.request(url: source, priority: priority, options: placeholder),
+                          negotiable: negotiable, signed: signed)
     }
 
     /// Checks a path's signature over `rest` (the path after it): true when
@@ -252,7 +257,8 @@ public final class ThumbnailService: Sendable {
         return true
     }
 
-    /// Runs one request under one admission slot (429 when full) and one
+    /// Runs one request under one admission slot, queued and shed by its
+    /// priority (429 when full, or shed for a higher class) and one
     /// per-request deadline (503), queueing included: one pass through the
     /// pipeline (memory, disk, network; one lookup, one flight, one hit or
     /// miss counted). When `connection` closes first (the client left), the
@@ -266,7 +272,7 @@ public final class ThumbnailService: Sendable {
         return try await withThrowingTaskGroup(of: ImageResponse?.self) { group in
             group.addTask {
                 do {
-                    return try await admission.run {
+                    return try await admission.run(priority: imageRequest.priority) {
                         guard let connection else { return try await pipeline.image(imageRequest) }
                         return try await Self.cancelled(onClose: connection) { try await pipeline.image(imageRequest) }
                     }

@@ -33,6 +33,14 @@ struct SignCommand: AsyncParsableCommand {
     @Option(help: "A preset from [presets].")
     var preset: String?
 
+    /// `pri=`'s classes.
+    enum PriorityClass: String, CaseIterable, ExpressibleByArgument {
+        case high, normal, low
+    }
+
+    @Option(help: "The request's class, signed with the path (pri=): high, normal or low. The service queues higher classes first and sheds low ones first under overload.")
+    var priority: PriorityClass?
+
     @Option(help: "Print a full URL with this base (e.g. http://127.0.0.1:8080).")
     var base: String?
 
@@ -45,6 +53,7 @@ struct SignCommand: AsyncParsableCommand {
             if let format { tokens.append("f=\(format)") }
             if let quality { tokens.append("q=\(quality)") }
             if let preset { tokens.append("p=\(preset)") }
+            if let priority { tokens.append("pri=\(priority.rawValue)") }
             let options = try ThumbnailOptions(parsing: tokens.isEmpty ? "original" : tokens.joined(separator: ","))
             _ = try options.resolved(presets: configuration.presets)  // an unknown preset fails here, not at request time
             _ = try NormalizedURL(url)

@@ -129,4 +129,27 @@ struct CLITests {
         #expect(result.stdout.contains("repaired"))
         #expect(result.stdout.contains("HTML served as image/jpeg"))
     }
+
+    /// `sign --priority` puts the class into the signed options (`pri=`),
+    /// exactly as the library signs it; other values are usage errors.
+    @Test func signPriorityIsPartOfTheSignedOptions() async throws {
+        let environment = ["ARTCACHE_SERVICE_KEYS": String(repeating: "ab", count: 32)]
+        let dir = TempDir()
+        let signer = ServiceURLSigner(keys: [[UInt8](repeating: 0xAB, count: 32)])
+        for (arguments, options) in [(["--size", "40x40", "--priority", "high"], ThumbnailOptions(size: .init(40), priority: .high)),
+                                     (["--priority", "low"], ThumbnailOptions(priority: .low)),
+                                     (["--size", "40x40", "--fit", "cover", "--priority", "normal"],
+                                      ThumbnailOptions(size: .init(40), fit: .cover, priority: .normal))] {
+            let signed = try await CLI.run(["sign", "https://example.com/a.jpg", "--cache-dir", dir.file("c")] + arguments,
+                                           environment: environment)
+            #expect(signed.status == 0, "\(signed.stderr)")
+            let path = signed.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+            #expect(path == signer.path(for: "https://example.com/a.jpg", options: options), "\(arguments)")
+            #expect(path.split(separator: "/")[1].hasSuffix("pri=\(ThumbnailOptions.className(options.priority!))"), "\(path)")
+        }
+        let bad = try await CLI.run(["sign", "https://example.com/a.jpg", "--priority", "urgent", "--cache-dir", dir.file("c")],
+                                    environment: environment)
+        #expect(bad.status == 64, "\(bad.status) \(bad.stderr)")
+        #expect(bad.stderr.contains("priority") && bad.stdout.isEmpty)
+    }
 }

@@ -81,6 +81,30 @@ struct ManifestTests {
         try await h.pipeline.close()
     }
 
+    /// `priority` signs the class into every reference (`pri=`); without
+    /// it the references carry none.
+    @Test func signedReferencesCarryTheClassAskedFor() async throws {
+        let h = try await LoopbackHarness()
+        defer { h.origin.stop() }
+        let signer = ServiceURLSigner(keys: [Array(repeating: 7, count: 32)])
+        let set = ResultSet(format: .urls, urls: [h.url("/img/none.jpg")])
+        for (priority, token) in [(ImagePriority.high, ",pri=high/"), (.low, ",pri=low/")] {
+            let manifest = try await h.pipeline.manifest(for: set, sizes: [ImageSize(width: 64, height: 64)], fit: .cover,
+                                                         signer: signer, priority: priority)
+            let references = try #require(manifest.items.first?.variants["64x64"])
+            #expect(references.count == 3)
+            for (density, reference) in references {
+                let path = try #require(reference.path)
+                #expect(path.contains(token), "\(density): \(path)")
+                let parts = path.split(separator: "/", maxSplits: 1)
+                #expect(signer.isValid(signature: String(parts[0]), for: "/" + parts[1]))
+            }
+        }
+        let plain = try await h.pipeline.manifest(for: set, sizes: [ImageSize(width: 64, height: 64)], signer: signer)
+        #expect(plain.items.first?.variants["64x64"]?.values.allSatisfy { $0.path?.contains("pri=") == false } == true)
+        try await h.pipeline.close()
+    }
+
     /// Each result-set kind gives its items in result order with its ids,
     /// and its manifest lists them so (nothing cached here: all pending).
     @Test func everyResultSetKindHasItsIds() async throws {

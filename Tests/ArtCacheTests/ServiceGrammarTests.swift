@@ -23,6 +23,49 @@ struct ServiceGrammarTests {
         #expect(ThumbnailOptions.original.description == "original")
     }
 
+    /// `pri=high|normal|low`: parsed anywhere among the tokens, written last,
+    /// allowed with `original`, carried through presets; part of the signed
+    /// text, so another class needs another signature.
+    @Test func priorityClassesParseSignAndPrint() throws {
+        let options = try ThumbnailOptions(parsing: "pri=low,100x100,fit=cover")
+        #expect(options.priority == .low && options.size == .init(100) && options.fit == .cover)
+        #expect(options.description == "100x100,fit=cover,pri=low")
+        #expect(try ThumbnailOptions(parsing: "100x100,pri=high").priority == .high)
+        #expect(try ThumbnailOptions(parsing: "100x100,pri=normal").priority == .normal)
+        #expect(try ThumbnailOptions(parsing: "100x100").priority == nil)
+        let original = try ThumbnailOptions(parsing: "original,pri=high")
+        #expect(original.isOriginal && original.priority == .high && original.description == "original,pri=high")
+        #expect(try ThumbnailOptions(parsing: "pri=low").description == "original,pri=low")
+        #expect(ThumbnailOptions(size: .init(10), priority: .veryHigh).description == "10x10,pri=high")  // the nearest class
+        #expect(ThumbnailOptions(size: .init(10), priority: .veryLow).description == "10x10,pri=low")
+        // presets: an explicit class wins, else the preset's
+        let presets = ["avatar": ThumbnailOptions(size: .init(100), priority: .low)]
+        #expect(try ThumbnailOptions(parsing: "p=avatar").resolved(presets: presets).priority == .low)
+        #expect(try ThumbnailOptions(parsing: "p=avatar,pri=high").resolved(presets: presets).priority == .high)
+        // the request the options name
+        #expect(options.request(url: "https://example.com/a.jpg").priority == .low)
+        #expect(options.request(url: "https://example.com/a.jpg", priority: .normal).priority == .normal)
+        // signed: changing the class breaks the signature
+        let signer = ServiceURLSigner(keys: [Self.key])
+        let path = signer.path(for: "https://example.com/a.jpg", options: options)
+        let parts = path.split(separator: "/", omittingEmptySubsequences: false)
+        #expect(parts[2] == "100x100,fit=cover,pri=low")
+        #expect(signer.isValid(signature: String(parts[1]), for: "/\(parts[2])/\(parts[3])"))
+        #expect(!signer.isValid(signature: String(parts[1]), for: "/100x100,fit=cover,pri=high/\(parts[3])"))
+        #expect(!signer.isValid(signature: String(parts[1]), for: "/100x100,fit=cover/\(parts[3])"))
+    }
+
+    @Test(arguments: ["pri=urgent", "pri=", "pri=HIGH", "100x100,pri=veryhigh", "pri=low,pri=high", "original,pri=low,100x100"])
+    func malformedPriorityIsAnInvalidRequestNamingPri(_ text: String) {
+        do {
+            _ = try ThumbnailOptions(parsing: text)
+            Issue.record("\(text) parsed")
+        } catch {
+            #expect(error.code == .invalidRequest)
+            #expect(error.message.contains("pri") || error.message.contains("original"), "\(error.message)")
+        }
+    }
+
     @Test(arguments: ["", "300", "300x", "x300", "0x10", "-1x5", "300x300,300x300", "fit=stretch", "q=0", "q=101", "q=8a",
                       "f=gif", "original,100x100", "100x100,original", "zoom=2", "p=Bad!", "100x100,,q=80", "１００x100"])
     func malformedOptionsAreInvalidRequests(_ text: String) {

@@ -24,13 +24,20 @@ public struct FrontsOptions: Sendable {
     public var images: ImageMode = .inProcess
     /// The side of the square thumbnails shown, in CSS pixels (2× is asked for high-DPI).
     public var side = 64
+    /// The rows a page shows before any scrolling (about 77 CSS pixels each
+    /// below a ~150 px header: 8 fill an 800 px window): their images are
+    /// asked for at high priority, the rest's (and every prefetch) at low —
+    /// `pri=high` / `pri=low` in the service's signed paths, `pri=` of the
+    /// `/image` route in process.
+    public var visibleRows = 8
 
     public init() {}
 }
 
 /// The four fronts over one pipeline: each calls its API, prefetches the
 /// result set's artwork at low priority as soon as the API answers, and
-/// renders `<img>` tags the browser then asks for at high priority.
+/// renders `<img>` tags the browser then asks for: the visible rows' at
+/// high priority, the rest's at low (``FrontsOptions/visibleRows``).
 public final class Fronts: Sendable {
     public let pipeline: ImagePipeline
     let options: FrontsOptions
@@ -79,21 +86,32 @@ public final class Fronts: Sendable {
         var seen = Set<String>()
         let urls = rows.compactMap(\.imageURL).filter { seen.insert($0).inserted }
         if !urls.isEmpty { _ = prefetcher.start(urls: urls) }
+        // The visible rows' images high, the rest low: one manifest each
+        // (its signed references carry the class).
+        let visible = Set(rows.prefix(options.visibleRows).compactMap(\.imageURL))
         var items: [String: ImageManifest.Item] = [:]
-        if !urls.isEmpty {
-            let side = options.side
+        let side = options.side
+        for (priority, group) in [(ImagePriority.high, urls.filter(visible.contains)), (.low, urls.filter { !visible.contains($0) })]
+        where !group.isEmpty {
             do {
-                let manifest = try await pipeline.manifest(for: ResultSet(format: .urls, urls: urls),
+                let manifest = try await pipeline.manifest(for: ResultSet(format: .urls, urls: group),
                                                            sizes: [ImageSize(width: side, height: side)], fit: .cover,
-                                                           signer: signer)
+                                                           signer: signer, priority: priority)
                 for item in manifest.items { items[item.url] = item }
             } catch {
                 logger.warning("no manifest: boxes without placeholders", metadata: ["error": "\(error)"])
             }
         }
-        let html = Pages.page(title: title, form: form, notice: notice,
-                              rows: rows.map { ($0, image(for: $0, item: $0.imageURL.flatMap { items[$0] })) }, empty: empty)
+        let html = Pages.page(title: title, form: form, notice: notice, rows: rows.enumerated().map { index, row in
+            (row, image(for: row, item: row.imageURL.flatMap { items[$0] }, priority: rowPriority(index)))
+        }, empty: empty)
         return (html, rows)
+    }
+
+    /// The class of the images of a page's row `index` (0-based): high for
+    /// the first ``FrontsOptions/visibleRows``, low below them.
+    func rowPriority(_ index: Int) -> ImagePriority {
+        index < options.visibleRows ? .high : .low
     }
 
     /// The service's signer in service mode (the manifest's references are then its signed paths).
@@ -102,36 +120,38 @@ public final class Fronts: Sendable {
     }
 
     /// The `<img>` of a row from its manifest item: the shown size at 1× and
-    /// 2× (the provider profile picks the source), and its placeholder.
-    func image(for row: FrontRow, item: ImageManifest.Item?) -> Pages.Image? {
+    /// 2× (the provider profile picks the source) at `priority`, and its placeholder.
+    func image(for row: FrontRow, item: ImageManifest.Item?, priority: ImagePriority) -> Pages.Image? {
         guard let url = row.imageURL else { return nil }
         let side = options.side
         let references = item?.variants["\(side)x\(side)"]
-        let one = references?["1x"].flatMap(reference) ?? imageURL(url, side: side)
-        let two = references?["2x"].flatMap(reference) ?? imageURL(url, side: side * 2)
+        let one = references?["1x"].flatMap { reference($0, priority: priority) } ?? imageURL(url, side: side, priority: priority)
+        let two = references?["2x"].flatMap { reference($0, priority: priority) } ?? imageURL(url, side: side * 2, priority: priority)
         return Pages.Image(url: url, src: one, srcset: "\(two) 2x", side: side, status: item?.status.rawValue ?? "pending",
                            color: item?.color, placeholder: item?.placeholder)
     }
 
     /// Where the page asks for a manifest reference: the service's signed
-    /// path, or this front's `/image` route for a request descriptor.
-    func reference(_ reference: ImageManifest.Reference) -> String? {
+    /// path (its class signed in), or this front's `/image` route at
+    /// `priority` for a request descriptor.
+    func reference(_ reference: ImageManifest.Reference, priority: ImagePriority) -> String? {
         if let path = reference.path, case .service(let base, _) = options.images { return base + path }
         guard let url = reference.url, let size = reference.size?.split(separator: "x").first.flatMap({ Int($0) }) else { return nil }
-        return imageURL(url, side: size)
+        return imageURL(url, side: size, priority: priority)
     }
 
-    func imageURL(_ url: String, side: Int) -> String {
+    func imageURL(_ url: String, side: Int, priority: ImagePriority) -> String {
         switch options.images {
         case .inProcess:
-            return "/image?src=\(ServiceURLSigner.encodeSource(url))&s=\(side)"
+            return "/image?src=\(ServiceURLSigner.encodeSource(url))&s=\(side)&pri=\(priority >= .high ? "high" : "low")"
         case .service(let base, let signer):
-            return base + signer.path(for: url, options: ThumbnailOptions(size: .init(side), fit: .cover))
+            return base + signer.path(for: url, options: ThumbnailOptions(size: .init(side), fit: .cover, priority: priority))
         }
     }
 
-    /// `GET /image?src=<base64url>&s=<side>`: the thumbnail, at high priority;
-    /// a failure answers the placeholder (never a broken image).
+    /// `GET /image?src=<base64url>&s=<side>[&pri=low]`: the thumbnail, at
+    /// high priority (`pri=low`: low, the rows below the fold); a failure
+    /// answers the placeholder (never a broken image).
     func imageResponse(_ request: Request) async -> Response {
         guard let encoded = request.uri.queryParameters.get("src"),
               let url = ServiceURLSigner.decodeSource(encoded),
@@ -139,7 +159,8 @@ public final class Fronts: Sendable {
             return Response(status: .badRequest, headers: [.contentType: "text/plain"],
                             body: ResponseBody(byteBuffer: ByteBuffer(string: "400 invalid image request\n")))
         }
-        let imageRequest = ImageRequest(url: url, width: side, height: side, fit: .cover, priority: .high,
+        let priority: ImagePriority = request.uri.queryParameters.get("pri") == "low" ? .low : .high
+        let imageRequest = ImageRequest(url: url, width: side, height: side, fit: .cover, priority: priority,
                                         options: [.placeholderOnFailure])
         do {
             let image = try await pipeline.image(imageRequest)

@@ -118,6 +118,65 @@ struct FrontsTests {
     }
 }
 
+extension FrontsTests {
+    /// The rows a page shows first ask for their images at high priority,
+    /// the rest at low: signed `pri=high` / `pri=low` service paths (that
+    /// verify), or the `/image` route's `pri=` in process. The API is down
+    /// and its saved answer (4 albums) is used; nothing is fetched.
+    @Test(.timeLimit(.minutes(2)))
+    func visibleRowsAskHighAndTheRestLow() async throws {
+        let refusing = try RefusingPort()
+        defer { refusing.close() }
+        let down = "http://127.0.0.1:\(refusing.port)"
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("fronts-\(UUID().uuidString)").path
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        var configuration = Configuration()
+        configuration.cache.directory = dir
+        configuration.download.allowedNetworks = [IPNetwork("127.0.0.0/8")!]
+        configuration.download.retries = 0
+        configuration.download.connectTimeout = 2
+        let pipeline = try await ImagePipeline.open(configuration: configuration)
+        // The API's saved answer, where the API client keeps it.
+        let api = "\(down)/search?term=x&entity=album"
+        let saved = URL(fileURLWithPath: dir).appendingPathComponent("fronts-api")
+        try FileManager.default.createDirectory(at: saved, withIntermediateDirectories: true)
+        let body = String(decoding: try Self.fixture("itunes_search"), as: UTF8.self).replacingOccurrences(of: "{{ORIGIN}}", with: down)
+        try Data(body.utf8).write(to: saved.appendingPathComponent(try CacheKey(url: api).hex + ".json"))
+        let signer = ServiceURLSigner(keys: [[UInt8](repeating: 3, count: 32)])
+        for mode in [ImageMode.service(base: "http://127.0.0.1:1", signer: signer), .inProcess] {
+            var options = FrontsOptions()
+            options.itunesAPI = down
+            options.images = mode
+            options.visibleRows = 2
+            let fronts = Fronts(pipeline: pipeline, options: options, logger: Logger(label: "test"), cancelOnDisconnect: false)
+            #expect(fronts.rowPriority(1) == .high && fronts.rowPriority(2) == .low)
+            try await buildFrontsApplication(fronts: fronts).test(.router) { client in
+                try await client.execute(uri: "/itunes?term=x", method: .get) { response in
+                    let html = String(buffer: response.body)
+                    let sources = html.matches(of: /<img src="([^"]*)" srcset="([^"]*) 2x"/).map {
+                        (String($0.1).replacingOccurrences(of: "&amp;", with: "&"), String($0.2).replacingOccurrences(of: "&amp;", with: "&"))
+                    }
+                    #expect(sources.count == 4, "\(html)")
+                    for (row, (one, two)) in sources.enumerated() {
+                        let expected = row < 2 ? "high" : "low"
+                        for source in [one, two] {
+                            if case .service(let base, _) = mode {
+                                let path = String(source.dropFirst(base.count))
+                                let parts = path.split(separator: "/", omittingEmptySubsequences: false)
+                                #expect(parts.count == 4 && parts[2].hasSuffix(",pri=\(expected)"), "row \(row): \(source)")
+                                #expect(signer.isValid(signature: String(parts[1]), for: "/\(parts[2])/\(parts[3])"), "row \(row)")
+                            } else {
+                                #expect(source.hasPrefix("/image?") && source.hasSuffix("&pri=\(expected)"), "row \(row): \(source)")
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        try await pipeline.close()
+    }
+}
+
 /// A 127.0.0.1 TCP port that refuses connections (ECONNREFUSED) until `close()`:
 /// a socket bound to port 0 that never listens holds the port, so no other
 /// process can take it meanwhile (binding, closing and connecting later would

@@ -2,7 +2,7 @@
 import Foundation
 
 /// Everything a page needs to lay out a result set's images before any of
-/// them arrives, per item in result order (``ImagePipeline/manifest(for:sizes:fit:signer:)``).
+/// them arrives, per item in result order (``ImagePipeline/manifest(for:sizes:fit:signer:priority:)``).
 /// Its JSON (the CLI's `manifest --json` and the service's
 /// `POST /v1/manifest`) uses exactly these field names: `index`, `id`,
 /// `url`, `fetched_url`, `status`, `reason`, `width`, `height`, `color`,

@@ -16,8 +16,12 @@ extension ImagePipeline {
     /// thumbnails); a cached original without its placeholder has it
     /// computed now (a small local decode).
     /// `fit`: how thumbnails fill the display boxes (default `[thumbnails] fit`).
+    /// `priority`: the class signed into the paths (`pri=high|normal|low`:
+    /// a page asks for the rows it shows first high, the rest low); nil:
+    /// none (normal). Descriptors carry no class: an in-process page sets
+    /// ``ImageRequest/priority`` itself.
     public func manifest(for resultSet: ResultSet, sizes: [ImageSize], fit: VariantSpec.Fit? = nil,
-                         signer: ServiceURLSigner? = nil) async throws(ArtCacheError) -> ImageManifest {
+                         signer: ServiceURLSigner? = nil, priority: ImagePriority? = nil) async throws(ArtCacheError) -> ImageManifest {
         let fit = fit ?? configuration.thumbnails.fit
         let maxOutput = configuration.thumbnails.maxOutput
         let failures: [String: RetryItem]
@@ -35,7 +39,7 @@ extension ImagePipeline {
                 for density in Self.manifestDensities {
                     let scaled = ImageSize(width: min(maxOutput, size.width * density), height: min(maxOutput, size.height * density))
                     densities["\(density)x"] = if let signer, signer.signs {
-                        ImageManifest.Reference(path: signer.path(for: result.url, options: ThumbnailOptions(size: scaled, fit: fit)))
+                        ImageManifest.Reference(path: signer.path(for: result.url, options: ThumbnailOptions(size: scaled, fit: fit, priority: priority)))
                     } else {
                         ImageManifest.Reference(url: result.url, size: scaled, fit: fit)
                     }

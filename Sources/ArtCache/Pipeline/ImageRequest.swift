@@ -159,8 +159,10 @@ public struct ImageResponse: Sendable {
 }
 
 extension ThumbnailOptions {
-    /// The pipeline request these (resolved) options ask for.
-    public func request(url: String, priority: ImagePriority = .normal, options: ImageRequest.Options = []) -> ImageRequest {
-        ImageRequest(url: url, size: size, fit: fit, format: format, quality: quality, priority: priority, options: options)
+    /// The pipeline request these (resolved) options ask for, at `priority`
+    /// (nil: these options' `pri`, else normal).
+    public func request(url: String, priority: ImagePriority? = nil, options: ImageRequest.Options = []) -> ImageRequest {
+        ImageRequest(url: url, size: size, fit: fit, format: format, quality: quality, priority: priority ?? self.priority ?? .normal,
+                     options: options)
     }
 }

@@ -13,31 +13,41 @@ import Foundation
 /// | `f=auto` / `jpeg` / `webp` / `png` / `avif` (or `format=`) | output format; `auto` negotiates from `Accept` |
 /// | `q=80` (or `quality=`) | quality 1...100 |
 /// | `p=avatar` (or `preset=`) | a named preset from `[presets]`; explicit tokens win over it |
-/// | `original` | the original bytes, as stored (no other token) |
+/// | `pri=high` / `normal` / `low` | the request's class: its pipeline priority, and its place in the service's queue (see below) |
+/// | `original` | the original bytes, as stored (no other token but `pri`) |
 ///
 /// `description` writes the canonical form: size, fit, format, quality,
-/// preset — the form `artcache sign` prints and signatures are made over.
+/// preset, class — the form `artcache sign` prints and signatures are made over.
+///
+/// `pri` is part of the signed options: a browser cannot set headers on
+/// `<img>`, and the service trusts a class only from a signed path (on an
+/// unsigned one it is ignored: class normal). Under overload the service
+/// sheds low requests before any higher one waits.
 public struct ThumbnailOptions: Sendable, Hashable, CustomStringConvertible {
     public var size: ImageSize?
     public var fit: VariantSpec.Fit?
     public var format: VariantSpec.Format?
     public var quality: Int?
     public var preset: String?
+    /// `pri=`: the class, `.high`, `.normal` or `.low` (a higher or lower
+    /// priority is written as the nearest class); nil: not given (normal).
+    public var priority: ImagePriority?
 
     public init(size: ImageSize? = nil, fit: VariantSpec.Fit? = nil, format: VariantSpec.Format? = nil,
-                quality: Int? = nil, preset: String? = nil) {
+                quality: Int? = nil, preset: String? = nil, priority: ImagePriority? = nil) {
         self.size = size
         self.fit = fit
         self.format = format
         self.quality = quality
         self.preset = preset
+        self.priority = priority
     }
 
     /// The original bytes.
     public static let original = ThumbnailOptions()
 
-    /// True when nothing is asked for but the original.
-    public var isOriginal: Bool { self == .original }
+    /// True when nothing is asked for but the original (whatever the class).
+    public var isOriginal: Bool { size == nil && fit == nil && format == nil && quality == nil && preset == nil }
 
     /// Parses an options segment; a malformed one is `.invalidRequest` naming the token.
     public init(parsing text: String) throws(ArtCacheError) {
@@ -81,15 +91,33 @@ public struct ThumbnailOptions: Sendable, Hashable, CustomStringConvertible {
             case "p":
                 guard Self.isPresetName(value) else { throw Self.invalid(text, "preset names are [a-z0-9_-]+") }
                 self.preset = value
+            case "pri":
+                guard let priority = Self.priorityClasses[value] else {
+                    throw Self.invalid(text, "pri must be one of high, normal, low")
+                }
+                self.priority = priority
             case "original":
-                throw Self.invalid(text, "`original` takes no other option")
+                break
             default:
-                throw Self.invalid(text, "unknown option `\(name)` (known: WxH, fit, f, q, p, original)")
+                throw Self.invalid(text, "unknown option `\(name)` (known: WxH, fit, f, q, p, pri, original)")
             }
+        }
+        if seen.contains("original"), !seen.isSubset(of: ["original", "pri"]) {
+            throw Self.invalid(text, "`original` takes no other option but pri")
         }
     }
 
-    /// `size,fit=…,f=…,q=…,p=…` with only the parts set; `original` when none.
+    /// The classes `pri=` names.
+    private static let priorityClasses: [String: ImagePriority] = ["high": .high, "normal": .normal, "low": .low]
+
+    /// The class `pri=` writes for `priority`: `high`, `normal` or `low`
+    /// (the nearest class for a priority beyond them).
+    package static func className(_ priority: ImagePriority) -> String {
+        priority >= .high ? "high" : priority <= .low ? "low" : "normal"
+    }
+
+    /// `size,fit=…,f=…,q=…,p=…,pri=…` with only the parts set; `original`
+    /// (and `pri=…` when given) when none.
     public var description: String {
         var parts: [String] = []
         if let size { parts.append(size.description) }
@@ -97,7 +125,9 @@ public struct ThumbnailOptions: Sendable, Hashable, CustomStringConvertible {
         if let format { parts.append("f=\(format.rawValue)") }
         if let quality { parts.append("q=\(quality)") }
         if let preset { parts.append("p=\(preset)") }
-        return parts.isEmpty ? "original" : parts.joined(separator: ",")
+        if parts.isEmpty { parts.append("original") }
+        if let priority { parts.append("pri=\(Self.className(priority))") }
+        return parts.joined(separator: ",")
     }
 
     /// These options with the preset's values filled in where not given
@@ -110,7 +140,7 @@ public struct ThumbnailOptions: Sendable, Hashable, CustomStringConvertible {
                 throw ArtCacheError(.invalidRequest, "unknown preset `\(name)` (known: \(presets.keys.sorted().joined(separator: ", ")))")
             }
             result = ThumbnailOptions(size: size ?? base.size, fit: fit ?? base.fit, format: format ?? base.format,
-                                      quality: quality ?? base.quality)
+                                      quality: quality ?? base.quality, priority: priority ?? base.priority)
         }
         if result.size == nil, result.fit != nil || result.format != nil || result.quality != nil {
             throw ArtCacheError(.invalidRequest, "\(self): fit, format and quality need a size (originals are served as stored)")
