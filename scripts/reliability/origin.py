@@ -136,7 +136,7 @@ class FaultyHandler(StaticHandler):
     """R4's faulty origin: each route misbehaves in one way (path = /fault/<kind>/<id>)."""
 
     FAULTS = ("404", "500", "500then200", "429then200", "slow", "trickle", "cut", "loop",
-              "endless", "html")
+              "endless", "html", "down")
 
     def route(self):
         path = self.path.split("?", 1)[0]
@@ -221,6 +221,23 @@ class FaultyHandler(StaticHandler):
                 self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
         elif kind == "html":
             self.send_body(200, HTML_ERROR, "image/jpeg")
+        elif kind == "down":
+            # An origin that goes down mid-run: its images expire at once
+            # (max-age=0, ETag: 304 on If-None-Match) and, once more than
+            # `srv.down_after` requests of this kind were answered, every
+            # connection is closed without an answer (a network failure).
+            with srv.lock:
+                srv.down_seen = getattr(srv, "down_seen", 0) + 1
+                seen = srv.down_seen
+            after = getattr(srv, "down_after", None)
+            if after is not None and seen > after:
+                self.close_connection = True
+                return True
+            headers = [("ETag", '"p1"'), ("Cache-Control", "max-age=0")]
+            if self.headers.get("If-None-Match") == '"p1"':
+                self.send_body(304, b"", "image/jpeg", headers)
+            else:
+                self.send_body(200, srv.payload, "image/jpeg", headers)
         else:
             self.send_body(404, b"no such fault\n", "text/plain")
         return True

@@ -166,6 +166,80 @@ def body(rep, work, binary):
             facts.append("nothing stored")
         rep.check(case["name"], problems, ", ".join(facts))
 
+    down_mid_run(rep, work, ac, origin, payload)
+
+
+NETWORK_REASONS = {"connection", "network", "connect", "host_offline", "timeout", "truncated"}
+
+
+def down_mid_run(rep, work, ac, origin, payload):
+    """The origin goes down in the middle of a prefetch: 10 images cached
+    and expired (max-age=0), then a run over those 10 and 10 new ones during
+    which the origin stops answering after 5 more requests. What was cached
+    stays served (revalidated or stale, never failed), only new URLs fail,
+    with network reasons, into the retry queue; nothing partial is stored;
+    `get` serves a cached one while the origin is down (source stale); once
+    it is back, `prefetch --retry` gets the rest."""
+    cache = os.path.join(work, "cache-down")
+    urls = [origin.base() + "/fault/down/d%d" % i for i in range(20)]
+    first, both = os.path.join(work, "down-first.txt"), os.path.join(work, "down-all.txt")
+    with open(first, "w") as f:
+        f.write("\n".join(urls[:10]) + "\n")
+    with open(both, "w") as f:
+        f.write("\n".join(urls) + "\n")
+    problems, facts = [], []
+    r = ac.run("prefetch", first, "--json", "--no-thumbnails", cache=cache, timeout=60)
+    if r.rc != 0 or (r.json() or {}).get("downloaded") != 10:
+        problems.append("warm-up: %s %s" % (r.describe(), r.err_line()))
+    with origin.lock:
+        origin.down_after = getattr(origin, "down_seen", 0) + 5   # down after 5 more answers
+    r = ac.run("prefetch", both, "--json", "--no-thumbnails", cache=cache, timeout=90)
+    j = r.json() or {}
+    facts.append("%.2fs, %s" % (r.secs, r.describe()))
+    failures = {k: v for k, v in (j.get("failures") or {}).items() if v}
+    failed = sum(failures.values())
+    facts.append("cached=%s revalidated=%s downloaded=%s failed=%s %s" % (
+        j.get("cached"), j.get("revalidated"), j.get("downloaded"), failed, failures))
+    if r.timed_out or r.signal:
+        problems.append("prefetch %s" % r.describe())
+    if r.rc != 1:
+        problems.append("exit %d, expected 1 (new URLs failed while the origin was down)" % r.rc)
+    if not set(failures) <= NETWORK_REASONS:
+        problems.append("failures %s: expected network reasons only" % failures)
+    old_ok = (j.get("cached") or 0) + (j.get("revalidated") or 0)
+    if old_ok < 10 or old_ok + (j.get("downloaded") or 0) + failed != 20:
+        problems.append("cached+revalidated=%d: every one of the 10 cached images must still be served" % old_ok)
+    if not 1 <= failed <= 10:
+        problems.append("%d failed: expected some of the 10 new URLs" % failed)
+    try:
+        st = ac.stats(cache)
+        if st.get("entries") != 20 - failed or st.get("retry_queue") != failed:
+            problems.append("stats entries=%s retry_queue=%s, expected %d and %d" % (
+                st.get("entries"), st.get("retry_queue"), 20 - failed, failed))
+        facts.append("freshness %s" % st.get("freshness"))
+    except RuntimeError as e:
+        problems.append(str(e))
+    vr, vj = ac.verify(cache, hash=True)
+    if vr.rc != 0 or not isinstance(vj, dict) or vj.get("problems"):
+        problems.append("verify --hash %s %s" % (vr.describe(), lib.verify_counts(vj or {}) or vr.err_line()))
+    out = os.path.join(work, "down-get.jpg")
+    g = ac.run("get", urls[0], "-o", out, cache=cache, timeout=30)
+    if g.rc != 0 or not os.path.exists(out) or open(out, "rb").read() != payload:
+        problems.append("get of a cached image while down: %s %s" % (g.describe(), g.err_line()))
+    g = ac.run("get", urls[1], "--json", cache=cache, timeout=30)
+    if (g.json() or {}).get("source") != "stale":
+        problems.append("get --json while down: source %r, expected stale" % (g.json() or {}).get("source"))
+    with origin.lock:
+        origin.down_after = None   # back up
+    r = ac.run("prefetch", "--retry", "--json", "--no-thumbnails", cache=cache, timeout=60)
+    st = ac.stats(cache) if r.rc == 0 else {}
+    if r.rc != 0 or st.get("entries") != 20 or st.get("retry_queue") != 0:
+        problems.append("after the origin came back: prefetch --retry %s, entries=%s retry_queue=%s" % (
+            r.describe(), st.get("entries"), st.get("retry_queue")))
+    else:
+        facts.append("back: retry queue drained, 20 stored")
+    rep.check("origin down mid-run", problems, ", ".join(facts))
+
 
 if __name__ == "__main__":
     lib.main("R4", body)
