@@ -48,7 +48,9 @@ struct GetCommand: AsyncParsableCommand {
     func run() async throws {
         try await reportingErrors(json: json) {
             let configuration = try global.storingConfiguration()
-            let (image, path, info) = try await global.withPipeline(configuration) { pipeline in
+            // Printed before the pipeline closes: a stale answer is out at once,
+            // and the revalidation behind it ends before the process does.
+            try await global.withPipeline(configuration) { pipeline in
                 let image = try await pipeline.image(ImageRequest(url: url, priority: .high))
                 // --json shows the size and placeholder: computed now when not yet
                 // (bytes that do not decode have none: null, not an error).
@@ -56,22 +58,23 @@ struct GetCommand: AsyncParsableCommand {
                 if json, info == nil, image.entry != nil {
                     info = try? await pipeline.info(for: url, priority: .high, options: .cacheOnly)
                 }
-                return (image, image.entry.flatMap(pipeline.blobLocation(of:)), info)
-            }
-            if json {
-                let entry = image.entry
-                print(try Output.json(Info(
-                    url: entry?.url ?? url, key: entry?.key ?? "", fetchedUrl: entry.map { $0.fetchedURL ?? $0.url }, path: path,
-                    source: Self.source(image), contentType: image.contentType,
-                    declaredType: entry?.declaredType, bytes: image.data.count, repaired: image.repaired,
-                    etag: entry?.etag, lastModified: entry?.lastModified, expiresAt: entry?.expiresAt,
-                    width: info?.width ?? (image.width > 0 ? image.width : nil), height: info?.height ?? (image.height > 0 ? image.height : nil),
-                    color: info?.color, thumbhash: info?.thumbHashBase64)))
-            }
-            if let output {
-                try image.data.write(to: URL(fileURLWithPath: output))
-            } else if !json {
-                FileHandle.standardOutput.write(image.data)
+                let path = image.entry.flatMap(pipeline.blobLocation(of:))
+                if json {
+                    let entry = image.entry
+                    print(try Output.json(Info(
+                        url: entry?.url ?? url, key: entry?.key ?? "", fetchedUrl: entry.map { $0.fetchedURL ?? $0.url }, path: path,
+                        source: Self.source(image), contentType: image.contentType,
+                        declaredType: entry?.declaredType, bytes: image.data.count, repaired: image.repaired,
+                        etag: entry?.etag, lastModified: entry?.lastModified, expiresAt: entry?.expiresAt,
+                        width: info?.width ?? (image.width > 0 ? image.width : nil), height: info?.height ?? (image.height > 0 ? image.height : nil),
+                        color: info?.color, thumbhash: info?.thumbHashBase64)))
+                    fflush(nil)  // out now, not when the process ends
+                }
+                if let output {
+                    try image.data.write(to: URL(fileURLWithPath: output))
+                } else if !json {
+                    FileHandle.standardOutput.write(image.data)
+                }
             }
         }
     }

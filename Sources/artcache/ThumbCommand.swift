@@ -45,20 +45,23 @@ struct ThumbCommand: AsyncParsableCommand {
             }
             let request = ImageRequest(url: url, width: spec.width, height: spec.height, fit: spec.fit, format: spec.format,
                                        quality: spec.quality, priority: .high)
-            let (image, path) = try await global.withPipeline(configuration) { pipeline in
+            // Printed before the pipeline closes: a stale answer is out at once,
+            // and the revalidation behind it ends before the process does.
+            try await global.withPipeline(configuration) { pipeline in
                 let image = try await pipeline.image(request)
-                return (image, image.entry.flatMap(pipeline.blobLocation(of:)))
-            }
-            if json {
-                print(try Output.json(Info(
-                    url: url, spec: spec.canonical, source: image.rendered ? "rendered" : "cached", width: image.width,
-                    height: image.height, format: Sniffer.sniff(image.data).format.rawValue, bytes: image.data.count,
-                    path: path)))
-            }
-            if let output {
-                try image.data.write(to: URL(fileURLWithPath: output))
-            } else if !json {
-                FileHandle.standardOutput.write(image.data)
+                let path = image.entry.flatMap(pipeline.blobLocation(of:))
+                if json {
+                    print(try Output.json(Info(
+                        url: url, spec: spec.canonical, source: image.rendered ? "rendered" : image.source == .stale ? "stale" : "cached", width: image.width,
+                        height: image.height, format: Sniffer.sniff(image.data).format.rawValue, bytes: image.data.count,
+                        path: path)))
+                    fflush(nil)  // out now, not when the process ends
+                }
+                if let output {
+                    try image.data.write(to: URL(fileURLWithPath: output))
+                } else if !json {
+                    FileHandle.standardOutput.write(image.data)
+                }
             }
         }
     }
