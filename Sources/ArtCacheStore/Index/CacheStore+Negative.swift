@@ -15,6 +15,17 @@ package struct NegativeAnswer: Sendable, Equatable {
     package var until: Date
 }
 
+/// What this process knows of the `negative` table without reading it.
+struct NegativeHint: Sendable {
+    /// A read found no row, at `readAt`, and this process recorded none since.
+    var empty = false
+    var readAt: ContinuousClock.Instant?
+    var recordedAt: ContinuousClock.Instant?
+    /// How long "the table is empty" is believed before it is read again:
+    /// another process's answer is seen within this time.
+    static let horizon: Duration = .seconds(1)
+}
+
 extension CacheStore {
     /// Remembers that `url` failed for good until `now + ttl`; the URL leaves
     /// the retry queue in the same transaction (the origin answered).
@@ -33,19 +44,44 @@ extension CacheStore {
             // holds about what failed within one negative_ttl.
             try db.cachedStatement(sql: "DELETE FROM negative WHERE until <= ?").execute(arguments: [now.timeIntervalSince1970])
         }
+        let recorded = ContinuousClock().now
+        negativeHint.withLock { hint in
+            hint.empty = false
+            hint.recordedAt = recorded
+        }
     }
 
     /// The failure remembered for `key` and still in force at `now`, if any.
+    /// A miss costs no read while the table is known to be empty (checked
+    /// at most once per ``NegativeHint/horizon``; an answer this process
+    /// records is seen at once, another process's within the horizon).
     package func negative(forKey key: CacheKey, now: Date = Date()) async throws -> NegativeAnswer? {
-        try await Blocking.run {
-            try self.db.unsafeRead { db in
-                try Row.fetchOne(db.cachedStatement(sql: """
+        let clock = ContinuousClock()
+        let skip = negativeHint.withLock { hint in
+            hint.empty && hint.readAt.map { clock.now - $0 < NegativeHint.horizon } ?? false
+        }
+        if skip { return nil }
+        return try await Blocking.run {
+            let readAt = clock.now
+            let (answer, any) = try self.db.unsafeRead { db -> (NegativeAnswer?, Bool) in
+                let answer = try Row.fetchOne(db.cachedStatement(sql: """
                     SELECT url, reason, message, status, failed_at, until FROM negative WHERE key = ? AND until > ?
                     """), arguments: [key.hex, now.timeIntervalSince1970]).map { row in
                     NegativeAnswer(url: row[0], reason: row[1], message: row[2], status: row[3],
                                    failedAt: Date(timeIntervalSince1970: row[4]), until: Date(timeIntervalSince1970: row[5]))
                 }
+                if answer != nil { return (answer, true) }
+                return (nil, try Bool.fetchOne(db.cachedStatement(sql: "SELECT EXISTS (SELECT 1 FROM negative)")) ?? true)
             }
+            self.negativeHint.withLock { hint in
+                if any {
+                    hint.empty = false
+                } else if hint.recordedAt.map({ $0 < readAt }) ?? true {  // no record raced this read
+                    hint.empty = true
+                    hint.readAt = readAt
+                }
+            }
+            return answer
         }
     }
 

@@ -25,6 +25,10 @@ import Logging
     /// Admits puts until ``close()``, which waits for the admitted ones.
     let gate = WriteGate()
     let housekeeping = Locked(Housekeeping())
+    /// Whether the `negative` table may hold answers in force, and when that
+    /// was last read (CacheStore+Negative): a miss skips the lookup while
+    /// the table is known empty.
+    let negativeHint = Locked(NegativeHint())
     /// Points where tests hold an operation at a known step (none in production).
     package let hooks = Locked(Hooks())
 
