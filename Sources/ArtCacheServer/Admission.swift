@@ -51,6 +51,9 @@ final class Admission: @unchecked Sendable {
         /// (between the decision and the continuation): the wait takes them.
         var verdicts: [Int: Verdict] = [:]
         var nextID = 0
+        /// Callers of ``Admission/waitUntilQueued(_:)``: resumed once the
+        /// queue holds at least `depth` places.
+        var depthWaiters: [(depth: Int, continuation: CheckedContinuation<Void, Never>)] = []
 
         /// Puts `place` after every place of its class or a higher one.
         mutating func insert(_ place: Place) {
@@ -132,6 +135,7 @@ final class Admission: @unchecked Sendable {
                 onShed(shed.priority)
             }
             id = queued
+            wakeDepthWaiters()
         }
         await afterDecision()
         let verdict = await withTaskCancellationHandler {
@@ -159,6 +163,31 @@ final class Admission: @unchecked Sendable {
         case .shed: throw .overloaded
         case .cancelled: throw .cancelled
         }
+    }
+
+    /// Returns once at least `depth` requests hold places in the queue: an
+    /// event to wait on (tests), not a count to poll.
+    func waitUntilQueued(_ depth: Int) async {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let now: Bool = lock.withLock {
+                if state.queue.count >= depth { return true }
+                state.depthWaiters.append((depth, continuation))
+                return false
+            }
+            if now { continuation.resume() }
+        }
+    }
+
+    /// Resumes the ``waitUntilQueued(_:)`` callers the queue's length now satisfies.
+    private func wakeDepthWaiters() {
+        let ready: [CheckedContinuation<Void, Never>] = lock.withLock {
+            guard !state.depthWaiters.isEmpty else { return [] }
+            let count = state.queue.count
+            let ready = state.depthWaiters.filter { $0.depth <= count }.map(\.continuation)
+            state.depthWaiters.removeAll { $0.depth <= count }
+            return ready
+        }
+        for continuation in ready { continuation.resume() }
     }
 
     /// Hands the slot to the first place in the queue (the highest class,

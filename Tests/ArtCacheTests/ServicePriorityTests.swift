@@ -111,9 +111,9 @@ struct ServicePriorityTests {
         try await s.close()
     }
 
-    /// Waits (polling, bounded by the suite's time limit) until `depth`
+    /// Waits (an event, bounded by the test's time limit) until `depth`
     /// requests hold places in the service's queue.
     static func waitForQueue(_ s: ServiceHarness, depth: Int) async throws {
-        while s.service.admission.load.waiting < depth { try await Task.sleep(for: .milliseconds(5)) }
+        await s.service.admission.waitUntilQueued(depth)
     }
 }
