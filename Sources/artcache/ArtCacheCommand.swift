@@ -11,14 +11,14 @@ struct ArtCacheCommand: AsyncParsableCommand {
         commandName: "artcache",
         abstract: "An image artwork cache: prefetch, inspect, purge and verify.",
         discussion: """
-            Settings come from cache.conf (--config PATH, else ./cache.conf, else \
-            $ARTCACHE_CONFIG), overridden by ARTCACHE_<SECTION>_<KEY> variables, \
-            overridden by flags.
+            Settings come from cache.conf (\(Configuration.lookupOrder)), overridden by \
+            ARTCACHE_<SECTION>_<KEY> variables, overridden by flags. cache.conf documents \
+            every key (an installed package's copy: /etc/artcache/cache.conf).
             """,
         version: "0.1.0",
         subcommands: [
             DemoCommand.self, PrefetchCommand.self, GetCommand.self, ThumbCommand.self, StatsCommand.self, PurgeCommand.self,
-            VerifyCommand.self, ServeCommand.self, SignCommand.self, ManifestCommand.self,
+            VerifyCommand.self, ServeCommand.self, HealthCommand.self, SignCommand.self, ManifestCommand.self,
         ]
     )
 }

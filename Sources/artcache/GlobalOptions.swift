@@ -8,7 +8,8 @@ import Logging
 
 /// Options every subcommand accepts (after the subcommand name too).
 struct GlobalOptions: ParsableArguments {
-    @Option(name: .long, help: "Configuration file (default: $ARTCACHE_CONFIG, then ./cache.conf, then ~/.config/artcache/cache.conf).")
+    @Option(name: .long, help: ArgumentHelp("Configuration file.", discussion: "Lookup: \(Configuration.lookupOrder).",
+                                            valueName: "path"))
     var config: String?
 
     @Option(name: .customLong("cache-dir"), help: "Cache directory (overrides [cache] directory).")

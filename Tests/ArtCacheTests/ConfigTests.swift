@@ -54,30 +54,40 @@ struct ConfigTests {
     }
 
     /// `--config`, then `$ARTCACHE_CONFIG`, then `./cache.conf`, then the
-    /// user's config directory: a `cache.conf` in whatever directory artcache
-    /// starts in must not beat the variable.
+    /// user's config directory, then the system's (`/etc/artcache/cache.conf`,
+    /// here a file of the test's): a `cache.conf` in whatever directory
+    /// artcache starts in must not beat the variable.
     @Test func locateOrder() throws {
         let dir = TempDir()
         let home = TempDir()
         let env = ["HOME": home.path]
-        #expect(Configuration.locate(explicitPath: "/x.conf", environment: env.merging(["ARTCACHE_CONFIG": "/y.conf"]) { $1 }, currentDirectory: dir.path) == "/x.conf")
-        #expect(Configuration.locate(explicitPath: nil, environment: env.merging(["ARTCACHE_CONFIG": "/y.conf"]) { $1 }, currentDirectory: dir.path) == "/y.conf")
-        #expect(Configuration.locate(explicitPath: nil, environment: env, currentDirectory: dir.path) == nil)
+        let system = TempDir()
+        let systemPath = system.file("cache.conf")
+        func locate(_ explicitPath: String?, _ env: [String: String], _ cwd: String) -> String? {
+            Configuration.locate(explicitPath: explicitPath, environment: env, currentDirectory: cwd, systemPath: systemPath)
+        }
+        #expect(locate("/x.conf", env.merging(["ARTCACHE_CONFIG": "/y.conf"]) { $1 }, dir.path) == "/x.conf")
+        #expect(locate(nil, env.merging(["ARTCACHE_CONFIG": "/y.conf"]) { $1 }, dir.path) == "/y.conf")
+        #expect(locate(nil, env, dir.path) == nil)
         _ = dir.write("cache.conf", "")
-        #expect(Configuration.locate(explicitPath: nil, environment: env.merging(["ARTCACHE_CONFIG": "/y.conf"]) { $1 }, currentDirectory: dir.path) == "/y.conf")
-        #expect(Configuration.locate(explicitPath: nil, environment: env, currentDirectory: dir.path) == dir.file("cache.conf"))
-        // The user's config directory comes last: XDG_CONFIG_HOME, else ~/.config.
+        #expect(locate(nil, env.merging(["ARTCACHE_CONFIG": "/y.conf"]) { $1 }, dir.path) == "/y.conf")
+        #expect(locate(nil, env, dir.path) == dir.file("cache.conf"))
+        // Then the user's config directory: XDG_CONFIG_HOME, else ~/.config.
         let other = TempDir()
         try FileManager.default.createDirectory(atPath: home.path + "/.config/artcache", withIntermediateDirectories: true)
         FileManager.default.createFile(atPath: home.path + "/.config/artcache/cache.conf", contents: Data())
-        #expect(Configuration.locate(explicitPath: nil, environment: env, currentDirectory: other.path) == home.path + "/.config/artcache/cache.conf")
-        #expect(Configuration.locate(explicitPath: nil, environment: env, currentDirectory: dir.path) == dir.file("cache.conf"))
-        #expect(Configuration.locate(explicitPath: nil, environment: env.merging(["XDG_CONFIG_HOME": other.path]) { $1 },
-                                     currentDirectory: other.path) == nil)
+        #expect(locate(nil, env, other.path) == home.path + "/.config/artcache/cache.conf")
+        #expect(locate(nil, env, dir.path) == dir.file("cache.conf"))
+        #expect(locate(nil, env.merging(["XDG_CONFIG_HOME": other.path]) { $1 }, other.path) == nil)
+        // The system's file is the last place: found only when none above exists.
+        _ = system.write("cache.conf", "")
+        #expect(locate(nil, env.merging(["XDG_CONFIG_HOME": other.path]) { $1 }, other.path) == systemPath)
+        #expect(locate(nil, env, other.path) == home.path + "/.config/artcache/cache.conf")
+        #expect(locate(nil, env, dir.path) == dir.file("cache.conf"))
+        #expect(Configuration.lookupOrder.hasSuffix("else /etc/artcache/cache.conf; the first that exists, or the built-in defaults when none does"))
         // Relative paths come back absolute, against the given directory.
-        #expect(Configuration.locate(explicitPath: "conf/../a.conf", environment: env, currentDirectory: dir.path) == dir.path + "/a.conf")
-        #expect(Configuration.locate(explicitPath: nil, environment: env.merging(["ARTCACHE_CONFIG": "b.conf"]) { $1 },
-                                     currentDirectory: dir.path) == dir.path + "/b.conf")
+        #expect(locate("conf/../a.conf", env, dir.path) == dir.path + "/a.conf")
+        #expect(locate(nil, env.merging(["ARTCACHE_CONFIG": "b.conf"]) { $1 }, dir.path) == dir.path + "/b.conf")
     }
 
     struct BadCase: Sendable, CustomTestStringConvertible {

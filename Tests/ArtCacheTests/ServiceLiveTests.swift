@@ -177,6 +177,9 @@ struct ServiceLiveTests {
         let image = try await HTTPGet.get("http://127.0.0.1:\(port)\(path)")
         #expect(image.status == 200 && image.headers["content-type"] == "image/png")
         #expect(try await HTTPGet.get("http://127.0.0.1:\(port)/health").status == 200)
+        // `artcache health --url` asks the same /health: exit 0, "ok".
+        let health = try await CLI.run(["health", "--url", "http://127.0.0.1:\(port)"])
+        #expect(health.status == 0 && health.stdout == "ok\n", "\(health.stdout) \(health.stderr)")
         process.terminate()  // SIGTERM
         let log = await CLI.exit(process, out, err).stderr
         #expect(process.terminationStatus == 0)

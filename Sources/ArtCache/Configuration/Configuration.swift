@@ -48,12 +48,26 @@ public struct Configuration: Sendable, Equatable {
         }
     }()
 
+    /// Where the system-wide file lives: the Debian package installs it (a
+    /// conffile) and the service's unit names it. The last place ``locate``
+    /// looks, so an installed `artcache stats` sees the service's cache.
+    public static let systemPath = "/etc/artcache/cache.conf"
+
+    /// The lookup order in one sentence, for `--help`, the man pages and the
+    /// README (which all say the same).
+    public static let lookupOrder = "--config PATH, else $ARTCACHE_CONFIG, else ./cache.conf, "
+        + "else $XDG_CONFIG_HOME/artcache/cache.conf (~/.config/artcache/cache.conf), else \(systemPath); "
+        + "the first that exists, or the built-in defaults when none does"
+
     /// Picks the file the way the CLI does: `explicitPath` (`--config`), else
     /// `$ARTCACHE_CONFIG`, else `./cache.conf` when it exists, else
     /// `$XDG_CONFIG_HOME/artcache/cache.conf` (`~/.config/artcache/cache.conf`)
-    /// when it exists, else nil (built-in defaults). The path returned is absolute.
+    /// when it exists, else `systemPath` (``systemPath``, the package's
+    /// `/etc/artcache/cache.conf`) when it exists, else nil (built-in
+    /// defaults). The path returned is absolute.
     public static func locate(explicitPath: String?, environment: [String: String],
-                              currentDirectory: String = FileManager.default.currentDirectoryPath) -> String? {
+                              currentDirectory: String = FileManager.default.currentDirectoryPath,
+                              systemPath: String = Configuration.systemPath) -> String? {
         func absolute(_ path: String) -> String {
             let expanded = expandTilde(path, environment: environment)
             let full = expanded.hasPrefix("/") ? expanded : (currentDirectory as NSString).appendingPathComponent(expanded)
@@ -67,6 +81,7 @@ public struct Configuration: Sendable, Equatable {
             ?? (environment["HOME"] ?? NSHomeDirectory()) + "/.config"
         let user = (configHome as NSString).appendingPathComponent("artcache/cache.conf")
         if FileManager.default.fileExists(atPath: user) { return user }
+        if FileManager.default.fileExists(atPath: systemPath) { return absolute(systemPath) }
         return nil
     }
 
