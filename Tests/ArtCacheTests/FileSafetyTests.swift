@@ -50,6 +50,33 @@ struct FileSafetyTests {
         #expect(try Configuration.read(path: nil, environment: ["ARTCACHE_CACHE_MODE": "770"]).cache.mode == 0o770)
     }
 
+    /// A shared cache (`mode = "0770"`, the Debian package's, in a setgid
+    /// folder of group artcache) stays shared whatever the umask of the
+    /// process that writes it: a CLI child with umask 027 makes files 0660
+    /// and folders 0770 that keep the setgid bit, so files made by root or
+    /// an operator stay in the folder's group.
+    @Test func aSharedCacheIgnoresTheWritersUmask() async throws {
+        let dir = TempDir()
+        let cache = dir.file("cache")
+        #expect(mkdir(cache, 0o700) == 0 && chmod(cache, 0o2770) == 0)
+        let result = try await CLI.run(["-c", "umask 027; exec \"$0\" \"$@\"", CLI.binary, "stats", "--cache-dir", cache],
+                                       environment: ["ARTCACHE_CACHE_MODE": "0770"], executable: "/bin/sh")
+        #expect(result.status == 0, "\(result.stderr)")
+        var settings = Fixtures.settings(cache, inlineMax: 0)
+        settings.mode = 0o770
+        // This process's own umask (022 under CI) would take the blob's group write.
+        let store = try await CacheStore.open(settings: settings)
+        let stored = try await store.put(url: "https://h.test/shared.png", data: Fixtures.pngLike(size: 2000))
+        for file in ["/index.sqlite", "/lock", "/" + stored.entry.blob!] {
+            #expect(Self.mode(cache + file) == 0o660, "\(file)")
+        }
+        for folder in ["/objects", "/objects/00", "/tmp"] {
+            var info = stat()
+            #expect(lstat(cache + folder, &info) == 0 && info.st_mode & 0o7777 == 0o2770, "\(folder)")
+        }
+        try await store.close()
+    }
+
     /// A blob file replaced by a symlink is not followed: the row reads as
     /// missing, and verify reports it without touching the target.
     @Test func blobsAreNeverOpenedThroughSymlinks() async throws {

@@ -65,7 +65,7 @@ struct BlobStore: Sendable {
         var info = stat()
         let existing = fstat(top.fd, &info) == 0 ? info.st_mode & 0o777 : mode
         if existing != mode {
-            guard fchmod(top.fd, mode) == 0 else { throw StoreError.io("cannot set mode of \(root.path)", errno: errno) }
+            guard fchmod(top.fd, mode | (info.st_mode & S_ISGID)) == 0 else { throw StoreError.io("cannot set mode of \(root.path)", errno: errno) }
             for name in ["index.sqlite", "index.sqlite-wal", "index.sqlite-shm", "lock"] where top.kind(of: name) == .file {
                 guard fchmodat(top.fd, name, mode & 0o666, 0) == 0 else {
                     throw StoreError.io("cannot set mode of \(root.path)/\(name)", errno: errno)

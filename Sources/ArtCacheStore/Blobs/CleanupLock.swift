@@ -24,6 +24,7 @@ struct CleanupLock: Sendable {
 
     private func holding<T>(_ operation: Int32, _ body: () throws -> T) throws -> T {
         let fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, mode)
+        FileMode.settle(fd, mode)
         guard fd >= 0 else { throw StoreError.io("cannot open \(path)", errno: errno) }
         defer { close(fd) }  // releases the flock
         while flock(fd, operation) != 0 {

@@ -79,7 +79,9 @@ final class DirectoryHandle: Sendable {
     /// Opens a file in this folder, never through a symlink. -1 and errno on failure.
     func openFile(_ name: String, flags: Int32, mode: mode_t = 0) -> Int32 {
         guard DirectoryHandle.isPlainName(name) else { errno = EINVAL; return -1 }
-        return openat(fd, name, flags | O_NOFOLLOW | O_CLOEXEC, mode)
+        let opened = openat(fd, name, flags | O_NOFOLLOW | O_CLOEXEC, mode)
+        if flags & O_CREAT != 0 { FileMode.settle(opened, mode) }
+        return opened
     }
 
     /// Removes a file (a symlink itself, never its target). False when it was not there.
@@ -89,10 +91,13 @@ final class DirectoryHandle: Sendable {
         return unlinkat(fd, name, 0) == 0
     }
 
-    /// Makes folder `name` with `mode` (exactly, whatever the umask); true when it exists as a folder.
+    /// Makes folder `name` with `mode` (exactly, whatever the umask, keeping
+    /// the setgid bit a setgid parent passes on); true when it exists as a folder.
     func makeDirectory(_ name: String, mode: mode_t) -> Bool {
         if mkdirat(fd, name, mode) == 0 {
-            return fchmodat(fd, name, mode, 0) == 0
+            var info = stat()
+            let inherited = fstatat(fd, name, &info, AT_SYMLINK_NOFOLLOW) == 0 ? info.st_mode & S_ISGID : 0
+            return fchmodat(fd, name, mode | inherited, 0) == 0
         }
         return errno == EEXIST && kind(of: name) == .directory
     }

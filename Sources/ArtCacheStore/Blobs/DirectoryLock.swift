@@ -11,6 +11,7 @@ final class DirectoryLock {
 
     init(path: String, mode: mode_t) throws(StoreError) {
         fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, mode)
+        FileMode.settle(fd, mode)
         guard fd >= 0 else { throw StoreError.io("cannot open lock file \(path)", errno: errno) }
         while flock(fd, LOCK_EX) != 0 {
             if errno != EINTR {

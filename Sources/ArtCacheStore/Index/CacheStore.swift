@@ -133,6 +133,7 @@ import Logging
         // SQLite gives the -wal and -shm files the mode of the database file:
         // made here first, with the cache's file mode.
         let index = Glibc.open(directory.path + "/index.sqlite", O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, mode & 0o666)
+        FileMode.settle(index, mode & 0o666)
         guard index >= 0 else { throw StoreError.io("cannot open \(directory.path)/index.sqlite", errno: errno) }
         Glibc.close(index)
         do {
