@@ -39,11 +39,13 @@ final class MemoryHitHandler: ChannelDuplexHandler, RemovableChannelHandler {
         switch part {
         case .head(let request):
             if withRouter == 0, let prepared = hit(request) {
+                let answering = ContinuousClock.now
                 dropping = true
                 context.write(wrapOutboundOut(.head(HTTPResponse(status: prepared.status, headerFields: prepared.headers))),
                               promise: nil)
                 if let body = prepared.body { context.write(wrapOutboundOut(.body(body)), promise: nil) }
                 context.writeAndFlush(wrapOutboundOut(.end(nil)), promise: nil)
+                service.metrics.stage(.answer, since: answering)
                 return
             }
             dropping = false

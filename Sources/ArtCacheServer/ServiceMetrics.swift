@@ -27,6 +27,15 @@ final class ServiceMetrics: Sendable {
     private let mirrored = Locked<[String: (counter: Metrics.Counter, reported: Int)]>([:])
     /// The series every memory hit touches, made once: a hit looks nothing up.
     private let memoryHits: (images: Metrics.Counter, ok: Metrics.Counter, duration: Metrics.Timer)
+    /// `artcache_stage_seconds{stage}`, by ``Stage/rawValue``, made once.
+    private let stageTimers: [Metrics.Timer]
+
+    /// The buckets of `artcache_stage_seconds`: 0.1 ms to 10 s.
+    static let stageBuckets: [Duration] = [
+        .microseconds(100), .microseconds(250), .microseconds(500), .milliseconds(1), .milliseconds(2.5),
+        .milliseconds(5), .milliseconds(10), .milliseconds(25), .milliseconds(50), .milliseconds(100),
+        .milliseconds(250), .milliseconds(500), .seconds(1), .seconds(2.5), .seconds(5), .seconds(10),
+    ]
 
     init() {
         var factory = PrometheusMetricsFactory(registry: registry)
@@ -35,7 +44,11 @@ final class ServiceMetrics: Sendable {
             .milliseconds(50), .milliseconds(100), .milliseconds(250), .milliseconds(500), .seconds(1),
             .seconds(2.5), .seconds(5), .seconds(10), .seconds(30),
         ]
+        factory.durationHistogramBuckets["artcache_stage_seconds"] = Self.stageBuckets
         self.factory = factory
+        stageTimers = Stage.allCases.map { stage in
+            Metrics.Timer(label: "artcache_stage_seconds", dimensions: [("stage", stage.name)], factory: factory)
+        }
         bytesServed = Metrics.Counter(label: "artcache_bytes_served_total", factory: factory)
         logDropped = Metrics.Counter(label: "artcache_access_log_dropped_total", factory: factory)
         writesDropped = Metrics.Counter(label: "artcache_store_writes_dropped_total", factory: factory)
@@ -51,6 +64,16 @@ final class ServiceMetrics: Sendable {
         if status == 200 { memoryHits.ok.increment() } else { counter("artcache_http_requests_total", "status", String(status)).increment() }
         memoryHits.duration.recordNanoseconds(Int64(seconds * 1e9))
         if bytes > 0 { bytesServed.increment(by: bytes) }
+    }
+
+    /// One stage of a request took `nanoseconds` (the pipeline's stages
+    /// through its ``StageTimings`` observer; admission and answer from the service).
+    func stage(_ stage: Stage, nanoseconds: Int64) {
+        stageTimers[stage.rawValue].recordNanoseconds(nanoseconds)
+    }
+
+    func stage(_ stage: Stage, since start: ContinuousClock.Instant) {
+        self.stage(stage, nanoseconds: StageTimings.nanoseconds(ContinuousClock.now - start))
     }
 
     /// One answered request: by status, latency by tier, bytes.
@@ -122,6 +145,11 @@ final class ServiceMetrics: Sendable {
         gauge("artcache_requests_in_flight", admission.inflight)
         gauge("artcache_queue_depth", admission.waiting)
         gauge("artcache_store_writes_pending", activity.writesPending)
+        // Memory: libvips' own allocations (pixel buffers) now and at most
+        // since the process started, and the process's resident set.
+        gauge("artcache_vips_memory_bytes", VipsMemory.tracked)
+        gauge("artcache_vips_memory_highwater_bytes", VipsMemory.highWater)
+        if let resident = ProcessMemory.residentBytes() { gauge("process_resident_memory_bytes", resident) }
         // access_log_dropped: log events the writer had no room for (a counter: the new ones since last time).
         let newlyDropped = logDroppedReported.withLock { reported -> Int in
             defer { reported = max(reported, dropped) }

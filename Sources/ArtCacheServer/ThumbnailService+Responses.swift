@@ -11,10 +11,19 @@ import NIOCore
 extension ThumbnailService {
     /// 200 with the bytes (or 304 when `If-None-Match` names them), with
     /// validators and caching headers. A placeholder answer carries the
-    /// error's reason and is not cached.
-    func success(_ image: ImageResponse, request: Request, negotiated: Bool, signed: Bool) -> Response {
+    /// error's reason and is not cached. The `answer` stage is timed from
+    /// `answering` (the image in hand) to the body written to the connection.
+    func success(_ image: ImageResponse, request: Request, negotiated: Bool, signed: Bool,
+                 answering: ContinuousClock.Instant) -> Response {
         let prepared = success(image, ifNoneMatch: request.headers[.ifNoneMatch], negotiated: negotiated, signed: signed)
-        return Response(status: prepared.status, headers: prepared.headers, body: prepared.body.map { ResponseBody(byteBuffer: $0) } ?? ResponseBody())
+        let (buffer, metrics) = (prepared.body, self.metrics)
+        // Timed before the end is sent: once a client has the whole answer, it is counted.
+        let body = ResponseBody(contentLength: buffer?.readableBytes ?? 0) { writer in
+            if let buffer { try await writer.write(buffer) }
+            metrics.stage(.answer, since: answering)
+            try await writer.finish(nil)
+        }
+        return Response(status: prepared.status, headers: prepared.headers, body: body)
     }
 
     /// A response as status, headers and body bytes: what both the router
@@ -39,7 +48,7 @@ extension ThumbnailService {
         var second: Int
     }
 
-    /// ``success(_:request:negotiated:signed:)`` from the request's `If-None-Match` alone.
+    /// ``success(_:request:negotiated:signed:answering:)`` from the request's `If-None-Match` alone.
     /// A memory hit's `200` is built once (``preparedHits``): the next hit
     /// of the same bytes costs a dictionary lookup, not its headers, dates
     /// and a body copy.

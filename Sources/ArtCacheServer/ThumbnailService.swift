@@ -83,6 +83,8 @@ public final class ThumbnailService: Sendable {
         }
         let metrics = ServiceMetrics()
         self.metrics = metrics
+        // The pipeline's stages (download, sniff_hash, render, store_commit) into /metrics.
+        pipeline.stages.observe { stage, nanoseconds in metrics.stage(stage, nanoseconds: nanoseconds) }
         admission = Admission(maxInflight: settings.maxInflight, queue: settings.queue, onShed: { metrics.shed(priority: $0) })
         avif = await pipeline.canEncode(.avif)
         self.pipeline = pipeline
@@ -126,8 +128,10 @@ public final class ThumbnailService: Sendable {
         }
         // Hits from memory: no queue, no copy beyond the response buffer.
         if let hit = pipeline.cachedImage(for: parsed.request) {
+            let answering = ContinuousClock.now
             metrics.served(tier: "memory")
-            return (success(hit, request: request, negotiated: parsed.negotiated, signed: parsed.signed), "memory")
+            return (success(hit, request: request, negotiated: parsed.negotiated, signed: parsed.signed, answering: answering),
+                    "memory")
         }
         return await miss(parsed, request: request, connection: cancelOnDisconnect ? context.channel : nil)
     }
@@ -175,9 +179,11 @@ public final class ThumbnailService: Sendable {
                       connection: (any Channel)?) async -> (Response, String) {
         do {
             let image = try await admitted(parsed.request, connection: connection)
+            let answering = ContinuousClock.now
             let tier = image.source == .placeholder ? "placeholder" : image.source.rawValue
             metrics.served(tier: tier)
-            return (success(image, request: request, negotiated: parsed.negotiated, signed: parsed.signed), tier)
+            return (success(image, request: request, negotiated: parsed.negotiated, signed: parsed.signed, answering: answering),
+                    tier)
         } catch let error as ServiceFailure {
             return (failure(error), "refused")
         } catch let error as ArtCacheError {
@@ -268,11 +274,14 @@ public final class ThumbnailService: Sendable {
     private func admitted(_ imageRequest: ImageRequest, connection: (any Channel)?) async throws -> ImageResponse {
         let pipeline = self.pipeline
         let admission = self.admission
+        let metrics = self.metrics
         let timeout = settings.timeout
         return try await withThrowingTaskGroup(of: ImageResponse?.self) { group in
             group.addTask {
                 do {
+                    let arrived = ContinuousClock.now
                     return try await admission.run(priority: imageRequest.priority) {
+                        metrics.stage(.admission, since: arrived)
                         guard let connection else { return try await pipeline.image(imageRequest) }
                         return try await Self.cancelled(onClose: connection) { try await pipeline.image(imageRequest) }
                     }

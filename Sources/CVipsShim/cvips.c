@@ -49,6 +49,10 @@ int cvips_init(const char *argv0) {
 
 const char *cvips_version(void) { return vips_version_string(); }
 
+size_t cvips_tracked_memory(void) { return vips_tracked_get_mem(); }
+
+size_t cvips_tracked_memory_highwater(void) { return vips_tracked_get_mem_highwater(); }
+
 char *cvips_error_take(void) {
     const char *message = vips_error_buffer();
     char *copy = strdup(message ? message : "");

@@ -44,7 +44,7 @@ struct PrefetchCommand: AsyncParsableCommand {
             for input in inputs {
                 for url in try Self.load(input, format: format).urls where seen.insert(url).inserted { urls.append(url) }
             }
-            let (summary, items) = try await global.withPipeline(configuration) { pipeline in
+            let (summary, items, stages) = try await global.withPipeline(configuration) { pipeline in
                 if retry {
                     for item in try await pipeline.retryQueue() where seen.insert(item.url).inserted { urls.append(item.url) }
                 }
@@ -58,10 +58,10 @@ struct PrefetchCommand: AsyncParsableCommand {
                     try await Self.contactSheet(result.items, pipeline: pipeline, spec: spec).write(to: URL(fileURLWithPath: contactSheet))
                     if !json { print("contact sheet \(contactSheet) (\(result.items.count) cells)") }
                 }
-                return result
+                return (result.summary, result.items, pipeline.stages)
             }
             if json {
-                print(try Output.json(summary))
+                print(try Output.json(PrefetchReport(summary: summary, timings: stages)))
             } else {
                 print(Self.text(summary))
                 for item in items {

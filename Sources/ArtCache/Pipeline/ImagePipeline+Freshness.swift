@@ -99,8 +99,8 @@ extension ImagePipeline {
         let pastExpiry = now.timeIntervalSince(hit.entry.expiresAt ?? now)
         let response: HTTPResponse
         do {
-            response = try await downloader.fetch(hit.entry.fetchedURL ?? url.string, validators: hit.entry.validators,
-                                                  priority: priority)
+            response = try await download(hit.entry.fetchedURL ?? url.string, validators: hit.entry.validators,
+                                          priority: priority)
         } catch {
             if error.code != .cancelled { freshness.withLock { $0.revalidationErrors += 1 } }
             if rules.offline, error.isNetworkFailure {

@@ -128,7 +128,7 @@ extension ImagePipeline {
         if let plan, let response = try await fetchRendition(plan, for: url, priority: priority) {
             return try await keep(response, url: url, now: now, behind: behind, fetched: plan.stored)
         }
-        let response = try await downloader.fetch(url.string, validators: nil, priority: priority)
+        let response = try await download(url.string, validators: nil, priority: priority)
         guard response.status != 304 else {
             throw DownloadError(.httpStatus, "\(url): 304 Not Modified for an unconditional request", status: 304)
         }
@@ -142,24 +142,30 @@ extension ImagePipeline {
                       fetched: CacheStore.FetchedRendition? = nil) async throws -> FetchOutcome {
         let declared = response.headers["content-type"]
         let policy = HTTPCachePolicy(headers: response.headers, now: now)
+        // Sniffed, then hashed for the store (`sniff_hash`): the store takes the hash.
+        let sniffing = ContinuousClock.now
         let checked: Sniffer.Checked
         do {
             checked = try await Self.check(response.body, declaredType: declared)
         } catch let refusal as Sniffer.Refusal {
+            stages.record(.sniffHash, since: sniffing)
             throw ArtCacheError(.notAnImage, "\(url): \(refusal.message)", underlying: refusal)
         }
         if policy.noStore {
+            stages.record(.sniffHash, since: sniffing)
             return FetchOutcome(source: .uncacheable, entry: nil, data: response.body, repaired: checked.repaired,
                                 downloadedBytes: response.body.count)
         }
+        let sha256 = try await CacheStore.hash(response.body)
+        stages.record(.sniffHash, since: sniffing)
         let validators = policy.validators(response.headers)
         let entry = behind
             ? try await store.putBehind(url: url.string, data: response.body, contentType: checked.sniffed.mimeType,
                                         declaredType: checked.declared, repaired: checked.repaired, validators: validators,
-                                        fetched: fetched, now: now)
+                                        fetched: fetched, sha256: sha256, now: now)
             : try await store.put(url: url.string, data: response.body, contentType: checked.sniffed.mimeType,
                                   declaredType: checked.declared, repaired: checked.repaired, validators: validators,
-                                  fetched: fetched, now: now)
+                                  fetched: fetched, sha256: sha256, now: now)
         return FetchOutcome(source: .downloaded, entry: entry, data: response.body, repaired: checked.repaired,
                             downloadedBytes: response.body.count)
     }

@@ -50,7 +50,7 @@ extension ImagePipeline {
     /// cancellation are thrown.
     func fetchRendition(_ plan: RenditionPlan, for url: NormalizedURL, priority: PriorityHandle) async throws -> HTTPResponse? {
         do {
-            let response = try await downloader.fetch(plan.rendition.url, validators: nil, priority: priority)
+            let response = try await download(plan.rendition.url, validators: nil, priority: priority)
             if (200..<300).contains(response.status) {
                 _ = try await Self.check(response.body, declaredType: response.headers["content-type"])
                 return response

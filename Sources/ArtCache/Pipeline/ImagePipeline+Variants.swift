@@ -75,10 +75,12 @@ extension ImagePipeline {
             let rendered: RenderedImage
             var intrinsics: Intrinsics?
             if let parent = source.entry, claimIntrinsics(parent) {
-                let made = try await renderer.renderWithIntrinsics(source.data, specs: [spec], priority: priority)
+                let made = try await timed(.render) {
+                    try await renderer.renderWithIntrinsics(source.data, specs: [spec], priority: priority)
+                }
                 (rendered, intrinsics) = (made.images[0], made.intrinsics)
             } else {
-                rendered = try await renderer.render(source.data, spec: spec, priority: priority)
+                rendered = try await timed(.render) { try await renderer.render(source.data, spec: spec, priority: priority) }
             }
             var entry: CacheEntry?
             if let parent = source.entry {
@@ -134,10 +136,12 @@ extension ImagePipeline {
         do {
             let wanted = missing.map { specs[$0] }
             if claimIntrinsics(parent) {
-                let made = try await renderer.renderWithIntrinsics(original.data, specs: wanted, priority: priority)
+                let made = try await timed(.render) {
+                    try await renderer.renderWithIntrinsics(original.data, specs: wanted, priority: priority)
+                }
                 (rendered, intrinsics) = (made.images, made.intrinsics)
             } else {
-                rendered = try await renderer.render(original.data, specs: wanted, priority: priority)
+                rendered = try await timed(.render) { try await renderer.render(original.data, specs: wanted, priority: priority) }
             }
         } catch {
             let failure = ArtCacheError(any: error, context: url.string)

@@ -18,15 +18,17 @@ extension CacheStore {
     }
 
     /// `fetched`: the rendition a provider profile chose (its URL and size),
-    /// when the bytes came from another URL than `url`.
+    /// when the bytes came from another URL than `url`. `sha256`: the
+    /// bytes' ``hash(_:)`` when the caller made it already (else made here).
     @discardableResult
     package func put(url: String, data: Data, contentType: String, declaredType: String? = nil, repaired: Bool = false,
-                     validators: HTTPValidators = HTTPValidators(), fetched: FetchedRendition?,
+                     validators: HTTPValidators = HTTPValidators(), fetched: FetchedRendition?, sha256: String? = nil,
                      now: Date = Date()) async throws -> CacheEntry {
         var (entry, extra) = try originalPut(url: url, data: data, contentType: contentType, declaredType: declaredType,
                                              repaired: repaired, validators: validators, now: now)
         entry.fetchedURL = fetched?.url
         entry.rendition = fetched?.rendition
+        if let sha256 { entry.sha256 = sha256 }
         return try await write(entry, data: data, extra: extra)
     }
 
@@ -184,13 +186,15 @@ extension CacheStore {
             try check(db)
             return try extra(db, old, new)
         }
-        // A put behind hashed its bytes when it was accepted.
+        // A put behind hashed its bytes when it was accepted (or its caller did).
         if entry.sha256.isEmpty {
             entry.sha256 = data.count > Self.hashInPlaceMax ? try await Blocking.run { CacheKey.sha256Hex(data) }
                                                             : CacheKey.sha256Hex(data)
         }
         if entry.isInline { put.inlineData = data } else { put.fileData = data }
         put.entry = entry
+        let queued = ContinuousClock.now
+        defer { stages.record(.storeCommit, since: queued) }
         return try await writes.submit(put)
     }
 

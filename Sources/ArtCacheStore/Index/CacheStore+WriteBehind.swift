@@ -17,16 +17,18 @@ extension CacheStore {
     /// ``put(url:data:contentType:declaredType:repaired:validators:now:)``
     /// that returns before the write (see the extension's notes).
     @discardableResult
+    /// `sha256`: the bytes' ``hash(_:)`` when the caller made it already (else made here).
     package func putBehind(url: String, data: Data, contentType: String, declaredType: String? = nil,
                            repaired: Bool = false, validators: HTTPValidators = HTTPValidators(),
-                           fetched: FetchedRendition? = nil, now: Date = Date()) async throws -> CacheEntry {
+                           fetched: FetchedRendition? = nil, sha256: String? = nil, now: Date = Date()) async throws -> CacheEntry {
         let (provisional, extra) = try originalPut(url: url, data: data, contentType: contentType, declaredType: declaredType,
                                                    repaired: repaired, validators: validators, now: now)
         var entry = provisional
         entry.fetchedURL = fetched?.url
         entry.rendition = fetched?.rendition
+        if let sha256 { entry.sha256 = sha256 }
         guard behind.capacity > 0 else { return try await write(entry, data: data, extra: extra) }
-        entry.sha256 = try await Self.hash(data)
+        if entry.sha256.isEmpty { entry.sha256 = try await Self.hash(data) }
         return try await behindWrite(entry, data: data) { [self] entry in
             try await write(entry, data: data, admitted: true, extra: extra)
         }
@@ -102,8 +104,9 @@ extension CacheStore {
         }
     }
 
-    /// SHA-256 of `data`, off Swift's cooperative pool when large (``hashInPlaceMax``).
-    private static func hash(_ data: Data) async throws -> String {
+    /// SHA-256 of `data` (hex, as rows name their bytes), off Swift's
+    /// cooperative pool when large (``hashInPlaceMax``).
+    package static func hash(_ data: Data) async throws -> String {
         if data.count <= hashInPlaceMax { return CacheKey.sha256Hex(data) }
         return try await Blocking.run { CacheKey.sha256Hex(data) }
     }

@@ -31,6 +31,9 @@ import Logging
     let negativeHint = Locked(NegativeHint())
     /// Points where tests hold an operation at a known step (none in production).
     package let hooks = Locked(Hooks())
+    /// Durations of the stages of this process's requests: the store records
+    /// its commits (`store_commit`); the pipeline over it, the rest.
+    package let stages = StageTimings()
 
     package struct Hooks: Sendable {
         /// Runs on the reader's thread once ``verify(repair:hash:)`` has read

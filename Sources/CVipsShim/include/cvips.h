@@ -28,6 +28,11 @@ enum {
 int cvips_solid_image(int width, int height, const double rgb[3], int format, int quality,
                       void **out, size_t *out_length);
 
+/* Bytes libvips holds in its tracked allocations (pixel buffers) now, and
+ * the most it has held at once since the process started: /metrics' gauges. */
+size_t cvips_tracked_memory(void);
+size_t cvips_tracked_memory_highwater(void);
+
 /* Takes the libvips error buffer (malloc'd copy, free with cvips_free) and clears it. */
 char *cvips_error_take(void);
 void cvips_free(void *pointer);
