@@ -20,8 +20,15 @@ package final class PriorityHandle: Sendable {
     }
 
     private let state: Locked<State>
+    /// Work behind an answer (``BackgroundScheduler``'s jobs): the download
+    /// and render pools give such work a reserved share of their hand-offs,
+    /// so that foreground traffic of any priority cannot starve it.
+    package let background: Bool
 
-    package init(_ value: ImagePriority) { state = Locked(State(value: value)) }
+    package init(_ value: ImagePriority, background: Bool = false) {
+        state = Locked(State(value: value))
+        self.background = background
+    }
 
     package var value: ImagePriority {
         get { state.withLock { $0.value } }

@@ -27,6 +27,9 @@ public struct DownloadSettings: Sendable, Equatable {
     /// image, fails at once for this long, without asking the origin again
     /// (`[download] negative_ttl`; kept in the index, seen by every process). 0: off.
     public var negativeTTL: TimeInterval = 600
+    /// Negative answers kept at most (`[download] negative_max`); past it
+    /// the oldest go first, as in the retry queue.
+    public var negativeMax = 100_000
     /// Transfers that may wait for one host; more fail at once (`queue_full`).
     public var queuePerHost = 10_000
     /// Network failures (DNS, connect, connect timeout) in a row after which

@@ -29,6 +29,8 @@ final class ServiceMetrics: Sendable {
     private let memoryHits: (images: Metrics.Counter, ok: Metrics.Counter, duration: Metrics.Timer)
     /// `artcache_stage_seconds{stage}`, by ``Stage/rawValue``, made once.
     private let stageTimers: [Metrics.Timer]
+    /// `artcache_background_seconds{kind}`, in `BackgroundKind.allCases` order, made once.
+    private let backgroundTimers: [Metrics.Timer]
 
     /// The buckets of `artcache_stage_seconds`: 0.1 ms to 10 s.
     static let stageBuckets: [Duration] = [
@@ -45,9 +47,13 @@ final class ServiceMetrics: Sendable {
             .seconds(2.5), .seconds(5), .seconds(10), .seconds(30),
         ]
         factory.durationHistogramBuckets["artcache_stage_seconds"] = Self.stageBuckets
+        factory.durationHistogramBuckets["artcache_background_seconds"] = Self.stageBuckets
         self.factory = factory
         stageTimers = Stage.allCases.map { stage in
             Metrics.Timer(label: "artcache_stage_seconds", dimensions: [("stage", stage.name)], factory: factory)
+        }
+        backgroundTimers = BackgroundKind.allCases.map { kind in
+            Metrics.Timer(label: "artcache_background_seconds", dimensions: [("kind", kind.rawValue)], factory: factory)
         }
         bytesServed = Metrics.Counter(label: "artcache_bytes_served_total", factory: factory)
         logDropped = Metrics.Counter(label: "artcache_access_log_dropped_total", factory: factory)
@@ -70,6 +76,13 @@ final class ServiceMetrics: Sendable {
     /// through its ``StageTimings`` observer; admission and answer from the service).
     func stage(_ stage: Stage, nanoseconds: Int64) {
         stageTimers[stage.rawValue].recordNanoseconds(nanoseconds)
+    }
+
+    /// One job behind the answers took `nanoseconds` (the pipeline's
+    /// ``BackgroundScheduler`` observer).
+    func background(_ kind: BackgroundKind, nanoseconds: Int64) {
+        guard let index = BackgroundKind.allCases.firstIndex(of: kind) else { return }
+        backgroundTimers[index].recordNanoseconds(nanoseconds)
     }
 
     func stage(_ stage: Stage, since start: ContinuousClock.Instant) {
@@ -145,6 +158,18 @@ final class ServiceMetrics: Sendable {
         gauge("artcache_requests_in_flight", admission.inflight)
         gauge("artcache_queue_depth", admission.waiting)
         gauge("artcache_store_writes_pending", activity.writesPending)
+        // Work behind answers (README: "What runs in the background"): jobs
+        // waiting and running by kind, those dropped past a bound, and the
+        // bytes the waiting ones hold.
+        for kind in BackgroundKind.allCases {
+            let counts = activity.background[kind] ?? BackgroundCounts()
+            for (state, value) in [("queued", counts.queued), ("running", counts.running)] {
+                Gauge(label: "artcache_background_jobs", dimensions: [("kind", kind.rawValue), ("state", state)], factory: factory)
+                    .record(Double(value))
+            }
+            mirror("artcache_background_dropped_total", ("kind", kind.rawValue), counts.dropped)
+        }
+        gauge("artcache_background_queued_bytes", Int(activity.backgroundBytes))
         // Memory: libvips' own allocations (pixel buffers) now and at most
         // since the process started, and the process's resident set.
         gauge("artcache_vips_memory_bytes", VipsMemory.tracked)

@@ -85,6 +85,8 @@ public final class ThumbnailService: Sendable {
         self.metrics = metrics
         // The pipeline's stages (download, sniff_hash, render, store_commit) into /metrics.
         pipeline.stages.observe { stage, nanoseconds in metrics.stage(stage, nanoseconds: nanoseconds) }
+        // Jobs behind the answers (revalidations, placeholders, warm-ups...) into /metrics.
+        pipeline.background.observe { kind, nanoseconds in metrics.background(kind, nanoseconds: nanoseconds) }
         admission = Admission(maxInflight: settings.maxInflight, queue: settings.queue, onShed: { metrics.shed(priority: $0) })
         avif = await pipeline.canEncode(.avif)
         self.pipeline = pipeline

@@ -60,6 +60,10 @@ struct GlobalOptions: ParsableArguments {
             }
             throw error
         }
+        // A stale answer this command gave is revalidated before it exits
+        // (close() cancels background work; the other kinds wait for a
+        // later process: a placeholder, a warm-up).
+        await pipeline.waitForRevalidations()
         try await pipeline.close()
         return result
     }

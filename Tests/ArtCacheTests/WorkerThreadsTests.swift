@@ -34,4 +34,57 @@ struct WorkerThreadsTests {
             #expect(after.wakeups == before.wakeups, "the 100 were taken by threads finishing a job, none woke for them")
         }
     }
+
+    /// Background work keeps a share of the pool: behind a stream of
+    /// foreground jobs of any priority, a waiting background job (lowest
+    /// priority) is handed over after at most `reservedEvery` of them, not
+    /// after all (strict priority would starve it).
+    @Test func backgroundJobsGetTheirShareUnderForegroundLoad() async throws {
+        let threads = WorkerThreads(count: 1, name: "artcache.test.share")
+        defer { threads.stop() }
+        let release = DispatchSemaphore(value: 0)
+        let order = Locked<[String]>([])
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask { try await threads.run(priority: PriorityHandle(.veryHigh)) { release.wait() } }
+            await threads.waitForLoad { $0.running == 1 }
+            group.addTask {
+                try await threads.run(priority: PriorityHandle(.veryLow, background: true)) { order.withLock { $0.append("background") } }
+            }
+            await threads.waitForLoad { $0.waiting == 1 }
+            for index in 0..<20 {
+                group.addTask {
+                    try await threads.run(priority: PriorityHandle(.high)) { order.withLock { $0.append("fg\(index)") } }
+                }
+            }
+            await threads.waitForLoad { $0.waiting == 21 }
+            release.signal()
+            try await group.waitForAll()
+        }
+        let ran = order.withLock { $0 }
+        #expect(ran.count == 21)
+        let position = try #require(ran.firstIndex(of: "background"))
+        #expect(position == WorkerThreads.reservedEvery, "\(ran)")
+    }
+
+    /// Without waiting background work, priority alone decides (a lone
+    /// low foreground job still waits for every higher one).
+    @Test func foregroundOrderIsStrictPriority() async throws {
+        let threads = WorkerThreads(count: 1, name: "artcache.test.strict")
+        defer { threads.stop() }
+        let release = DispatchSemaphore(value: 0)
+        let order = Locked<[String]>([])
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask { try await threads.run(priority: PriorityHandle(.veryHigh)) { release.wait() } }
+            await threads.waitForLoad { $0.running == 1 }
+            group.addTask { try await threads.run(priority: PriorityHandle(.veryLow)) { order.withLock { $0.append("low") } } }
+            await threads.waitForLoad { $0.waiting == 1 }
+            for index in 0..<10 {
+                group.addTask { try await threads.run(priority: PriorityHandle(.high)) { order.withLock { $0.append("fg\(index)") } } }
+            }
+            await threads.waitForLoad { $0.waiting == 11 }
+            release.signal()
+            try await group.waitForAll()
+        }
+        #expect(order.withLock { $0 }.last == "low")
+    }
 }

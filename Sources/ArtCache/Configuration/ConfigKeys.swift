@@ -47,6 +47,7 @@ package struct ConfigKey: Sendable {
     private static let memory = MemorySettings()
     private static let service = ServiceSettings()
     private static let profiles = ProfileSettings()
+    private static let background = BackgroundSettings()
 
     package static let all: [ConfigKey] = [
         // [cache]
@@ -84,6 +85,7 @@ package struct ConfigKey: Sendable {
         ConfigKey(section: "download", name: "retry_max_delay", kind: .duration(min: 0, max: .day), defaultValue: .duration(download.retryMaxDelay)),
         ConfigKey(section: "download", name: "retry_queue_max", kind: .integer(min: 1, max: 10_000_000), defaultValue: .integer(download.retryQueueMax)),
         ConfigKey(section: "download", name: "negative_ttl", kind: .duration(min: 0, max: .week), defaultValue: .duration(download.negativeTTL)),
+        ConfigKey(section: "download", name: "negative_max", kind: .integer(min: 1, max: 10_000_000), defaultValue: .integer(download.negativeMax)),
         ConfigKey(section: "download", name: "allowed_networks", kind: .list, defaultValue: .list(download.allowedNetworks.map(\.description))),
         ConfigKey(section: "download", name: "allowed_sources", kind: .list, defaultValue: .list(download.allowedSources.map(\.description))),
         // [thumbnails]
@@ -104,6 +106,10 @@ package struct ConfigKey: Sendable {
         // [memory]
         ConfigKey(section: "memory", name: "max_size", kind: .size(min: 0, max: 1 << 40), defaultValue: .size(memory.maxBytes)),
         ConfigKey(section: "memory", name: "max_entries", kind: .integer(min: 0, max: 10_000_000), defaultValue: .integer(memory.maxEntries)),
+        // [background]
+        ConfigKey(section: "background", name: "max_queued", kind: .integer(min: 1, max: 10_000_000), defaultValue: .integer(background.maxQueued)),
+        ConfigKey(section: "background", name: "max_bytes", kind: .size(min: 1 << 10, max: 1 << 40), defaultValue: .size(background.maxBytes)),
+        ConfigKey(section: "background", name: "concurrency", kind: .integer(min: 1, max: 256), defaultValue: .integer(background.concurrency)),
         // [service]
         ConfigKey(section: "service", name: "listen", kind: .string, defaultValue: .string(service.listen)),
         ConfigKey(section: "service", name: "keys", kind: .list, defaultValue: .list(service.keys.map { CacheKey.hex($0) })),

@@ -36,6 +36,9 @@ extension Configuration {
                   memory: MemorySettings(maxBytes: read.size("memory.max_size"), maxEntries: read.integer("memory.max_entries")),
                   service: try Self.service(read), presets: try Self.presets(read))
         profiles = try Self.profiles(read)
+        background.maxQueued = read.integer("background.max_queued")
+        background.maxBytes = read.size("background.max_bytes")
+        background.concurrency = read.integer("background.concurrency")
         self.file = file
         try check()
     }
@@ -89,6 +92,7 @@ extension Configuration {
         download.retryMaxDelay = read.duration("download.retry_max_delay")
         download.retryQueueMax = read.integer("download.retry_queue_max")
         download.negativeTTL = read.duration("download.negative_ttl")
+        download.negativeMax = read.integer("download.negative_max")
         download.queuePerHost = read.integer("download.queue_per_host")
         download.offlineAfter = read.integer("download.offline_after")
         download.offlineRetryAfter = read.duration("download.offline_retry_after")

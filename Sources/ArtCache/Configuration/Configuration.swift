@@ -21,6 +21,8 @@ public struct Configuration: Sendable, Equatable {
     /// `[profiles]`: how sources are asked for the rendition a request needs
     /// (iTunes, Twitter/X, GitHub and Gravatar built in).
     public var profiles = ProfileSettings()
+    /// `[background]`: the bounds of the work behind answers (``BackgroundScheduler``).
+    package var background = BackgroundSettings()
     /// The file the configuration was read from, if any.
     public var file: String?
 

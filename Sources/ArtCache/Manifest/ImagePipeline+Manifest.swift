@@ -6,6 +6,9 @@ import Foundation
 extension ImagePipeline {
     /// Densities a manifest gives each display size.
     static let manifestDensities = [1, 2, 3]
+    /// Placeholders a manifest computes inline (cached originals stored
+    /// without one); the rest are `placeholder` jobs behind the answer.
+    static let manifestInlinePlaceholders = 16
 
     /// The manifest of `resultSet` for display `sizes` (CSS pixels): per
     /// item in result order, whether it is cached, its size and placeholder,
@@ -13,8 +16,9 @@ extension ImagePipeline {
     /// with `signer` (one that has keys), else request descriptors. Never
     /// waits on the network: items not cached are `pending` and handed to
     /// the prefetcher at low priority (with these sizes' 1× and 2×
-    /// thumbnails); a cached original without its placeholder has it
-    /// computed now (a small local decode).
+    /// thumbnails, deduplicated `warm_up` jobs); a cached original without
+    /// its placeholder has it computed now (a small local decode; at most
+    /// ``manifestInlinePlaceholders`` per manifest, the rest behind).
     /// `fit`: how thumbnails fill the display boxes (default `[thumbnails] fit`).
     /// `priority`: the class signed into the paths (`pri=high|normal|low`:
     /// a page asks for the rows it shows first high, the rest low); nil:
@@ -32,6 +36,7 @@ extension ImagePipeline {
         }
         var items: [ImageManifest.Item] = []
         var pending: [String] = []
+        var inlineDecodes = 0
         for (index, result) in resultSet.items.enumerated() {
             var variants: [String: [String: ImageManifest.Reference]] = [:]
             for size in sizes {
@@ -55,7 +60,16 @@ extension ImagePipeline {
             }
             var info = entry.flatMap(ImageInfo.init(entry:))
             if let entry, info == nil {
-                info = try? await self.info(for: entry.url, priority: .normal, options: .cacheOnly)
+                // A cached original without its placeholder (an older
+                // cache): computed now for the first few (a small local
+                // decode each), behind the answer for the rest, so one large
+                // result set costs a bounded amount of decoding.
+                if inlineDecodes < Self.manifestInlinePlaceholders {
+                    inlineDecodes += 1
+                    info = try? await self.info(for: entry.url, priority: .normal, options: .cacheOnly)
+                } else {
+                    computeIntrinsicsBehind(of: entry)
+                }
             }
             let failure = normalized.flatMap { failures[$0.string] } ?? failures[result.url]
             let status: ImageManifest.Status = entry != nil ? .cached : failure != nil ? .failed : .pending
@@ -68,18 +82,41 @@ extension ImagePipeline {
                 placeholder: info?.placeholderDataURL(), variants: variants))
         }
         if !pending.isEmpty {
-            // Each pending original, and its thumbnails at 1x and 2x (one
-            // download per URL: the requests share it).
+            // Each pending original, and its thumbnails at 1x and 2x.
             let scaled = Set(sizes.flatMap { size in
                 [1, 2].map { ImageSize(width: min(maxOutput, size.width * $0), height: min(maxOutput, size.height * $0)) }
-            })
-            let requests = pending.flatMap { url in
-                scaled.isEmpty ? [ImageRequest(url: url, priority: .low)]
-                    : scaled.sorted { ($0.width, $0.height) < ($1.width, $1.height) }
-                        .map { ImageRequest(url: url, size: $0, fit: fit, priority: .low) }
-            }
-            manifestPrefetcher.start(requests)
+            }).sorted { ($0.width, $0.height) < ($1.width, $1.height) }
+            for url in pending { warmUp(url, sizes: scaled, fit: fit) }
         }
         return ImageManifest(format: resultSet.format, items: items)
+    }
+
+    /// Queues a `warm_up` job for `url`: its original, then each of `sizes`
+    /// (one download: the thumbnails render from the stored original), at
+    /// low priority with the pools' reserved share for background work. A
+    /// warm-up of the same URL, sizes and fit already waiting or running is
+    /// not queued again (O(1)), so a result set posted again adds nothing.
+    /// Returns what the scheduler did with it.
+    @discardableResult
+    package func warmUp(_ url: String, sizes: [ImageSize], fit: VariantSpec.Fit) -> BackgroundSubmission {
+        guard let normalized = try? NormalizedURL(url) else { return .dropped }
+        let spec = sizes.map(\.description).joined(separator: ",") + ";" + fit.rawValue
+        let key = BackgroundJobKey(.warmUp, key: normalized.key.hex, spec: spec)
+        return background.submit(key, priority: .low, bytes: url.utf8.count + spec.utf8.count) { [self] in
+            let handle = PriorityHandle(.low, background: true)
+            let requests = [ImageRequest(url: url, priority: .low)]
+                + sizes.map { ImageRequest(url: url, size: $0, fit: fit, priority: .low) }
+            for request in requests {
+                if Task.isCancelled { return }
+                do {
+                    _ = try await load(request, priority: handle)
+                } catch {
+                    // The manifest shows what failed (the retry queue, the
+                    // negative table); a failed original fails its sizes too.
+                    logger.debug("warm-up failed", metadata: ["url": "\(url)", "error": "\(error)"])
+                    return
+                }
+            }
+        }
     }
 }

@@ -53,7 +53,8 @@ final class Coalescer<Value: Sendable>: Sendable {
                         return false
                     }
                     let flightID = UUID()
-                    let flightPriority = PriorityHandle(priority.value)
+                    // Work behind answers stays marked as such (the pools' reserved share).
+                    let flightPriority = PriorityHandle(priority.value, background: priority.background)
                     let task = Task {
                         let result: Result<Value, Error>
                         do { result = .success(try await operation(flightPriority)) } catch { result = .failure(error) }

@@ -59,12 +59,6 @@ package struct FreshnessCounters: Sendable, Equatable {
     package init() {}
 }
 
-/// Background revalidations under way, one per key.
-struct Revalidations: Sendable {
-    var running: [String: Task<Void, Never>] = [:]
-    var stopped = false
-}
-
 extension ImagePipeline {
     /// The counters of revalidations and stale answers (for `/metrics`).
     package var freshnessCounters: FreshnessCounters { freshness.withLock { $0 } }
@@ -135,18 +129,14 @@ extension ImagePipeline {
         return FetchOutcome(source: .stale, entry: hit.entry, data: hit.data, repaired: false, downloadedBytes: 0)
     }
 
-    /// Starts one revalidation of `url` behind the answer, at low priority,
-    /// unless one is already under way (or the pipeline is closing).
+    /// Queues one `revalidation` job for `url` behind the answer, at low
+    /// priority, unless one waits or runs already (or the pipeline is
+    /// closing). Past `[background] max_queued` the oldest waiting
+    /// revalidation is dropped: its entry is answered stale again, and
+    /// revalidated by a later request.
     func revalidateBehind(_ url: NormalizedURL) {
-        let key = url.key.hex
-        revalidations.withLock { jobs in
-            guard !jobs.stopped, jobs.running[key] == nil else { return }
-            // The task's own removal takes this lock: it cannot run before
-            // the task is recorded here.
-            jobs.running[key] = Task.detached(priority: .low) { [self] in
-                await revalidateStored(url)
-                revalidations.withLock { $0.running[key] = nil }
-            }
+        background.submit(BackgroundJobKey(.revalidation, key: url.key.hex), priority: .low, bytes: url.string.utf8.count) {
+            [self] in await revalidateStored(url)
         }
     }
 
@@ -154,7 +144,8 @@ extension ImagePipeline {
     /// priority; nothing to do when the entry is fresh again or gone.
     private func revalidateStored(_ url: NormalizedURL) async {
         do {
-            _ = try await originals.run(key: "revalidate:" + url.key.hex, priority: PriorityHandle(.low)) { [self] priority in
+            let handle = PriorityHandle(.low, background: true)
+            _ = try await originals.run(key: "revalidate:" + url.key.hex, priority: handle) { [self] priority in
                 guard let hit = try await store.lookup(key: url.key, counting: false) else {
                     throw ArtCacheError(.notCached, "\(url): evicted before its revalidation")
                 }
@@ -170,19 +161,12 @@ extension ImagePipeline {
         }
     }
 
-    /// Waits until every revalidation started behind an answer has ended.
+    /// Waits until no revalidation behind an answer waits or runs: a
+    /// one-shot command (`get`, `thumb`) calls it before ``close()`` (which
+    /// cancels them), so a stale answer it gave still refreshes the cache
+    /// for the next (each is bounded by `[download] timeout`).
     package func waitForRevalidations() async {
-        while let task = revalidations.withLock({ $0.running.values.first }) {
-            await task.value
-        }
-    }
-
-    /// No new revalidation behind answers; those under way finish (each is
-    /// bounded by `[download] timeout`): a stale answer given by a one-shot
-    /// command still refreshes the cache for the next.
-    func stopRevalidations() async {
-        revalidations.withLock { $0.stopped = true }
-        await waitForRevalidations()
+        await background.waitUntilIdle(.revalidation)
     }
 
     // MARK: Negative caching
@@ -232,5 +216,14 @@ extension ImagePipeline {
         let ttl = configuration.download.negativeTTL
         guard ttl > 0 else { return try await store.dequeueRetry(url: url.string) }
         try await store.recordNegative(url: url.string, reason: reason, message: message, status: status, ttl: ttl)
+        // Past their time and over `negative_max`: dropped behind the answers.
+        let max = configuration.download.negativeMax
+        background.submit(BackgroundJobKey(.negativeCleanup, key: "negative"), priority: .low, again: true) { [self] in
+            do {
+                _ = try await store.cleanNegatives(max: max)
+            } catch {
+                logger.debug("negative cleanup failed; the next recorded failure retries", metadata: ["error": "\(error)"])
+            }
+        }
     }
 }

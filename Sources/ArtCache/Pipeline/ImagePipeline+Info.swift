@@ -12,9 +12,11 @@ import Foundation
 ///   the original's row by the variant's own write.
 /// - When an original is read (served as an original, or its stored
 ///   thumbnail is) without them — stored by `prefetch --no-thumbnails` or
-///   `get`, or by an older artcache — a background job at the lowest
-///   priority decodes it small (a 1/8 libjpeg-turbo decode for JPEG, ~250 µs
-///   for a 40 KB file; libvips shrink-on-load otherwise).
+///   `get`, or by an older artcache — a `placeholder` job of the background
+///   scheduler (lowest priority, bounded, deduplicated) reads its bytes when
+///   it starts and decodes them small (a 1/8 libjpeg-turbo decode for JPEG,
+///   ~250 µs for a 40 KB file; libvips shrink-on-load otherwise), with the
+///   render pool's reserved share for background work.
 /// - ``info(for:priority:options:)`` computes them at once when missing;
 ///   `verify --repair` fills in every row.
 ///
@@ -48,41 +50,45 @@ extension ImagePipeline {
     func claimIntrinsics(_ entry: CacheEntry) -> Bool {
         guard entry.kind == .original, entry.thumbHash == nil, !entry.sha256.isEmpty else { return false }
         let job = entry.key + ":" + entry.sha256
-        return intrinsicsJobs.withLock { jobs -> Bool in
-            guard !jobs.closed, !jobs.attempted.contains(job) else { return false }
-            if jobs.attempted.count >= Self.intrinsicsMemoLimit { jobs.attempted.removeAll(keepingCapacity: true) }
-            jobs.attempted.insert(job)
+        return intrinsicsAttempts.withLock { attempted -> Bool in
+            guard !attempted.contains(job) else { return false }
+            if attempted.count >= Self.intrinsicsMemoLimit { attempted.removeAll(keepingCapacity: true) }
+            attempted.insert(job)
             return true
         }
     }
 
-    /// Starts the background job for `entry` (an original's row) when
-    /// ``claimIntrinsics(_:)`` gives it. `data`: its bytes when at hand
-    /// (else read from the cache).
-    func computeIntrinsicsBehind(of entry: CacheEntry, data: Data?) {
-        guard claimIntrinsics(entry) else { return }
+    /// Forgets a claim whose job did not run (dropped, or the row was not
+    /// committed yet): the original's next read tries again.
+    private func unclaimIntrinsics(_ entry: CacheEntry) {
         let job = entry.key + ":" + entry.sha256
-        let task = Task.detached(priority: .background) { [self] in
-            defer { _ = intrinsicsJobs.withLock { $0.running.removeValue(forKey: job) } }
+        _ = intrinsicsAttempts.withLock { $0.remove(job) }
+    }
+
+    /// Queues the `placeholder` job for `entry` (an original's row) when
+    /// ``claimIntrinsics(_:)`` gives it. The job holds no bytes while it
+    /// waits: it reads the row and its bytes when it starts.
+    func computeIntrinsicsBehind(of entry: CacheEntry) {
+        guard claimIntrinsics(entry) else { return }
+        let key = BackgroundJobKey(.placeholder, key: entry.key, spec: entry.sha256)
+        let outcome = background.submit(key, priority: .veryLow, onDrop: { [self] in unclaimIntrinsics(entry) }) { [self] in
             do {
                 try Task.checkCancellation()
                 // The row read with its bytes: they are what the sha256 the
                 // record is checked against names.
-                var source = data.map { (entry: entry, data: $0) }
-                if source == nil, let hit = try await store.lookup(key: entry.cacheKey, counting: false) {
-                    source = (hit.entry, hit.data)
+                guard let hit = try await store.lookup(key: entry.cacheKey, counting: false) else {
+                    return unclaimIntrinsics(entry)  // not committed yet (written behind), or evicted
                 }
-                guard let source, source.entry.thumbHash == nil else { return }
-                let intrinsics = try await renderer.intrinsics(of: source.data, priority: PriorityHandle(.veryLow))
-                try await record(intrinsics, of: source.entry)
+                guard hit.entry.thumbHash == nil else { return }
+                let intrinsics = try await renderer.intrinsics(of: hit.data, priority: PriorityHandle(.veryLow, background: true))
+                try await record(intrinsics, of: hit.entry)
             } catch is CancellationError {
+                unclaimIntrinsics(entry)
             } catch {
                 logger.debug("no placeholder for an original", metadata: ["url": "\(entry.url)", "error": "\(error)"])
             }
         }
-        intrinsicsJobs.withLock { jobs in
-            if jobs.closed { task.cancel() } else { jobs.running[job] = task }
-        }
+        if outcome != .queued { unclaimIntrinsics(entry) }
     }
 
     /// Records `intrinsics` in `entry`'s row (if it still holds those bytes).
@@ -90,21 +96,10 @@ extension ImagePipeline {
         try await store.setPlaceholder(key: entry.key, sha256: entry.sha256, OriginalIntrinsics(intrinsics))
     }
 
-    /// At close: no job starts any more; those running are cancelled and
-    /// awaited (an original whose job did not finish gets it when next read).
-    func stopIntrinsicsJobs() async {
-        let running = intrinsicsJobs.withLock { jobs -> [Task<Void, Never>] in
-            jobs.closed = true
-            return Array(jobs.running.values)
-        }
-        for task in running { task.cancel() }
-        for task in running { await task.value }
-    }
-
-    /// Returns once no intrinsics job runs (tests, benchmarks); jobs started
-    /// meanwhile are waited for too.
+    /// Returns once no placeholder job waits or runs (tests, benchmarks);
+    /// jobs queued meanwhile are waited for too.
     package func waitForIntrinsicsJobs() async {
-        while let task = intrinsicsJobs.withLock({ $0.running.values.first }) { await task.value }
+        await background.waitUntilIdle(.placeholder)
     }
 
     /// Computes and records the intrinsics of every original that lacks them
@@ -135,15 +130,6 @@ extension ImagePipeline {
         }
         return (computed, failed)
     }
-}
-
-/// The pipeline's background intrinsics jobs.
-struct IntrinsicsJobs {
-    var running: [String: Task<Void, Never>] = [:]
-    /// Jobs started in this process (bounded; emptied when full): a row
-    /// whose bytes do not decode is not tried again on every read.
-    var attempted: Set<String> = []
-    var closed = false
 }
 
 extension OriginalIntrinsics {

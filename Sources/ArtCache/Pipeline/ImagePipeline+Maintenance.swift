@@ -65,7 +65,8 @@ extension ImagePipeline {
                                 rendersActive: renders.inProgress, rendersQueued: renders.waiting,
                                 memoryEntries: memory.stats.entries, memoryBytes: memory.stats.bytes,
                                 writesPending: writes.pending, writesDropped: writes.dropped,
-                                renderJobs: renders.jobs, renderWakeups: renders.wakeups)
+                                renderJobs: renders.jobs, renderWakeups: renders.wakeups,
+                                background: background.counts, backgroundBytes: background.queuedBytes)
     }
 
     /// Liveness: the index answers a read and libvips renders a 1x1 image.
@@ -123,4 +124,8 @@ package struct PipelineActivity: Sendable, Equatable {
     /// times a sleeping render thread woke to take one.
     package var renderJobs = 0
     package var renderWakeups = 0
+    /// Work behind answers, by kind: waiting, running, dropped past a bound.
+    package var background: [BackgroundKind: BackgroundCounts] = [:]
+    /// Bytes the waiting background jobs hold.
+    package var backgroundBytes: Int64 = 0
 }

@@ -78,7 +78,7 @@ extension ImagePipeline {
         case .downloaded, .uncacheable: .network
         }
         let (width, height) = try await dimensions(of: outcome.data, priority: priority)
-        if let entry = outcome.entry { computeIntrinsicsBehind(of: entry, data: outcome.data) }
+        if let entry = outcome.entry { computeIntrinsicsBehind(of: entry) }
         return ImageResponse(data: outcome.data, contentType: outcome.entry?.contentType ?? Sniffer.sniff(outcome.data).mimeType,
                              width: width, height: height, source: source, cacheKey: outcome.entry?.cacheKey,
                              entry: outcome.entry, repaired: outcome.repaired, freshUntil: outcome.entry?.expiresAt)

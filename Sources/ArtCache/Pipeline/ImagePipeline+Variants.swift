@@ -103,7 +103,7 @@ extension ImagePipeline {
     func variantResponse(_ url: NormalizedURL, spec: VariantSpec, mode: FetchMode,
                          priority: PriorityHandle) async throws -> ImageResponse {
         let outcome = try await variant(url, spec: spec, mode: mode, behind: true, priority: priority)
-        if let parent = outcome.parent { computeIntrinsicsBehind(of: parent, data: nil) }
+        if let parent = outcome.parent { computeIntrinsicsBehind(of: parent) }
         return ImageResponse(data: outcome.data, contentType: outcome.contentType,
                              width: outcome.width, height: outcome.height, source: outcome.source,
                              cacheKey: outcome.entry?.cacheKey, entry: outcome.entry, rendered: outcome.rendered,

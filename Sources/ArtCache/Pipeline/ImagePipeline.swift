@@ -35,30 +35,24 @@ public final class ImagePipeline: Sendable {
     /// memory hits skips that work. Bounded; emptied when full.
     let resolvedRequests = Locked<[ImageRequest: Resolved]>([:])
     static let resolvedMemoLimit = 4096
-    /// Background jobs computing originals' intrinsics (ImagePipeline+Info).
-    let intrinsicsJobs = Locked(IntrinsicsJobs())
+    /// The one owner of work behind answers: revalidations, placeholders,
+    /// warm-ups, and the store's fold and reclaimer (README: "What runs in
+    /// the background"). Closed first by ``close()``.
+    package let background: BackgroundScheduler
+    /// Originals whose intrinsics this process tried (ImagePipeline+Info).
+    /// Bounded (``intrinsicsMemoLimit``; emptied when full).
+    let intrinsicsAttempts = Locked<Set<String>>([])
     static let intrinsicsMemoLimit = 65_536
     /// Profiles left out for a host after a rendition failed, until when
     /// (by "profile host"; ImagePipeline+Profiles).
     let profileFallbacks = Locked<[String: Date]>([:])
-    /// Fetches what manifests list as pending, at low priority (made on first use).
-    var manifestPrefetcher: ImagePrefetcher {
-        manifestPrefetch.withLock { prefetcher in
-            if let prefetcher { return prefetcher }
-            let made = ImagePrefetcher(pipeline: self, priority: .low, variants: [])
-            prefetcher = made
-            return made
-        }
-    }
-    let manifestPrefetch = Locked<ImagePrefetcher?>(nil)
     /// Revalidations and stale answers so far (ImagePipeline+Freshness).
     let freshness = Locked(FreshnessCounters())
-    /// Revalidations running behind stale answers, one per key.
-    let revalidations = Locked(Revalidations())
 
     init(configuration: Configuration, store: CacheStore, downloader: Downloader, logger: Logger) {
         self.configuration = configuration
         self.store = store
+        self.background = store.background
         self.downloader = downloader
         self.renderer = Renderer(settings: configuration.thumbnails)
         self.memory = MemoryCache(settings: configuration.memory)
@@ -71,7 +65,8 @@ public final class ImagePipeline: Sendable {
                             logger: Logger = Logger(label: "artcache")) async throws(ArtCacheError) -> ImagePipeline {
         do {
             try configuration.validate()
-            let store = try await CacheStore.open(settings: configuration.cache, logger: logger)
+            let background = BackgroundScheduler(settings: configuration.background)
+            let store = try await CacheStore.open(settings: configuration.cache, logger: logger, background: background)
             let downloader: Downloader
             do {
                 downloader = try Downloader(settings: configuration.download, logger: logger)
@@ -85,12 +80,12 @@ public final class ImagePipeline: Sendable {
         }
     }
 
-    /// Writes batched access times and counters, stops the downloader (work
-    /// still waiting fails as cancelled) and empties the memory tier.
+    /// Stops the work behind answers (what waits is dropped, what runs is
+    /// cancelled and awaited), stops the downloader (work still waiting
+    /// fails as cancelled), empties the memory tier and closes the store
+    /// (writing batched access times and counters).
     public func close() async throws(ArtCacheError) {
-        manifestPrefetch.withLock { $0 }?.stopAll()
-        await stopRevalidations()
-        await stopIntrinsicsJobs()
+        await background.close()
         downloader.shutdown()
         memory.removeAll()
         do {

@@ -40,8 +40,34 @@ public final class ImagePrefetcher: Sendable {
     }
 
     private struct State {
+        /// Waiting jobs in arrival order from `head` on (taking the first is
+        /// O(1); the consumed front is dropped once it is half the array).
         var queue: [Job] = []
+        var head = 0
         var running: [UUID: (job: Job, task: Task<Void, Never>)] = [:]
+
+        var waitingCount: Int { queue.count - head }
+
+        mutating func takeFirst() -> Job? {
+            guard head < queue.count else { return nil }
+            let job = queue[head]
+            head += 1
+            if head == queue.count {
+                queue.removeAll(keepingCapacity: true)
+                head = 0
+            } else if head > 1024, head * 2 > queue.count {
+                queue.removeFirst(head)
+                head = 0
+            }
+            return job
+        }
+
+        /// The oldest `count` waiting jobs, taken out.
+        mutating func takeOldest(_ count: Int) -> ArraySlice<Job> {
+            let taken = queue[head..<head + count]
+            head += count
+            return taken
+        }
     }
 
     private let state = Locked(State())
@@ -91,10 +117,9 @@ public final class ImagePrefetcher: Sendable {
         }
         let dropped = state.withLock { s -> ArraySlice<Job> in
             s.queue += jobs
-            let overflow = s.queue.count - maxWaiting
+            let overflow = s.waitingCount - maxWaiting
             guard overflow > 0 else { return [] }
-            defer { s.queue.removeFirst(overflow) }
-            return s.queue.prefix(overflow)
+            return s.takeOldest(overflow)
         }
         for job in dropped {
             let error = ArtCacheError(.cancelled, "\(job.url): dropped: more than \(maxWaiting) prefetches were waiting")
@@ -106,6 +131,8 @@ public final class ImagePrefetcher: Sendable {
 
     private func stop(where matches: (Job) -> Bool) {
         let (dropped, running) = state.withLock { s -> ([Job], [Task<Void, Never>]) in
+            s.queue.removeFirst(s.head)
+            s.head = 0
             let dropped = s.queue.filter(matches)
             s.queue.removeAll(where: matches)
             return (dropped, s.running.values.filter { matches($0.job) }.map(\.task))
@@ -120,8 +147,7 @@ public final class ImagePrefetcher: Sendable {
     private func pump() {
         while true {
             let started = state.withLock { s -> Bool in
-                guard s.running.count < concurrency, !s.queue.isEmpty else { return false }
-                let job = s.queue.removeFirst()
+                guard s.running.count < concurrency, let job = s.takeFirst() else { return false }
                 let id = UUID()
                 let task = Task { [self] in
                     let item = await run(job)

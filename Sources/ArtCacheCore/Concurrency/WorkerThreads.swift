@@ -13,13 +13,20 @@ import Foundation
 /// task is cancelled leaves the queue at once; its priority may change while
 /// it waits.
 ///
+/// Background work (a job whose ``PriorityHandle`` is marked `background`)
+/// has a reserved share: while such a job waits, at most
+/// ``reservedEvery`` foreground jobs in a row are handed over before it,
+/// whatever their priority, so a steady stream of requests cannot starve
+/// the work behind answers (placeholders, warm-ups).
+///
 /// `@unchecked Sendable` is sound: every stored var (`jobs`, `queues`,
 /// `heads`, `cancelled`, `nextID`, `stopped`, `running`, `sleeping`,
-/// `waking`, `handoffs`) is read and written only while `condition` is
+/// `waking`, `handoffs`, `background`, `backgroundHead`, `foregroundStreak`) is read and written only while `condition` is
 /// locked; the jobs are `@Sendable` closures.
 package final class WorkerThreads: @unchecked Sendable {
     private struct Job {
         var priority: ImagePriority
+        let background: Bool
         let run: @Sendable () -> Void
         let cancel: @Sendable () -> Void
     }
@@ -39,6 +46,15 @@ package final class WorkerThreads: @unchecked Sendable {
     private var sleeping = 0
     private var waking = 0
     private var handoffs = (jobs: 0, wakeups: 0)
+    /// Ids of background jobs in arrival order (stale ids skipped), and the
+    /// foreground jobs handed over in a row while one of them waited.
+    private var background: [Int] = []
+    private var backgroundHead = 0
+    private var foregroundStreak = 0
+    /// Foreground jobs handed over in a row before a waiting background job
+    /// gets the next thread: 3 gives background work a quarter of the
+    /// hand-offs while both wait.
+    package static let reservedEvery = 3
     /// `load`, mirrored after every change (under `condition`) so it can be awaited.
     private let watchedLoad = Watched((waiting: 0, running: 0))
 
@@ -91,10 +107,11 @@ package final class WorkerThreads: @unchecked Sendable {
                         if cancelled.remove(id) != nil { return false }
                         let value = priority.value
                         let once = RunOnce(body)
-                        jobs[id] = Job(priority: value,
+                        jobs[id] = Job(priority: value, background: priority.background,
                                        run: { continuation.resume(with: once.run()) },
                                        cancel: { continuation.resume(throwing: CancellationError()) })
                         queues[value.rawValue].append(id)
+                        if priority.background { background.append(id) }
                         if sleeping > waking {
                             waking += 1
                             condition.signal()
@@ -154,8 +171,43 @@ package final class WorkerThreads: @unchecked Sendable {
         }
     }
 
-    /// The highest-priority job that came first (call with the lock held).
+    /// The job to hand over next (call with the lock held): the oldest
+    /// background job when its reserved turn has come, else the
+    /// highest-priority job that came first.
     private func takeBest() -> Job? {
+        let backgroundWaiting = firstBackground()
+        if let id = backgroundWaiting, foregroundStreak >= Self.reservedEvery, let job = jobs.removeValue(forKey: id) {
+            foregroundStreak = 0
+            return job
+        }
+        guard let job = takeByPriority() else { return nil }
+        if job.background {
+            foregroundStreak = 0
+        } else if backgroundWaiting != nil {
+            foregroundStreak += 1
+        }
+        return job
+    }
+
+    /// The oldest background job still waiting (stale ids dropped).
+    private func firstBackground() -> Int? {
+        while backgroundHead < background.count {
+            let id = background[backgroundHead]
+            if jobs[id] != nil {
+                if backgroundHead > 1024, backgroundHead * 2 > background.count {
+                    background.removeFirst(backgroundHead)
+                    backgroundHead = 0
+                }
+                return id
+            }
+            backgroundHead += 1
+        }
+        background.removeAll(keepingCapacity: true)
+        backgroundHead = 0
+        return nil
+    }
+
+    private func takeByPriority() -> Job? {
         for level in queues.indices.reversed() {
             while heads[level] < queues[level].count {
                 let id = queues[level][heads[level]]

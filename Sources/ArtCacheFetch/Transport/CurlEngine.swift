@@ -13,6 +13,8 @@ final class CurlEngine: @unchecked Sendable {
         let id: Int
         let request: TransferRequest
         var priority: ImagePriority
+        /// Work behind an answer: has a reserved share of admissions (``CurlEngine/admit()``).
+        let background: Bool
         let continuation: Continuation
 
         /// Served before `other`: higher priority, then submitted earlier.
@@ -60,6 +62,9 @@ final class CurlEngine: @unchecked Sendable {
     /// Continuations of finished transfers, resumed once `load` counts them
     /// out (a caller handed its result never reads itself as still active).
     private var finished: [() -> Void] = []
+    /// Foreground transfers admitted in a row while a background one waited
+    /// on a host with room (see ``admit()``).
+    private var foregroundStreak = 0
 
     init(multi: OpaquePointer, maxTotal: Int, maxPerHost: Int) {
         self.multi = multi
@@ -72,11 +77,13 @@ final class CurlEngine: @unchecked Sendable {
     /// Called from the submitting task. A cancellation is seen either here
     /// (the task's flag, read under the inbox lock) or by `cancel(id:)`, which
     /// takes the same lock and queues behind this submission: never lost.
-    func submit(id: Int, request: TransferRequest, priority: ImagePriority, continuation: Continuation) {
+    func submit(id: Int, request: TransferRequest, priority: ImagePriority, background: Bool = false,
+                continuation: Continuation) {
         let refusal = inbox.withLock { box -> DownloadError? in
             if box.shuttingDown { return DownloadError(.cancelled, "downloader shut down") }
             if Task.isCancelled { return DownloadError(.cancelled, "\(request.url): cancelled") }
-            box.submissions.append(Submission(id: id, request: request, priority: priority, continuation: continuation))
+            box.submissions.append(Submission(id: id, request: request, priority: priority, background: background,
+                                              continuation: continuation))
             return nil
         }
         if let refusal {
@@ -172,18 +179,32 @@ final class CurlEngine: @unchecked Sendable {
     }
 
     /// Starts waiting transfers while the total and per-host limits allow:
-    /// each time the one that precedes all others among hosts with room.
+    /// each time the one that precedes all others among hosts with room —
+    /// except that background work (a revalidation, a warm-up) has a
+    /// reserved share: after `WorkerThreads.reservedEvery` foreground
+    /// admissions in a row while one waited, the oldest background transfer
+    /// on a host with room goes next, whatever the foreground's priority.
     private func admit() {
         while active.count < maxTotal {
-            var best: Submission?
+            var best: (host: String, index: Int, submission: Submission)?
+            var oldestBackground: (host: String, index: Int, submission: Submission)?
             for (host, queue) in waiting where activePerHost[host, default: 0] < maxPerHost {
-                if let head = queue.first, best.map({ head.precedes($0) }) ?? true { best = head }
+                if let head = queue.first, best.map({ head.precedes($0.submission) }) ?? true { best = (host, 0, head) }
+                if let index = queue.firstIndex(where: \.background),
+                   oldestBackground.map({ queue[index].id < $0.submission.id }) ?? true {
+                    oldestBackground = (host, index, queue[index])
+                }
             }
-            guard let next = best else { return }
-            let host = next.request.host
-            waiting[host]!.removeFirst()
-            if waiting[host]!.isEmpty { waiting[host] = nil }
-            start(next)
+            guard var next = best else { return }
+            if let reserved = oldestBackground, foregroundStreak >= WorkerThreads.reservedEvery { next = reserved }
+            if next.submission.background {
+                foregroundStreak = 0
+            } else if oldestBackground != nil {
+                foregroundStreak += 1
+            }
+            waiting[next.host]!.remove(at: next.index)
+            if waiting[next.host]!.isEmpty { waiting[next.host] = nil }
+            start(next.submission)
         }
     }
 

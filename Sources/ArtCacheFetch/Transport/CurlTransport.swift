@@ -63,7 +63,8 @@ final class CurlTransport: Sendable {
         return try await priority.whileObserving({ engine.reprioritize(id: id, to: $0) }) {
             try await withTaskCancellationHandler {
                 try await withCheckedThrowingContinuation { continuation in
-                    engine.submit(id: id, request: request, priority: priority.value, continuation: continuation)
+                    engine.submit(id: id, request: request, priority: priority.value, background: priority.background,
+                                  continuation: continuation)
                 }
             } onCancel: {
                 engine.cancel(id: id)

@@ -204,7 +204,9 @@ extension CacheStore {
     func startFlusher() {
         let interval = settings.accessFlushInterval
         guard interval > 0 else { return }
-        let task = Task.detached(priority: .utility) { [weak self] in
+        // The store's one flusher: owned by `housekeeping` (close() cancels
+        // it, then flushes itself), one per store, a timer and a flush.
+        let task = Task(priority: .utility) { [weak self] in
             while !Task.isCancelled {
                 do {
                     try await Task.sleep(nanoseconds: UInt64(interval * 1_000_000_000))

@@ -40,9 +40,6 @@ extension CacheStore {
                     status = excluded.status, failed_at = excluded.failed_at, until = excluded.until
                 """).execute(arguments: [normalized.key.hex, normalized.string, reason, message, status,
                                          now.timeIntervalSince1970, now.addingTimeInterval(ttl).timeIntervalSince1970])
-            // Answers past their time are dropped as new ones come: the table
-            // holds about what failed within one negative_ttl.
-            try db.cachedStatement(sql: "DELETE FROM negative WHERE until <= ?").execute(arguments: [now.timeIntervalSince1970])
         }
         let recorded = ContinuousClock().now
         negativeHint.withLock { hint in
@@ -83,6 +80,29 @@ extension CacheStore {
             }
             return answer
         }
+    }
+
+    /// Drops the answers past their time (indexed on `until`), then the
+    /// oldest beyond `max` rows (`[download] negative_max`); returns how
+    /// many went. Run as a `negative_cleanup` job of the background
+    /// scheduler after answers are recorded, never on the request's path.
+    package func cleanNegatives(max: Int, now: Date = Date()) async throws -> Int {
+        try await db.write { db in
+            try db.cachedStatement(sql: "DELETE FROM negative WHERE until <= ?").execute(arguments: [now.timeIntervalSince1970])
+            var removed = db.changesCount
+            let count = try Int.fetchOne(db.cachedStatement(sql: "SELECT count(*) FROM negative")) ?? 0
+            if count > max {
+                try db.cachedStatement(sql: "DELETE FROM negative WHERE key IN (SELECT key FROM negative ORDER BY until LIMIT ?)")
+                    .execute(arguments: [count - max])
+                removed += db.changesCount
+            }
+            return removed
+        }
+    }
+
+    /// Rows in the negative table, in force or not (tests, stats).
+    package func negativeRowCount() async throws -> Int {
+        try await db.read { try Int.fetchOne($0, sql: "SELECT count(*) FROM negative") ?? 0 }
     }
 
     /// Forgets every remembered failure (`purge --failures`); returns how many were in force.

@@ -17,22 +17,35 @@ extension CacheStore {
     /// Rows deleted per transaction.
     static let reclaimChunk = 5000
 
-    /// Starts the reclaimer unless one runs (then it looks again before it ends).
+    /// Starts the reclaimer (a job of the background scheduler) unless one
+    /// is queued or runs (then it looks again before it ends).
     func startReclaim() {
-        housekeeping.withLock { state in
+        let run = housekeeping.withLock { state -> Int? in
             state.reclaimWanted = true
-            guard !state.closed, state.reclaimer == nil else { return }
-            state.reclaimer = Task.detached(priority: .utility) { [weak self] in
-                await self?.reclaimLoop()
-            }
+            guard !state.closed, !state.reclaiming else { return nil }
+            state.reclaiming = true
+            state.jobRuns += 1
+            return state.jobRuns
+        }
+        guard let run else { return }
+        let outcome = background.submit(BackgroundJobKey(.reclaim, key: jobScope, spec: String(run)), priority: .low,
+                                        onDrop: { [self] in housekeeping.withLock { $0.reclaiming = false } }) { [self] in
+            await reclaimLoop()
+        }
+        if outcome != .queued {
+            // Refused (closing, or dropped past a bound): the next eviction, or the next store, starts it.
+            housekeeping.withLock { $0.reclaiming = false }
         }
     }
+
+    /// What this store's jobs are keyed by in a shared scheduler: its cache folder.
+    var jobScope: String { directory.path }
 
     private func reclaimLoop() async {
         while true {
             let go = housekeeping.withLock { state -> Bool in
                 guard state.reclaimWanted, !state.closed, !Task.isCancelled else {
-                    state.reclaimer = nil
+                    state.reclaiming = false
                     return false
                 }
                 state.reclaimWanted = false
@@ -83,10 +96,8 @@ extension CacheStore {
             """)) ?? false
     }
 
-    /// Returns once no reclaimer runs (tests, benchmarks, `close()`).
+    /// Returns once no reclaimer is queued or runs (tests, benchmarks).
     @_spi(Benchmarks) public func waitForReclaim() async {
-        while let running = housekeeping.withLock({ $0.reclaimer }) {
-            await running.value
-        }
+        await background.waitUntilIdle(.reclaim)
     }
 }

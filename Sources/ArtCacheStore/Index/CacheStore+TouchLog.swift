@@ -99,15 +99,22 @@ extension CacheStore {
 
     var touchLogFoldRows: Int { hooks.withLock { $0.touchLogFoldRows } ?? Self.touchLogFoldRows }
 
-    /// Starts folding the touch log in the background unless a fold runs.
+    /// Starts folding the touch log (a job of the background scheduler)
+    /// unless a fold is queued or runs.
     func startFold() {
-        housekeeping.withLock { state in
-            guard !state.closed, state.folder == nil else { return }
-            state.folder = Task.detached(priority: .utility) { [weak self] in
-                await self?.foldLogging()
-                self?.housekeeping.withLock { $0.folder = nil }
-            }
+        let run = housekeeping.withLock { state -> Int? in
+            guard !state.closed, !state.folding else { return nil }
+            state.folding = true
+            state.jobRuns += 1
+            return state.jobRuns
         }
+        guard let run else { return }
+        let outcome = background.submit(BackgroundJobKey(.touchLogFold, key: jobScope, spec: String(run)), priority: .low,
+                                        onDrop: { [self] in housekeeping.withLock { $0.folding = false } }) { [self] in
+            await foldLogging()
+            housekeeping.withLock { $0.folding = false }
+        }
+        if outcome != .queued { housekeeping.withLock { $0.folding = false } }
     }
 
     private func foldLogging() async {

@@ -86,7 +86,10 @@ extension CacheStore {
             return try await write(entry)
         case .admitted(let id):
             let (behind, logger) = (self.behind, self.logger)
-            Task.detached { [self] in
+            // Part of the write path, not a background job: owned by the
+            // write gate (close() waits for it), bounded by write_behind_max
+            // (admit() said so), and it only joins the group commit.
+            Task { [self] in
                 defer { gate.leave() }
                 do {
                     _ = try await write(entry)

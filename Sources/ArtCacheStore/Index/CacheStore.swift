@@ -34,6 +34,11 @@ import Logging
     /// Durations of the stages of this process's requests: the store records
     /// its commits (`store_commit`); the pipeline over it, the rest.
     package let stages = StageTimings()
+    /// Runs the store's work behind answers (the touch-log fold, the
+    /// reclaimer): the pipeline's scheduler, or one of the store's own when
+    /// it is opened alone (then closed with it).
+    package let background: BackgroundScheduler
+    private let ownsBackground: Bool
 
     package struct Hooks: Sendable {
         /// Runs on the reader's thread once ``verify(repair:hash:)`` has read
@@ -59,12 +64,15 @@ import Logging
         var batchFlush: Task<Void, Never>?
         /// Automatic flushes wait while flushes fail.
         var flushBackoff = FlushBackoff()
-        /// Deletes evicted rows in the background (CacheStore+Reclaim), if it runs.
-        var reclaimer: Task<Void, Never>?
+        /// A reclaimer job (CacheStore+Reclaim) is queued or runs.
+        var reclaiming = false
         /// An eviction happened since the reclaimer last looked.
         var reclaimWanted = false
-        /// Folds the touch log into the index (CacheStore+TouchLog), if it runs.
-        var folder: Task<Void, Never>?
+        /// A fold job (CacheStore+TouchLog) is queued or runs.
+        var folding = false
+        /// Jobs submitted so far: each run of a job has a key of its own
+        /// (the flags above, under this lock, are what keep them one at a time).
+        var jobRuns = 0
         var closed = false
     }
 
@@ -74,9 +82,17 @@ import Logging
         try await Blocking.run { try openBlocking(settings: settings, logger: logger) }
     }
 
+    /// Opens the store with its background work run by `background` (the
+    /// pipeline's scheduler, closed by the pipeline).
+    package static func open(settings: CacheSettings, logger: Logger,
+                             background: BackgroundScheduler?) async throws -> CacheStore {
+        try await Blocking.run { try openBlocking(settings: settings, logger: logger, background: background) }
+    }
+
     /// Synchronous open, for callers outside Swift concurrency.
-    package static func openBlocking(settings: CacheSettings, logger: Logger = Logger(label: "artcache.store")) throws -> CacheStore {
-        let store = try CacheStore(settings: settings, logger: logger)
+    package static func openBlocking(settings: CacheSettings, logger: Logger = Logger(label: "artcache.store"),
+                                     background: BackgroundScheduler? = nil) throws -> CacheStore {
+        let store = try CacheStore(settings: settings, logger: logger, background: background)
         store.writes.attach(commit: { [weak store] puts in
             store?.commit(puts) ?? puts.map { _ in .failure(StoreError(.closed, "the cache is closed: nothing was written")) }
         }, afterBatch: { [weak store] in
@@ -89,9 +105,11 @@ import Logging
     /// How much of the index file reads map (`PRAGMA mmap_size`).
     static let indexMapBytes = 2_147_418_112
 
-    private init(settings: CacheSettings, logger: Logger) throws {
+    private init(settings: CacheSettings, logger: Logger, background: BackgroundScheduler?) throws {
         self.settings = settings
         self.logger = logger
+        self.background = background ?? BackgroundScheduler()
+        ownsBackground = background == nil
         directory = URL(fileURLWithPath: settings.directory, isDirectory: true).standardizedFileURL
         let mode = mode_t(settings.mode)
         blobs = try BlobStore(root: directory, mode: mode)
@@ -216,19 +234,22 @@ import Logging
     /// flush runs where cancellation cannot reach it (``finishing(_:)``).
     @_spi(Benchmarks) public func close() async throws {
         await gate.close()
-        let (flusher, batchFlush, reclaimer, folder) = housekeeping.withLock { state in
+        let (flusher, batchFlush) = housekeeping.withLock { state in
             state.closed = true
             defer { state.flusher = nil; state.batchFlush = nil }
-            return (state.flusher, state.batchFlush, state.reclaimer, state.folder)
+            return (state.flusher, state.batchFlush)
         }
         flusher?.cancel()
-        // A fold stops between its chunks (each one commits whole).
-        folder?.cancel()
-        await folder?.value
-        // The reclaimer stops after its chunk: evicted rows left are counted
-        // out and invisible, and the next store on this cache deletes them.
-        reclaimer?.cancel()
-        await reclaimer?.value
+        // This store's jobs are cancelled and awaited: a fold stops between
+        // its chunks (each one commits whole); the reclaimer after its
+        // chunk (evicted rows left are counted out and invisible, and the
+        // next store on this cache deletes them).
+        if ownsBackground {
+            await background.close()
+        } else {
+            let mine = jobScope
+            await background.cancel { $0.key == mine && ($0.kind == .touchLogFold || $0.kind == .reclaim) }
+        }
         // A background flush cut short puts its batch back: wait for both to
         // end, then write whatever is pending.
         await flusher?.value

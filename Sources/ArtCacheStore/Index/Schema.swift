@@ -205,6 +205,14 @@ enum Schema {
                 );
                 """)
         }
+        migrator.registerMigration("v10-background-indexes") { db in
+            // Background work with one owner (issue 34): the touch-log fold
+            // reads the log by key, the negative cleanup by `until`.
+            try db.execute(sql: """
+                CREATE INDEX IF NOT EXISTS touch_log_key ON touch_log(key);
+                CREATE INDEX IF NOT EXISTS negative_until ON negative(until);
+                """)
+        }
         return migrator
     }
 

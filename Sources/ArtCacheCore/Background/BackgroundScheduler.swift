@@ -1,0 +1,315 @@
+import Foundation
+
+/// The one owner of work behind answers (revalidations, placeholders,
+/// warm-ups, folds, reclaims, cleanups): nothing in the library runs
+/// behind an answer but through here.
+///
+/// - **Deduplicated:** a job whose ``BackgroundJobKey`` is waiting or
+///   running is not queued again.
+/// - **Bounded:** at most `max_queued` jobs wait per kind and waiting jobs
+///   hold at most `max_bytes`; past a bound the oldest job of the lowest
+///   priority is dropped and counted (``BackgroundCounts/dropped``). Nothing
+///   waits unboundedly: a submit never suspends.
+/// - **Ordered:** the highest priority starts first, then the oldest;
+///   at most `concurrency` run at once, each in a task this scheduler owns.
+///   A job's own downloads and renders run with a ``PriorityHandle`` marked
+///   `background`, which the download and render pools give a reserved
+///   share of their hand-offs (foreground traffic cannot take it to zero).
+/// - **Stopped:** ``close()`` drops what waits, cancels what runs and
+///   returns once every job has ended (jobs honour cancellation).
+///
+/// `@unchecked Sendable` is sound: `state` is read and written only while
+/// `lock` (a pthread mutex, `NSLock`, which ThreadSanitizer sees) is held;
+/// job bodies and observers are `@Sendable`; tasks are started under the
+/// lock, and a task's own end takes the same lock, so it is recorded before
+/// it can be removed.
+package final class BackgroundScheduler: @unchecked Sendable {
+    package typealias Body = @Sendable () async -> Void
+
+    private struct Job {
+        let key: BackgroundJobKey
+        let priority: ImagePriority
+        let bytes: Int64
+        let body: Body
+        /// Called (outside the lock) when the job will not run: dropped past a bound, cancelled, closed.
+        let onDrop: (@Sendable () -> Void)?
+    }
+
+    /// Ids in arrival order; ids of jobs gone (dropped, started) are skipped.
+    private struct FIFO {
+        var ids: [Int] = []
+        var head = 0
+
+        mutating func append(_ id: Int) { ids.append(id) }
+
+        /// The first id still in `waiting`, without taking it; dead ids before it are dropped.
+        /// (`waiting` is passed by value: a closure reading the scheduler's
+        /// state while this mutates it would be an exclusivity violation.)
+        mutating func first(in waiting: [Int: Job]) -> Int? {
+            while head < ids.count {
+                if waiting[ids[head]] != nil { return ids[head] }
+                head += 1
+            }
+            ids.removeAll(keepingCapacity: true)
+            head = 0
+            return nil
+        }
+
+        mutating func compact() {
+            if head > 1024, head * 2 > ids.count {
+                ids.removeFirst(head)
+                head = 0
+            }
+        }
+    }
+
+    private struct State {
+        var waiting: [Int: Job] = [:]
+        /// Per kind, per priority level (raw value): waiting ids in arrival order.
+        var queues = [[FIFO]](repeating: [FIFO](repeating: FIFO(), count: ImagePriority.allCases.count),
+                              count: BackgroundKind.allCases.count)
+        var keys: [BackgroundJobKey: Int] = [:]
+        var running: [Int: (key: BackgroundJobKey, task: Task<Void, Never>)] = [:]
+        /// Jobs asked for again while their key ran (``submit(_:priority:bytes:again:onDrop:_:)``
+        /// with `again`): queued when it ends.
+        var again: [BackgroundJobKey: Job] = [:]
+        var counts = [BackgroundCounts](repeating: BackgroundCounts(), count: BackgroundKind.allCases.count)
+        var bytes: Int64 = 0
+        var nextID = 0
+        var closed = false
+    }
+
+    package let settings: BackgroundSettings
+    private let lock = NSLock()
+    private var state = State()
+    private var observers: [@Sendable (BackgroundKind, Int64) -> Void] = []
+    /// Jobs waiting and running, in all and per kind (index), mirrored
+    /// after every change (tests, one-shot commands and close wait on it).
+    private let load = Watched(Load())
+
+    private struct Load: Sendable {
+        var queued = 0
+        var running = 0
+        var active = [Int](repeating: 0, count: BackgroundKind.allCases.count)
+    }
+
+    package init(settings: BackgroundSettings = BackgroundSettings()) {
+        self.settings = settings
+    }
+
+    /// Queues `body` under `key` unless that key waits or runs already.
+    /// `bytes`: what the job holds while it waits (counted against `max_bytes`).
+    /// `again`: when the key is running (not waiting), the job runs once
+    /// more after it (a cleanup asked for while one runs sees what was
+    /// added meanwhile); such a request is answered `.queued`.
+    /// `onDrop`: called when the job, once queued, will not run after all
+    /// (dropped past a bound, cancelled while waiting, closed); not called
+    /// when the submit itself returns anything but `.queued`.
+    @discardableResult
+    package func submit(_ key: BackgroundJobKey, priority: ImagePriority = .veryLow, bytes: Int = 0, again: Bool = false,
+                        onDrop: (@Sendable () -> Void)? = nil, _ body: @escaping Body) -> BackgroundSubmission {
+        let job = Job(key: key, priority: priority, bytes: Int64(bytes), body: body, onDrop: onDrop)
+        var dropped: [Job] = []
+        let outcome = locked { () -> BackgroundSubmission in
+            if state.closed { return .closed }
+            if let id = state.keys[key] {
+                guard again, state.running[id] != nil else { return .duplicate }
+                state.again[key] = job
+                return .queued
+            }
+            let droppedSelf = enqueue(job, dropped: &dropped)
+            startWhileRoom()
+            return droppedSelf ? .dropped : .queued
+        }
+        for job in dropped { job.onDrop?() }
+        return outcome
+    }
+
+    /// Whether a job with `key` waits or runs.
+    package func contains(_ key: BackgroundJobKey) -> Bool { locked { state.keys[key] != nil } }
+
+    /// Counts by kind (`/metrics`: `artcache_background_jobs{kind,state}`, `artcache_background_dropped_total{kind}`).
+    package var counts: [BackgroundKind: BackgroundCounts] {
+        locked {
+            Dictionary(uniqueKeysWithValues: BackgroundKind.allCases.map { ($0, state.counts[$0.index]) })
+        }
+    }
+
+    /// Bytes held by waiting jobs.
+    package var queuedBytes: Int64 { locked { state.bytes } }
+
+    /// Adds an observer of every job's duration (kind, nanoseconds), called
+    /// on the job's task when it ends, outside the lock.
+    package func observe(_ observer: @escaping @Sendable (BackgroundKind, Int64) -> Void) {
+        locked { observers.append(observer) }
+    }
+
+    /// Returns once nothing waits or runs (tests, one-shot commands).
+    package func waitUntilIdle() async {
+        await load.wait { $0.queued == 0 && $0.running == 0 }
+    }
+
+    /// Returns once no job of `kind` waits or runs (jobs of it submitted meanwhile are waited for too).
+    package func waitUntilIdle(_ kind: BackgroundKind) async {
+        let index = kind.index
+        await load.wait { $0.active[index] == 0 }
+    }
+
+    /// Returns once the jobs waiting and running satisfy `predicate` (tests, no polling).
+    package func waitForLoad(until predicate: @escaping @Sendable ((queued: Int, running: Int)) -> Bool) async {
+        await load.wait { predicate(($0.queued, $0.running)) }
+    }
+
+    /// No job starts any more: those waiting are dropped (not counted as
+    /// dropped: they were not refused by a bound), those running are
+    /// cancelled; returns once they have ended. Idempotent.
+    package func close() async {
+        let (running, dropped) = locked { () -> ([Task<Void, Never>], [Job]) in
+            state.closed = true
+            for (_, job) in state.waiting {
+                state.counts[job.key.kind.index].queued -= 1
+                state.keys[job.key] = nil
+            }
+            let dropped = Array(state.waiting.values) + Array(state.again.values)
+            state.waiting = [:]
+            state.again = [:]
+            state.bytes = 0
+            for kind in state.queues.indices {
+                for level in state.queues[kind].indices { state.queues[kind][level] = FIFO() }
+            }
+            publish()
+            return (state.running.values.map(\.task), dropped)
+        }
+        for job in dropped { job.onDrop?() }
+        for task in running { task.cancel() }
+        await load.wait { $0.running == 0 }
+    }
+
+    // MARK: Inside the lock
+
+    /// Queues `job`, then applies the bounds (the jobs they drop are added
+    /// to `dropped`); returns whether `job` itself was dropped.
+    private func enqueue(_ job: Job, dropped: inout [Job]) -> Bool {
+        let key = job.key
+        state.nextID += 1
+        let id = state.nextID
+        state.waiting[id] = job
+        state.queues[key.kind.index][job.priority.rawValue].append(id)
+        state.keys[key] = id
+        state.counts[key.kind.index].queued += 1
+        state.bytes += job.bytes
+        var droppedSelf = false
+        while state.counts[key.kind.index].queued > settings.maxQueued, let victim = dropOldestLowest(kind: key.kind) {
+            if victim.id == id { droppedSelf = true } else { dropped.append(victim.job) }
+        }
+        while state.bytes > settings.maxBytes, let victim = dropOldestLowest(kind: nil) {
+            if victim.id == id { droppedSelf = true } else { dropped.append(victim.job) }
+        }
+        return droppedSelf
+    }
+
+    /// Drops the oldest waiting job of the lowest priority (of `kind`, or
+    /// of any kind); returns its id, nil when nothing waits.
+    private func dropOldestLowest(kind: BackgroundKind?) -> (id: Int, job: Job)? {
+        var victim: Int?
+        for level in ImagePriority.allCases.map(\.rawValue) {
+            for k in kind.map({ [$0.index] }) ?? Array(state.queues.indices) {
+                guard let id = state.queues[k][level].first(in: state.waiting) else { continue }
+                if victim.map({ id < $0 }) ?? true { victim = id }
+            }
+            if victim != nil { break }
+        }
+        guard let id = victim, let job = state.waiting.removeValue(forKey: id) else { return nil }
+        state.keys[job.key] = nil
+        state.bytes -= job.bytes
+        state.counts[job.key.kind.index].queued -= 1
+        state.counts[job.key.kind.index].dropped += 1
+        return (id, job)
+    }
+
+    /// The next job to start: the highest priority, then the oldest, of any kind.
+    private func takeNext() -> (id: Int, job: Job)? {
+        for level in ImagePriority.allCases.map(\.rawValue).reversed() {
+            var best: Int?
+            for k in state.queues.indices {
+                guard let id = state.queues[k][level].first(in: state.waiting) else { continue }
+                if best.map({ id < $0 }) ?? true { best = id }
+            }
+            if let id = best, let job = state.waiting.removeValue(forKey: id) {
+                state.queues[job.key.kind.index][level].compact()
+                return (id, job)
+            }
+        }
+        return nil
+    }
+
+    private func startWhileRoom() {
+        defer { publish() }
+        while !state.closed, state.running.count < settings.concurrency, let (id, job) = takeNext() {
+            state.bytes -= job.bytes
+            state.counts[job.key.kind.index].queued -= 1
+            state.counts[job.key.kind.index].running += 1
+            let task = Task(priority: .background) { [self] in
+                let start = ContinuousClock.now
+                await job.body()
+                finished(id, kind: job.key.kind, nanoseconds: StageTimings.nanoseconds(ContinuousClock.now - start))
+            }
+            state.running[id] = (job.key, task)
+        }
+    }
+
+    /// Cancels the waiting and running jobs whose key `matches` (a store
+    /// closing takes its own jobs out of a shared scheduler); returns once
+    /// the running ones have ended.
+    package func cancel(where matches: @escaping @Sendable (BackgroundJobKey) -> Bool) async {
+        let (running, dropped) = locked { () -> ([Task<Void, Never>], [Job]) in
+            var dropped: [Job] = []
+            for (id, job) in state.waiting where matches(job.key) {
+                state.waiting[id] = nil
+                state.keys[job.key] = nil
+                state.bytes -= job.bytes
+                state.counts[job.key.kind.index].queued -= 1
+                dropped.append(job)
+            }
+            for (key, job) in state.again where matches(key) {
+                state.again[key] = nil
+                dropped.append(job)
+            }
+            publish()
+            return (state.running.values.filter { matches($0.key) }.map(\.task), dropped)
+        }
+        for job in dropped { job.onDrop?() }
+        for task in running { task.cancel() }
+        for task in running { await task.value }
+    }
+
+    private func finished(_ id: Int, kind: BackgroundKind, nanoseconds: Int64) {
+        var dropped: [Job] = []
+        let observers = locked { () -> [@Sendable (BackgroundKind, Int64) -> Void] in
+            if let ended = state.running.removeValue(forKey: id) {
+                state.keys[ended.key] = nil
+                state.counts[kind.index].running -= 1
+                state.counts[kind.index].finished += 1
+                if let again = state.again.removeValue(forKey: ended.key) {
+                    if state.closed { dropped.append(again) } else if enqueue(again, dropped: &dropped) { dropped.append(again) }
+                }
+            }
+            startWhileRoom()
+            return self.observers
+        }
+        for job in dropped { job.onDrop?() }
+        for observer in observers { observer(kind, nanoseconds) }
+    }
+
+    private func publish() {
+        let now = Load(queued: state.waiting.count, running: state.running.count,
+                       active: state.counts.map { $0.queued + $0.running })
+        load.withLock { $0 = now }
+    }
+
+    private func locked<R>(_ body: () throws -> R) rethrows -> R {
+        lock.lock()
+        defer { lock.unlock() }
+        return try body()
+    }
+}
