@@ -93,6 +93,21 @@ final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler {
         context.fireChannelInactive()
     }
 
+    /// The client closed its side (Hummingbird allows half-closed
+    /// connections, so this is all a client's `close()` shows until the
+    /// server closes too): it is gone, and what it asked for is cancelled,
+    /// as nginx treats it. A closing connection closes now.
+    func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+        if let event = event as? ChannelEvent, event == .inputClosed {
+            watch.close()
+            if closingBy != nil {
+                context.close(promise: nil)
+                return
+            }
+        }
+        context.fireUserInboundEventTriggered(event)
+    }
+
     /// The connection is gone: no timer left, requests still running cancelled.
     private func ended(_ context: ChannelHandlerContext) {
         timer?.cancel()
