@@ -19,7 +19,8 @@ import NIOHTTPTypes
 /// - **declared bodies over the route's limit** (`Content-Length` over
 ///   `manifest_max_body` for `POST /v1/manifest`; any body elsewhere:
 ///   every other route is a `GET`) are refused on the headers, 413, and
-///   the connection closed — never drained;
+///   so are manifests without `X-ArtCache-Signature` (401): the connection
+///   is closed, their body never passed on nor drained;
 /// - an answer that says `Connection: close` (a refusal sent before the
 ///   request's body was read) closes the connection once it is sent;
 /// - the connection's ``ConnectionWatch``: requests register what to cancel
@@ -139,8 +140,8 @@ final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler {
                 reading = true
                 readStarted = .now()
             }
-            if bodyOverLimit(head) {
-                refuse(context, service.refusal(.bodyTooLarge, closing: true))
+            if let refusal = refusalOnHeaders(head) {
+                refuse(context, service.refusal(refusal, closing: true))
                 return
             }
             open += 1
@@ -154,19 +155,25 @@ final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler {
         arm()
     }
 
-    /// A declared body larger than the route takes: `Content-Length` over
-    /// `manifest_max_body` for the manifest route, any body elsewhere
-    /// (a chunked body there too; a chunked manifest is counted while it
-    /// streams, by the route).
-    private func bodyOverLimit(_ head: HTTPRequest) -> Bool {
+    /// What a request is refused on its headers, before any of its body
+    /// is passed on (so none is ever buffered): a declared body larger than
+    /// the route takes (413: `Content-Length` over `manifest_max_body` for
+    /// the manifest route, any body elsewhere, chunked too; a chunked
+    /// manifest is counted while it streams, by the route), or a manifest
+    /// without its signature header (401, unless `allow_unsigned`).
+    private func refusalOnHeaders(_ head: HTTPRequest) -> ServiceFailure? {
         let path = head.path ?? ""
         let manifest = head.method == .post && (path == "/v1/manifest" || path.hasPrefix("/v1/manifest?"))
         let limit = manifest ? service.settings.manifestMaxBody : 0
         if let declared = head.headerFields[.contentLength] {
-            guard let length = Int64(declared) else { return true }
-            return length > limit
+            guard let length = Int64(declared), length <= limit else { return .bodyTooLarge }
+        } else if !manifest, head.headerFields[.transferEncoding] != nil {
+            return .bodyTooLarge
         }
-        return !manifest && head.headerFields[.transferEncoding] != nil
+        if manifest, head.headerFields[ThumbnailService.signatureHeader] == nil, !service.settings.allowUnsigned {
+            return .missingSignature
+        }
+        return nil
     }
 
     /// Answers `refusal` (after the answers of earlier requests, when
