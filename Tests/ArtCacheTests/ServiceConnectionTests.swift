@@ -232,6 +232,42 @@ struct ServiceConnectionTests {
         try await s.close()
     }
 
+    /// Manifests and info wait for a slot like images, under the request's
+    /// deadline: 503 when it passes (a manifest whose body was never read
+    /// closes its connection).
+    @Test func manifestsAndInfoAreAdmittedUnderTheDeadline() async throws {
+        let s = try await Self.harness(idle: 30, read: 30) {
+            $0.service.maxInflight = 1
+            $0.service.queue = 4
+            $0.service.timeout = 1
+        }
+        try s.register("a.jpg")
+        let body = Array("""
+            {"total_count":1,"items":[{"id":41,"avatar_url":"\(s.origin.url("/img/m.jpg"))"}]}
+            """.utf8)
+        let signature = try #require(s.signer.signature(forBody: body))
+        let info = s.signer.infoPath(for: s.origin.url("/img/a.jpg"))
+        try await s.app().test(.live) { client in
+            let port = client.port!
+            try await s.service.admission.acquire()  // the one slot, held by the test
+            let answers = try await Blocking.run {
+                let manifest = try RawConnection(port: port)
+                manifest.send("POST /v1/manifest HTTP/1.1\r\nHost: 127.0.0.1\r\nX-ArtCache-Signature: \(signature)\r\n"
+                              + "Content-Length: \(body.count)\r\n\r\n")
+                _ = manifest.send(bytes: body)
+                let infoConnection = try RawConnection(port: port)
+                infoConnection.send("GET \(info) HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+                return (try manifest.readResponse(), try manifest.readToEOF(), try infoConnection.readResponse())
+            }
+            #expect(answers.0?.status == 503 && answers.0?.headers["x-artcache-error"] == "service_timeout")
+            #expect(answers.0?.headers["connection"] == "close" && answers.1, "its body unread: closed")
+            #expect(answers.2?.status == 503 && answers.2?.headers["x-artcache-error"] == "service_timeout")
+            s.service.admission.release()
+            #expect(s.origin.requestCount("/img/m.jpg") == 0)
+        }
+        try await s.close()
+    }
+
     /// Nothing of a finished request stays registered on its connection.
     @Test func finishedRequestsLeaveNothingOnTheirConnection() async throws {
         let s = try await Self.harness(idle: 30, read: 30)
