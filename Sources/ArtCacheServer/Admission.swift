@@ -51,9 +51,11 @@ final class Admission: @unchecked Sendable {
         /// (between the decision and the continuation): the wait takes them.
         var verdicts: [Int: Verdict] = [:]
         var nextID = 0
-        /// Callers of ``Admission/waitUntilQueued(_:)``: resumed once the
-        /// queue holds at least `depth` places.
-        var depthWaiters: [(depth: Int, continuation: CheckedContinuation<Void, Never>)] = []
+        /// Callers of ``Admission/waitUntilQueued(_:)`` and ``Admission/waitUntilQueued(atMost:)``:
+        /// resumed once the queue holds at least (at most) `depth` places.
+        var depthWaiters: [(depth: Int, atMost: Bool, continuation: CheckedContinuation<Void, Never>)] = []
+
+        func satisfies(depth: Int, atMost: Bool) -> Bool { atMost ? queue.count <= depth : queue.count >= depth }
 
         /// Puts `place` after every place of its class or a higher one.
         mutating func insert(_ place: Place) {
@@ -157,6 +159,7 @@ final class Admission: @unchecked Sendable {
                 return place.continuation
             }
             waiter?.resume(returning: .cancelled)
+            wakeDepthWaiters()
         }
         switch verdict {
         case .granted: return
@@ -168,10 +171,20 @@ final class Admission: @unchecked Sendable {
     /// Returns once at least `depth` requests hold places in the queue: an
     /// event to wait on (tests), not a count to poll.
     func waitUntilQueued(_ depth: Int) async {
+        await waitForQueue(depth: depth, atMost: false)
+    }
+
+    /// Returns once at most `depth` requests hold places in the queue (tests:
+    /// a queued request whose client left is gone from it).
+    func waitUntilQueued(atMost depth: Int) async {
+        await waitForQueue(depth: depth, atMost: true)
+    }
+
+    private func waitForQueue(depth: Int, atMost: Bool) async {
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
             let now: Bool = lock.withLock {
-                if state.queue.count >= depth { return true }
-                state.depthWaiters.append((depth, continuation))
+                if state.satisfies(depth: depth, atMost: atMost) { return true }
+                state.depthWaiters.append((depth, atMost, continuation))
                 return false
             }
             if now { continuation.resume() }
@@ -183,8 +196,11 @@ final class Admission: @unchecked Sendable {
         let ready: [CheckedContinuation<Void, Never>] = lock.withLock {
             guard !state.depthWaiters.isEmpty else { return [] }
             let count = state.queue.count
-            let ready = state.depthWaiters.filter { $0.depth <= count }.map(\.continuation)
-            state.depthWaiters.removeAll { $0.depth <= count }
+            let met = { (waiter: (depth: Int, atMost: Bool, continuation: CheckedContinuation<Void, Never>)) in
+                waiter.atMost ? count <= waiter.depth : count >= waiter.depth
+            }
+            let ready = state.depthWaiters.filter(met).map(\.continuation)
+            state.depthWaiters.removeAll(where: met)
             return ready
         }
         for continuation in ready { continuation.resume() }
@@ -203,5 +219,6 @@ final class Admission: @unchecked Sendable {
             return place.continuation
         }
         next?.resume(returning: .granted)
+        wakeDepthWaiters()
     }
 }

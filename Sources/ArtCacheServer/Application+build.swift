@@ -4,6 +4,7 @@ import ArtCache
 @_spi(Benchmarks) import ArtCacheStore
 import Foundation
 import Hummingbird
+import HummingbirdCore
 import Logging
 import ServiceLifecycle
 import UnixSignals
@@ -43,7 +44,8 @@ public func buildApplication(
         await service.manifest(request, context: context)
     }
     router.get("/v1/info/:signature/:source") { _, context -> Response in
-        await service.info(signature: context.parameters.get("signature") ?? "", source: context.parameters.get("source") ?? "")
+        await service.info(signature: context.parameters.get("signature") ?? "", source: context.parameters.get("source") ?? "",
+                           context: context)
     }
     // Image paths (three segments) skip the router's trie: they are the hot
     // path, and their segments are long. Everything else goes to the router.
@@ -57,9 +59,19 @@ public func buildApplication(
     let settings = service.settings
     return Application(
         responder: responder,
-        // Memory hits of image paths are answered in the channel pipeline, before the router.
-        server: .http1(configuration: .init(additionalChannelHandlers: [MemoryHitHandler(service: service)])),
-        configuration: ApplicationConfiguration(address: .hostname(settings.host, port: settings.port), serverName: "artcache"),
+        // Per connection: its deadlines and body limits (ConnectionGuard, first:
+        // it sees every request and answer), then memory hits of image paths,
+        // answered in the channel pipeline, before the router. Hummingbird's
+        // own idle timeout stays off: it sits behind the memory hits and would
+        // take a connection busy with them for an idle one.
+        server: .http1(configuration: .init(additionalChannelHandlers: [ConnectionGuard(service: service),
+                                                                        MemoryHitHandler(service: service)])),
+        // At most max_connections open: past it, accepting pauses (the rest
+        // wait in the kernel's backlog) until one closes, so a flood of idle
+        // connections cannot take the descriptors the cache needs.
+        configuration: ApplicationConfiguration(address: .hostname(settings.host, port: settings.port), serverName: "artcache",
+                                                availableConnectionsDelegate: MaximumAvailableConnections(settings.maxConnections,
+                                                                                                          logger: service.logger)),
         onServerRunning: { channel in
             await onServerRunning(settings.host, channel.localAddress?.port ?? settings.port)
         },

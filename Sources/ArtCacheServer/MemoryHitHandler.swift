@@ -71,7 +71,7 @@ final class MemoryHitHandler: ChannelDuplexHandler, RemovableChannelHandler {
         let started = ContinuousClock.now
         guard var prepared = service.memoryHit(path: path, accept: request.headerFields[.accept],
                                                ifNoneMatch: request.headerFields[.ifNoneMatch], started: started) else { return nil }
-        prepared.headers[.date] = Self.date.text()
+        prepared.headers[.date] = ThumbnailService.dateHeader.text()
         prepared.headers[.server] = "artcache"
         return prepared
     }
@@ -94,9 +94,6 @@ final class MemoryHitHandler: ChannelDuplexHandler, RemovableChannelHandler {
             token.utf8.count >= 5 && token.trimmingCharacters(in: .whitespaces).lowercased() == "close"
         }
     }
-
-    /// `Date`, formatted once per second (shared by every connection).
-    private static let date = DateHeader()
 }
 
 /// The IMF-fixdate of the current second, formatted at most once per second.

@@ -17,6 +17,8 @@ struct ServiceFailure: Error, Sendable {
     static let badSource = ServiceFailure(status: .badRequest, reason: "invalid_source")
     static let overloaded = ServiceFailure(status: .tooManyRequests, reason: "overloaded", retryAfter: 1)
     static let deadline = ServiceFailure(status: .serviceUnavailable, reason: "service_timeout", retryAfter: 1)
+    static let missingSignature = ServiceFailure(status: .unauthorized, reason: "missing_signature")
+    static let bodyTooLarge = ServiceFailure(status: .contentTooLarge, reason: "body_too_large")
 
     /// The documented mapping of pipeline errors (README, "Thumbnail service").
     init(_ error: ArtCacheError) {

@@ -18,20 +18,20 @@ extension ThumbnailService {
     /// body)) with any service key (401 without it, 403 when wrong; unsigned
     /// bodies only on a loopback listener with `allow_unsigned`). Thumbnail
     /// references are this service's signed paths.
+    ///
+    /// Nothing is read before it can be refused: a missing signature, a
+    /// declared length over the limit or bad `sizes` are answered on the
+    /// headers (with `Connection: close` when a body was coming: it is never
+    /// drained). The body is then read inside an admission slot, under the
+    /// request's deadline and cancelled when the client leaves, like an
+    /// image: it is counted while it streams (chunked or not), so at most
+    /// `max_inflight` bodies of at most `manifest_max_body` are held at once.
     func manifest(_ request: Request, context: ServiceRequestContext) async -> Response {
-        let body: ByteBuffer
-        do {
-            body = try await request.body.collect(upTo: Int(settings.manifestMaxBody))
-        } catch {
-            return failure(ServiceFailure(status: .contentTooLarge, reason: "body_too_large"))
-        }
-        let bytes = Array(buffer: body)
-        switch request.headers[Self.signatureHeader] {
-        case nil:
-            guard settings.allowUnsigned else { return failure(ServiceFailure(status: .unauthorized, reason: "missing_signature")) }
-        case let signature?:
-            guard signer.isValid(signature: signature, forBody: bytes) else { return failure(.badSignature) }
-        }
+        let declared = request.headers[.contentLength].flatMap { Int64($0) }
+        let bodyComing = (declared ?? 0) > 0 || request.headers[.transferEncoding] != nil
+        let signature = request.headers[Self.signatureHeader]
+        if signature == nil, !settings.allowUnsigned { return failure(.missingSignature, closing: bodyComing) }
+        if let declared, declared > settings.manifestMaxBody { return failure(.bodyTooLarge, closing: true) }
         var sizes = pipeline.configuration.thumbnails.sizes.map { ImageSize(width: $0.width, height: $0.height) }
         if let text = request.uri.queryParameters.get("sizes") {
             let parsed = text.split(separator: ",").map { part -> ImageSize? in
@@ -40,23 +40,43 @@ extension ThumbnailService {
                 return ImageSize(width: fields[0], height: fields[1])
             }
             guard !parsed.isEmpty, parsed.count <= 16, !parsed.contains(nil) else {
-                return failure(ServiceFailure(status: .badRequest, reason: "invalid_sizes"))
+                return failure(ServiceFailure(status: .badRequest, reason: "invalid_sizes"), closing: bodyComing)
             }
             sizes = parsed.compactMap { $0 }
         }
-        let resultSet: ResultSet
+        let bodyRead = Locked(false)
         do {
-            resultSet = try ResultSetParser.parse(Data(bytes))
+            let data = try await guarded(connection: watch(context)) { [self, sizes] in
+                let body: ByteBuffer
+                do {
+                    body = try await request.body.collect(upTo: Int(settings.manifestMaxBody))
+                } catch is NIOTooManyBytesError {
+                    throw ServiceFailure.bodyTooLarge
+                }
+                bodyRead.withLock { $0 = true }
+                let bytes = Array(buffer: body)
+                if let signature, !signer.isValid(signature: signature, forBody: bytes) { throw ServiceFailure.badSignature }
+                let resultSet: ResultSet
+                do throws(ResultSetError) {
+                    resultSet = try ResultSetParser.parse(Data(bytes))
+                } catch {
+                    throw ServiceFailure(status: .badRequest, reason: error.code.rawValue)
+                }
+                return try await pipeline.manifest(for: resultSet, sizes: sizes, signer: signer).json()
+            }
+            return json(data)
         } catch {
-            return failure(ServiceFailure(status: .badRequest, reason: error.code.rawValue))
+            return failure(Self.mapped(error), closing: bodyComing && !bodyRead.withLock { $0 })
         }
-        do {
-            let manifest = try await pipeline.manifest(for: resultSet, sizes: sizes, signer: signer)
-            return json(try manifest.json())
-        } catch let error as ArtCacheError {
-            return failure(ServiceFailure(error))
-        } catch {
-            return failure(ServiceFailure(status: .internalServerError, reason: "internal"))
+    }
+
+    /// A refusal for what a guarded request threw.
+    static func mapped(_ error: any Error) -> ServiceFailure {
+        switch error {
+        case let failure as ServiceFailure: failure
+        case let error as ArtCacheError: ServiceFailure(error)
+        case is CancellationError: ServiceFailure(ArtCacheError(.cancelled, "the client went away"))
+        default: ServiceFailure(status: .internalServerError, reason: "internal")
         }
     }
 
@@ -64,7 +84,9 @@ extension ThumbnailService {
     /// (`url`, `width`, `height`, `color`, `thumbhash`, `placeholder`),
     /// fetched first when not cached; signed as an image path with empty
     /// options (``ServiceURLSigner/infoPath(for:)``).
-    func info(signature: String, source encoded: String) async -> Response {
+    /// Admitted like an image, under the request's deadline, cancelled when
+    /// the client leaves.
+    func info(signature: String, source encoded: String, context: ServiceRequestContext) async -> Response {
         do {
             _ = try verify(signature: signature, rest: "//" + encoded)
         } catch {
@@ -72,17 +94,13 @@ extension ThumbnailService {
         }
         guard let source = ServiceURLSigner.decodeSource(encoded) else { return failure(.badSource) }
         do {
-            let info = try await admission.run { [pipeline] in try await pipeline.info(for: source) }
+            let info = try await guarded(connection: watch(context)) { [pipeline] in try await pipeline.info(for: source) }
             var object: [String: Any] = ["url": info.url, "width": info.width, "height": info.height, "color": info.color,
                                          "thumbhash": info.thumbHashBase64]
             object["placeholder"] = info.placeholderDataURL() ?? NSNull()
             return json(try JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes]))
-        } catch Admission.Refusal.overloaded {
-            return failure(.overloaded)
-        } catch let error as ArtCacheError {
-            return failure(ServiceFailure(error))
         } catch {
-            return failure(ServiceFailure(status: .internalServerError, reason: "internal"))
+            return failure(Self.mapped(error))
         }
     }
 

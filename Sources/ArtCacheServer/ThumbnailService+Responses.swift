@@ -128,16 +128,26 @@ extension ThumbnailService {
     }
 
     /// The error status with a one-line body naming the reason.
-    func failure(_ failure: ServiceFailure) -> Response {
+    /// `closing`: the answer says `Connection: close` and the connection is
+    /// closed once it is sent (``ConnectionGuard``) — for refusals sent
+    /// before the request's body was read, which is then never drained.
+    func failure(_ failure: ServiceFailure, closing: Bool = false) -> Response {
+        let prepared = refusal(failure, closing: closing)
+        return Response(status: prepared.status, headers: prepared.headers, body: ResponseBody(byteBuffer: prepared.body ?? ByteBuffer()))
+    }
+
+    /// ``failure(_:closing:)`` as status, headers and body (counted in /metrics).
+    func refusal(_ failure: ServiceFailure, closing: Bool = false) -> Prepared {
         metrics.refused(reason: failure.reason)
         var headers = HTTPFields()
         headers[.contentType] = "text/plain; charset=utf-8"
         headers[.artcacheError] = failure.reason
         headers[.cacheControl] = "no-store"
         if let retryAfter = failure.retryAfter { headers[.retryAfter] = String(retryAfter) }
+        if closing { headers[.connection] = "close" }
         let body = "\(failure.status.code) \(failure.reason)\n"
         headers[.contentLength] = String(body.utf8.count)
-        return Response(status: failure.status, headers: headers, body: ResponseBody(byteBuffer: ByteBuffer(string: body)))
+        return Prepared(status: failure.status, headers: headers, body: ByteBuffer(string: body))
     }
 
     /// The configured fallback image, naming the error it stands in for.

@@ -36,6 +36,11 @@ public final class ThumbnailService: Sendable {
     /// The `200` answers of memory hits, headers and body built once and
     /// reused by every hit of the same bytes (bounded; emptied when full).
     let preparedHits = Locked<[PreparedKey: Prepared]>([:])
+    /// The open connections' watches (``ConnectionGuard``), by channel: a
+    /// request finds its connection's here, to be cancelled when it closes.
+    let connections = Locked<[ObjectIdentifier: ConnectionWatch]>([:])
+    /// `Date`, formatted once per second (shared by every connection).
+    static let dateHeader = DateHeader()
 
     /// What failed images answer with.
     enum Fallback: Sendable {
@@ -135,7 +140,15 @@ public final class ThumbnailService: Sendable {
             return (success(hit, request: request, negotiated: parsed.negotiated, signed: parsed.signed, answering: answering),
                     "memory")
         }
-        return await miss(parsed, request: request, connection: cancelOnDisconnect ? context.channel : nil)
+        return await miss(parsed, request: request, connection: watch(context))
+    }
+
+    /// What cancels a request when its client leaves: its connection's
+    /// watch (one already closed when the connection is gone); nil without
+    /// a connection or with `cancelOnDisconnect` off.
+    func watch(_ context: ServiceRequestContext) -> ConnectionWatch? {
+        guard cancelOnDisconnect, let channel = context.channel else { return nil }
+        return connections.withLock { $0[ObjectIdentifier(channel)] } ?? (channel.isActive ? nil : .closed)
     }
 
     /// A memory hit for an image path, answered without leaving the caller's
@@ -178,9 +191,13 @@ public final class ThumbnailService: Sendable {
 
     /// Not in memory: admission, deadline, disk, then the network.
     private func miss(_ parsed: (request: ImageRequest, negotiated: Bool, signed: Bool), request: Request,
-                      connection: (any Channel)?) async -> (Response, String) {
+                      connection: ConnectionWatch?) async -> (Response, String) {
         do {
-            let image = try await admitted(parsed.request, connection: connection)
+            let pipeline = self.pipeline
+            let imageRequest = parsed.request
+            let image = try await guarded(priority: imageRequest.priority, connection: connection, timed: true) {
+                try await pipeline.image(imageRequest)
+            }
             let answering = ContinuousClock.now
             let tier = image.source == .placeholder ? "placeholder" : image.source.rawValue
             metrics.served(tier: tier)
@@ -267,58 +284,64 @@ public final class ThumbnailService: Sendable {
 
     /// Runs one request under one admission slot, queued and shed by its
     /// priority (429 when full, or shed for a higher class) and one
-    /// per-request deadline (503), queueing included: one pass through the
-    /// pipeline (memory, disk, network; one lookup, one flight, one hit or
-    /// miss counted). When `connection` closes first (the client left), the
-    /// request is cancelled — its origin transfer too. The connection is
-    /// watched through its close future, never read: a keep-alive client
-    /// keeps its connection after a cold image.
-    private func admitted(_ imageRequest: ImageRequest, connection: (any Channel)?) async throws -> ImageResponse {
-        let pipeline = self.pipeline
+    /// per-request deadline (503), queueing included: for an image, one
+    /// pass through the pipeline (memory, disk, network; one lookup, one
+    /// flight, one hit or miss counted); for a manifest, reading its body
+    /// too. When `connection` closes first (the client left), the request
+    /// is cancelled, queued or running — its origin transfer too. The
+    /// connection is watched (``ConnectionWatch``), never read: a
+    /// keep-alive client keeps its connection after a cold image.
+    /// `timed`: the wait for a slot goes to the `admission` stage (images).
+    func guarded<T: Sendable>(priority: ImagePriority = .normal, connection: ConnectionWatch?, timed: Bool = false,
+                              _ body: @escaping @Sendable () async throws -> T) async throws -> T {
         let admission = self.admission
         let metrics = self.metrics
         let timeout = settings.timeout
-        return try await withThrowingTaskGroup(of: ImageResponse?.self) { group in
-            group.addTask {
-                do {
-                    let arrived = ContinuousClock.now
-                    return try await admission.run(priority: imageRequest.priority) {
-                        metrics.stage(.admission, since: arrived)
-                        guard let connection else { return try await pipeline.image(imageRequest) }
-                        return try await Self.cancelled(onClose: connection) { try await pipeline.image(imageRequest) }
-                    }
-                } catch Admission.Refusal.overloaded {
-                    throw ServiceFailure.overloaded
-                } catch Admission.Refusal.cancelled {
-                    throw ArtCacheError(.cancelled, "request cancelled while queued")
+        let admitted: @Sendable () async throws -> T = {
+            do {
+                let arrived = ContinuousClock.now
+                return try await admission.run(priority: priority) {
+                    if timed { metrics.stage(.admission, since: arrived) }
+                    return try await body()
                 }
+            } catch Admission.Refusal.overloaded {
+                throw ServiceFailure.overloaded
+            } catch Admission.Refusal.cancelled {
+                throw ArtCacheError(.cancelled, "request cancelled while queued")
+            }
+        }
+        return try await withThrowingTaskGroup(of: T?.self) { group in
+            group.addTask {
+                guard let connection else { return try await admitted() }
+                return try await Self.cancelled(onClose: connection, admitted)
             }
             group.addTask {
                 try await Task.sleep(for: .milliseconds(Int64(timeout * 1000)))
                 return nil
             }
             defer { group.cancelAll() }
-            guard let first = try await group.next(), let image = first else { throw ServiceFailure.deadline }
-            return image
+            guard let first = try await group.next(), let value = first else { throw ServiceFailure.deadline }
+            return value
         }
     }
 
-    /// Runs `body`, cancelled if `channel` closes before it ends. The
-    /// close callback holds only a box emptied when `body` ends, so a long
-    /// keep-alive connection keeps nothing of its finished requests but a
-    /// few bytes each.
-    static func cancelled<T: Sendable>(onClose channel: any Channel,
+    /// Runs `body`, cancelled if `connection` closes before it ends. The
+    /// cancel handler is registered with the connection only while `body`
+    /// runs: nothing of a finished request stays on a keep-alive connection.
+    static func cancelled<T: Sendable>(onClose connection: ConnectionWatch,
                                        _ body: @escaping @Sendable () async throws -> T) async throws -> T {
         let work = Task { try await body() }
-        let box = Locked<Task<T, Error>?>(work)
-        channel.closeFuture.whenComplete { _ in box.withLock { $0?.cancel() } }
-        defer { box.withLock { $0 = nil } }
+        guard let id = connection.register({ work.cancel() }) else {
+            work.cancel()
+            return try await work.value
+        }
+        defer { connection.remove(id) }
         return try await withTaskCancellationHandler { try await work.value } onCancel: { work.cancel() }
     }
 }
 
-/// Hummingbird's basic context plus the connection's channel (its close
-/// future cancels a miss whose client left).
+/// Hummingbird's basic context plus the connection's channel (its
+/// ``ConnectionWatch`` cancels a request whose client left).
 struct ServiceRequestContext: RequestContext {
     var coreContext: CoreRequestContextStorage
     /// The connection; nil when the application is run without one.

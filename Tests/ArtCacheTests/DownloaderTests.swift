@@ -282,6 +282,24 @@ struct DownloaderTests {
         again.stop()
     }
 
+    /// A manifest reads the queue's rows for its result set's URLs only
+    /// (one lookup each through the primary key), more than the statement's
+    /// chunk of them included.
+    @Test func retryItemsAreLookedUpByURL() async throws {
+        let dir = TempDir()
+        let store = try await CacheStore.open(settings: Fixtures.settings(dir.path))
+        for i in 0..<20 {
+            try await store.enqueueRetry(url: "http://x.test/\(i).jpg", reason: "connect", message: "refused")
+        }
+        let asked = ["http://x.test/3.jpg", "http://x.test/17.jpg", "http://x.test/3.jpg"]
+            + (0..<CacheStore.retryLookupChunk).map { "http://y.test/\($0).jpg" }
+        let found = try await store.retryItems(urls: asked)
+        #expect(Set(found.keys) == ["http://x.test/3.jpg", "http://x.test/17.jpg"])
+        #expect(found["http://x.test/17.jpg"]?.reason == "connect")
+        #expect(try await store.retryItems(urls: []).isEmpty)
+        try await store.close()
+    }
+
     @Test func retryQueueIsBoundedOldestFirst() async throws {
         let dir = TempDir()
         let store = try await CacheStore.open(settings: Fixtures.settings(dir.path))

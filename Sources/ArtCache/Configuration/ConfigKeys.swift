@@ -123,6 +123,11 @@ package struct ConfigKey: Sendable {
         ConfigKey(section: "service", name: "shutdown_grace", kind: .duration(min: 0, max: .hour), defaultValue: .duration(service.shutdownGrace)),
         ConfigKey(section: "service", name: "access_log", kind: .bool, defaultValue: .bool(service.accessLog)),
         ConfigKey(section: "service", name: "manifest_max_body", kind: .size(min: 1, max: 1 << 30), defaultValue: .size(service.manifestMaxBody)),
+        ConfigKey(section: "service", name: "idle_timeout", kind: .duration(min: 0.1, max: .hour), defaultValue: .duration(service.idleTimeout)),
+        ConfigKey(section: "service", name: "request_read_timeout", kind: .duration(min: 0.1, max: .hour),
+                  defaultValue: .duration(service.requestReadTimeout)),
+        ConfigKey(section: "service", name: "max_connections", kind: .integer(min: 1, max: 1_000_000),
+                  defaultValue: .integer(service.maxConnections)),
         // [profiles] (each other key of the table is a profile line)
         ConfigKey(section: "profiles", name: "fallback_ttl", kind: .duration(min: 0, max: .day), defaultValue: .duration(profiles.fallbackTTL)),
     ]

@@ -35,6 +35,8 @@ extension Configuration {
             "service.timeout": service.timeout, "service.cache_max_age": service.cacheMaxAge,
             "service.shutdown_grace": service.shutdownGrace, "cache.low_water": cache.lowWater,
             "profiles.fallback_ttl": profiles.fallbackTTL, "service.manifest_max_body": Double(service.manifestMaxBody),
+            "service.idle_timeout": service.idleTimeout, "service.request_read_timeout": service.requestReadTimeout,
+            "service.max_connections": Double(service.maxConnections),
         ]
     }
 

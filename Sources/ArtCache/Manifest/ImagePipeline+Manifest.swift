@@ -30,7 +30,10 @@ extension ImagePipeline {
         let maxOutput = configuration.thumbnails.maxOutput
         let failures: [String: RetryItem]
         do {
-            failures = Dictionary(try await store.retryQueue().map { ($0.url, $0) }, uniquingKeysWith: { a, _ in a })
+            // Only this result set's URLs (as given and normalized): one
+            // indexed lookup each, whatever the queue's length.
+            let urls = resultSet.items.flatMap { item in [item.url] + ((try? NormalizedURL(item.url)).map { [$0.string] } ?? []) }
+            failures = try await store.retryItems(urls: urls)
         } catch {
             throw ArtCacheError(any: error, context: "cannot read the retry queue")
         }

@@ -33,6 +33,16 @@ public struct ServiceSettings: Sendable, Equatable {
     public var accessLog = true
     /// The largest result set `POST /v1/manifest` reads (413 beyond it).
     public var manifestMaxBody: Int64 = 2 << 20
+    /// How long a keep-alive connection may sit with no request before it is
+    /// closed (memory hits answered in the channel pipeline count as requests).
+    public var idleTimeout: TimeInterval = 60
+    /// Deadline for reading one request's headers and body, from its first
+    /// byte (or from the connection's start, for the first request): a client
+    /// that sends slowly (headers, or a body trickled a byte at a time) is cut.
+    public var requestReadTimeout: TimeInterval = 30
+    /// Connections open at once; more wait in the kernel's accept backlog.
+    /// Keep it below the process's descriptor limit (the unit's `LimitNOFILE`).
+    public var maxConnections = 4096
 
     /// The documented defaults of `cache.conf`; set the fields to change them.
     public init() {}

@@ -38,14 +38,42 @@ extension CacheStore {
         try await db.write { db in try db.execute(sql: "DELETE FROM retry_queue WHERE url = ?", arguments: [url]) }
     }
 
+    /// The queued failures of `urls` only, by URL (a manifest asks for its
+    /// result set's, not the whole queue). `url` is the table's primary
+    /// key, so each chunk is a lookup per URL through its index.
+    package func retryItems(urls: [String]) async throws -> [String: RetryItem] {
+        let unique = Array(Set(urls))
+        guard !unique.isEmpty else { return [:] }
+        return try await db.read { db in
+            var found: [String: RetryItem] = [:]
+            var start = 0
+            while start < unique.count {
+                let chunk = Array(unique[start..<min(unique.count, start + Self.retryLookupChunk)])
+                start += chunk.count
+                let marks = Array(repeating: "?", count: chunk.count).joined(separator: ",")
+                for row in try Row.fetchAll(db, sql: "SELECT * FROM retry_queue WHERE url IN (\(marks))",
+                                               arguments: StatementArguments(chunk)) {
+                    let item = Self.retryItem(row)
+                    found[item.url] = item
+                }
+            }
+            return found
+        }
+    }
+
+    /// URLs looked up per statement (under SQLite's bound-variable limit).
+    static let retryLookupChunk = 500
+
+    private static func retryItem(_ row: Row) -> RetryItem {
+        RetryItem(url: row["url"], reason: row["reason"], message: row["message"], attempts: row["attempts"],
+                  firstFailedAt: Date(timeIntervalSince1970: row["first_failed_at"]),
+                  lastFailedAt: Date(timeIntervalSince1970: row["last_failed_at"]))
+    }
+
     /// The queue, oldest failure first.
     package func retryQueue() async throws -> [RetryItem] {
         try await db.read { db in
-            try Row.fetchAll(db, sql: "SELECT * FROM retry_queue ORDER BY first_failed_at, url").map { row in
-                RetryItem(url: row["url"], reason: row["reason"], message: row["message"], attempts: row["attempts"],
-                          firstFailedAt: Date(timeIntervalSince1970: row["first_failed_at"]),
-                          lastFailedAt: Date(timeIntervalSince1970: row["last_failed_at"]))
-            }
+            try Row.fetchAll(db, sql: "SELECT * FROM retry_queue ORDER BY first_failed_at, url").map(Self.retryItem)
         }
     }
 }
