@@ -116,7 +116,7 @@ def body(rep, work, binary):
                 pace.add(plan[name])
             if timed_out or how == "hang":
                 problems.append("%s hung (no exit in %ds)" % (name, PREFETCH_TIMEOUT))
-            elif rc == -signal.SIGKILL:
+            elif rc == -signal.SIGKILL and plan[name]:
                 kills += 1
                 killed_at_start += not plan[name].marks
                 facts.append("%s %s" % (name, plan[name].describe()))
