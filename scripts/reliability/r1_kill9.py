@@ -16,7 +16,7 @@ the row count never goes down. At the end: `verify --repair` leaves 0
 problems, every committed original is still served from the cache without
 the network, and sampled entries match the origin byte for byte.
 
-Env: R1_KILLS (50), R1_URLS per process per run (60), R1_BUDGET seconds (150: a bound on the
+Env: R1_KILLS (50), R1_URLS per process per run (40), R1_BUDGET seconds (150: a bound on the
 kill loop, not what decides the kills), R1_SEED (random seed; printed; default: the commit, as
 lib.seed_for, never the clock).
 """
@@ -32,7 +32,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import lib  # noqa: E402
 
 KILLS = int(lib.env_float("R1_KILLS", 50))
-PER_RUN = int(lib.env_float("R1_URLS", 60))
+PER_RUN = int(lib.env_float("R1_URLS", 40))
 BUDGET = lib.env_float("R1_BUDGET", 150)
 MAX_RUNS = KILLS * 2          # bounded even when processes keep finishing before their kill
 KILL_STEPS = 8                # kill marks 0%..70%: the next mark (at most 80%) comes before the last items
