@@ -174,6 +174,7 @@ class Child:
             _children.add(self.p)
         self.pid = self.p.pid
         self.out_lines, self.err_lines = [], []
+        self.err_times = []    # when each stderr line arrived (monotonic): progress lines are kill points
         self.cond = threading.Condition()
         self.log_dir = log_dir
         self.threads = [threading.Thread(target=self._drain, args=(self.p.stdout, self.out_lines, "out"), daemon=True),
@@ -188,6 +189,8 @@ class Child:
                 line = raw.decode("utf-8", "replace").rstrip("\n")
                 with self.cond:
                     sink.append(line)
+                    if tag == "err":
+                        self.err_times.append(time.monotonic())
                     self.cond.notify_all()
                 if f:
                     f.write(line + "\n")
@@ -566,3 +569,144 @@ def workdirs(work):
     os.makedirs(pool)
     os.makedirs(logs)
     return pool, logs
+
+
+# --------------------------------------------------------------------------
+# seeds and kill points: no clock decides what a test draws or whether it kills
+
+def seed_for(name):
+    """The seed of a test's random choices: $NAME (an integer), else the
+    commit's first 8 hex digits as a decimal (what .ci/run exports and
+    Fuzz/run uses), else 1 outside a git checkout. Never the clock: a rerun
+    of a commit draws the same numbers. Returns (seed, where it came from)."""
+    value = os.environ.get(name)
+    if value:
+        try:
+            return int(value), name
+        except ValueError:
+            raise RuntimeError("%s must be an integer, not %r" % (name, value))
+    try:
+        r = subprocess.run(["git", "-C", ROOT, "rev-parse", "--verify", "-q", "HEAD"], stdin=subprocess.DEVNULL,
+                           capture_output=True, text=True, timeout=30)
+        commit = r.stdout.strip() if r.returncode == 0 else ""
+    except (OSError, subprocess.TimeoutExpired):
+        commit = ""
+    if len(commit) >= 8:
+        return int(commit[:8], 16), "commit %s" % commit[:8]
+    return 1, "not a git checkout: the fixed fallback"
+
+
+def prefetch_summary(out):
+    """`prefetch`'s summary from its stdout: the --json object, else the text
+    summary's counts (requested, cached, revalidated, downloaded, refused,
+    failed, variants, render_failures as a count); None when there is none."""
+    try:
+        j = json.loads(out)
+        if isinstance(j, dict):
+            return j
+    except ValueError:
+        pass
+    counts = {}
+    for line in out.splitlines():
+        parts = line.split()
+        if len(parts) >= 2 and parts[0] in ("requested", "cached", "revalidated", "downloaded", "refused", "failed",
+                                            "variants") and parts[1].isdigit():
+            counts[parts[0]] = int(parts[1])
+            if parts[0] == "variants" and len(parts) >= 4 and parts[3].isdigit():
+                counts["render_failures"] = int(parts[3])
+    return counts if "requested" in counts else None
+
+
+def progress_percent(line):
+    """The percentage of a `prefetch` progress line ("progress D/T bytes=…"), else None."""
+    parts = line.split()
+    if len(parts) >= 2 and parts[0] == "progress" and "/" in parts[1]:
+        done, _, total = parts[1].partition("/")
+        if done.isdigit() and total.isdigit() and int(total) > 0:
+            return int(done) * 100 // int(total)
+    return None
+
+
+def median(values):
+    s = sorted(values)
+    return s[len(s) // 2] if s else None
+
+
+class ProgressKill:
+    """When to SIGKILL one `prefetch` child, by its own progress, not by a clock.
+
+    The child runs without --json, so it prints `progress D/T …` on stderr
+    each time it passes a 10% mark (stderr is not a terminal). The plan is a
+    mark `step` (0 = the spawn, 1 = 10% done, …) and a fraction `frac` of one
+    step: the kill comes `frac` × `pace` seconds after the mark's line, where
+    `pace` is the time one 10% step took in earlier runs on this machine (a
+    measurement, not a constant), and at the latest when the next mark's line
+    arrives. With step + 1 below 10 the next mark always comes before the
+    last items are done, so every planned kill happens, on a fast machine and
+    on a slow one; without a pace yet (the first runs) it comes at that next
+    mark. The seed picks step and frac; the machine only stretches the time."""
+
+    def __init__(self, child, step, frac, pace):
+        self.child, self.step, self.frac, self.pace = child, step, frac, pace
+        self.seen = 0
+        self.marks = []                        # (percent, monotonic time) of each progress line
+        self.anchor = child.t0 if step == 0 else None
+        self.at = None                         # (percent seen, seconds since spawn) when due
+
+    def due(self, now=None):
+        now = time.monotonic() if now is None else now
+        if self.at:
+            return True
+        with self.child.cond:
+            lines = self.child.err_lines[self.seen:]
+            times = self.child.err_times[self.seen:]
+            self.seen += len(lines)
+        for line, t in zip(lines, times):
+            percent = progress_percent(line)
+            if percent is None:
+                continue
+            self.marks.append((percent, t))
+            if self.anchor is None and percent // 10 >= self.step:
+                self.anchor = t
+            if percent // 10 >= self.step + 1:
+                self.at = (percent, t - self.child.t0)
+                return True
+        if self.anchor is not None and self.pace is not None and now - self.anchor >= self.frac * self.pace:
+            self.at = (self.marks[-1][0] if self.marks else 0, now - self.child.t0)
+            return True
+        return False
+
+    def start_seconds(self):
+        """Seconds from the spawn to the first progress line (None before it)."""
+        return self.marks[0][1] - self.child.t0 if self.marks else None
+
+    def step_seconds(self):
+        """Seconds per 10% step between the progress lines seen (one value per gap)."""
+        gaps = []
+        for (p0, t0), (p1, t1) in zip(self.marks, self.marks[1:]):
+            steps = p1 // 10 - p0 // 10
+            if steps > 0:
+                gaps.append((t1 - t0) / steps)
+        return gaps
+
+    def describe(self):
+        where = "%d%% + %.2f step" % (10 * self.step, self.frac)
+        if self.at:
+            return "killed at %.2fs, %d%% done (plan %s)" % (self.at[1], self.at[0], where)
+        return "plan %s" % where
+
+
+class Pace:
+    """What earlier runs measured: seconds from spawn to the first progress
+    line, and per 10% step after it (medians feed ProgressKill's pace)."""
+
+    def __init__(self):
+        self.starts, self.steps = [], []
+
+    def add(self, plan):
+        if plan.start_seconds() is not None:
+            self.starts.append(plan.start_seconds())
+        self.steps += plan.step_seconds()
+
+    def for_step(self, step):
+        return median(self.starts) if step == 0 else median(self.steps)

@@ -135,7 +135,7 @@ class StaticHandler(http.server.SimpleHTTPRequestHandler):
 class FaultyHandler(StaticHandler):
     """R4's faulty origin: each route misbehaves in one way (path = /fault/<kind>/<id>)."""
 
-    FAULTS = ("404", "500", "500then200", "429then200", "slow", "trickle", "cut", "loop",
+    FAULTS = ("ok", "404", "500", "500then200", "429then200", "slow", "trickle", "cut", "loop",
               "endless", "html", "down")
 
     def route(self):
@@ -146,7 +146,10 @@ class FaultyHandler(StaticHandler):
         kind = parts[2]
         n = self.server.count(path)       # this request included
         srv = self.server
-        if kind == "404":
+        if kind == "ok":
+            # No fault: R4 times a clean download with it (this machine's overhead).
+            self.send_body(200, srv.payload)
+        elif kind == "404":
             self.send_body(404, b"not found\n", "text/plain")
         elif kind == "500":
             self.send_body(500, b"internal error\n", "text/plain")

@@ -2,18 +2,23 @@
 """R1: kill -9 at random points during `prefetch`, two processes at once on one
 cache (inline and file blobs, thumbnails on), then `verify --hash`.
 
-Each run starts two `prefetch --json` processes on overlapping URL lists (new
-URLs each run, plus some committed earlier) and SIGKILLs each at a random
-moment (from start-up, while the index opens, to the end of the downloads).
-A process that finishes before its kill must have printed its summary. After
+Each run starts two `prefetch` processes on overlapping URL lists (new URLs
+each run, plus some committed earlier) and SIGKILLs each at a point of its
+own progress (lib.ProgressKill: a seeded 10% mark from the spawn, while the
+index opens, to 70% done, plus a seeded fraction of one step's measured
+time, at the latest at the next mark), so a planned kill always happens,
+on a fast machine and on a slow one. One process in FINISH_SHARE is left
+to finish (a seeded choice, not a race with the clock) and must have
+printed its summary (`--json`). After
 every run `verify --hash` must find no committed row lost, short or corrupt
 (a dead writer's temp file or uncommitted blob is allowed until --repair) and
 the row count never goes down. At the end: `verify --repair` leaves 0
 problems, every committed original is still served from the cache without
 the network, and sampled entries match the origin byte for byte.
 
-Env: R1_KILLS (50), R1_URLS per process per run (60), R1_BUDGET seconds (150),
-R1_SEED (random seed; printed).
+Env: R1_KILLS (50), R1_URLS per process per run (40), R1_BUDGET seconds (150: a bound on the
+kill loop, not what decides the kills), R1_SEED (random seed; printed; default: the commit, as
+lib.seed_for, never the clock).
 """
 import json
 import os
@@ -27,16 +32,17 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import lib  # noqa: E402
 
 KILLS = int(lib.env_float("R1_KILLS", 50))
-PER_RUN = int(lib.env_float("R1_URLS", 60))
+PER_RUN = int(lib.env_float("R1_URLS", 40))
 BUDGET = lib.env_float("R1_BUDGET", 150)
 MAX_RUNS = KILLS * 2          # bounded even when processes keep finishing before their kill
-KILL_WINDOW = 1.2             # seconds after start at first; then follows how long unkilled runs take
+KILL_STEPS = 8                # kill marks 0%..70%: the next mark (at most 80%) comes before the last items
+FINISH_SHARE = 0.1            # processes left to finish (their summary is checked)
 PREFETCH_TIMEOUT = 90
 ROW_PROBLEMS = ("missing_blobs", "size_mismatches", "hash_mismatches", "totals_mismatch")
 
 
 def body(rep, work, binary):
-    seed = int(os.environ.get("R1_SEED", int(time.time())))
+    seed, seed_from = lib.seed_for("R1_SEED")
     rng = random.Random(seed)
     ac = lib.Artcache(binary, work)
     pool, logs = lib.workdirs(work)
@@ -59,10 +65,11 @@ def body(rep, work, binary):
     used = []                 # every URL ever given to a prefetch
     next_id = 0
     kills = runs = 0
-    killed_at_start = 0       # kills in the first 0.15 s (index opening)
+    killed_at_start = 0       # kills before the first progress line (start-up, index opening)
+    finished = 0              # processes left to finish (planned)
     prev_rows = 0
     worst = []                # committed-row problems seen after any run
-    finish_times = []         # how long unkilled processes took: the kill window follows it
+    pace = lib.Pace()         # how long progress steps take here: the kill points follow it
     t_end = time.monotonic() + BUDGET
     while kills < KILLS and runs < MAX_RUNS and time.monotonic() < t_end:
         runs += 1
@@ -78,52 +85,55 @@ def body(rep, work, binary):
                 f.write("# R1 run %d process %s\n" % (runs, name))
                 f.write("".join(url(n) + "\n" for n in ids))
             used.extend(n for n in ids if n not in old)
-            procs[name] = ac.spawn("prefetch", path, "--json", cache=cache, name="prefetch-%s" % name)
-            window = KILL_WINDOW if not finish_times else \
-                min(3.0, max(0.3, sorted(finish_times)[len(finish_times) // 2]))
-            plan[name] = rng.uniform(0.0, window)
+            finish = rng.random() < FINISH_SHARE
+            step, frac = rng.randrange(KILL_STEPS), rng.random()
+            if finish:   # --json: its summary is checked; no progress lines needed
+                procs[name] = ac.spawn("prefetch", path, "--json", cache=cache, name="prefetch-%s" % name)
+                plan[name] = None
+            else:        # without --json: its progress lines on stderr are the kill points
+                procs[name] = ac.spawn("prefetch", path, cache=cache, name="prefetch-%s" % name)
+                plan[name] = lib.ProgressKill(procs[name], step, frac, pace.for_step(step))
         t0 = time.monotonic()
         outcome = {}
         deadline = t0 + PREFETCH_TIMEOUT
         while len(outcome) < len(procs) and time.monotonic() < deadline:   # bounded
-            now = time.monotonic() - t0
             for name, p in procs.items():
                 if name in outcome:
                     continue
                 if not p.alive():
-                    outcome[name] = ("exit", now)
-                elif now >= plan[name]:
+                    outcome[name] = ("exit", time.monotonic() - p.t0)
+                elif plan[name] and plan[name].due():
                     p.kill_group(signal.SIGKILL)
-                    outcome[name] = ("kill", now)
-            time.sleep(0.005)
+                    outcome[name] = ("kill", time.monotonic() - p.t0)
+            time.sleep(0.002)
         problems, facts = [], []
         used = list(dict.fromkeys(used))
         for name, p in procs.items():
             rc, timed_out = p.wait(timeout=30)
             out, err = p.output()
             how, when = outcome.get(name, ("hang", PREFETCH_TIMEOUT))
+            if plan[name]:
+                pace.add(plan[name])
             if timed_out or how == "hang":
                 problems.append("%s hung (no exit in %ds)" % (name, PREFETCH_TIMEOUT))
-            elif rc == -signal.SIGKILL:
+            elif rc == -signal.SIGKILL and plan[name]:
                 kills += 1
-                killed_at_start += when < 0.15
-                facts.append("%s killed at %.2fs" % (name, when))
+                killed_at_start += not plan[name].marks
+                facts.append("%s %s" % (name, plan[name].describe()))
             elif rc is not None and rc < 0:
                 problems.append("%s died of signal %d: %s" % (name, -rc, err[-200:]))
             else:
-                j = None
-                try:
-                    j = json.loads(out)
-                except ValueError:
-                    pass
+                j = lib.prefetch_summary(out)   # --json when planned to finish, else the text summary
+                finished += plan[name] is None
                 if not isinstance(j, dict):
                     problems.append("%s exit %s without its summary (stdout %r, stderr %r)" % (name, rc, out[-100:],
                                                                                              err[-200:]))
                 else:
                     summary = "requested=%s downloaded=%s cached=%s failed=%s variants=%s" % (
                         j.get("requested"), j.get("downloaded"), j.get("cached"), j.get("failed"), j.get("variants"))
-                    facts.append("%s finished %.2fs exit %s: %s" % (name, when, rc, summary))
-                    finish_times.append(when)
+                    facts.append("%s finished %.2fs exit %s%s: %s" % (
+                        name, when, rc, "" if plan[name] is None else " before its kill (%s)" % plan[name].describe(),
+                        summary))
                     if rc != 0 or j.get("failed") or j.get("refused") or j.get("render_failures"):
                         problems.append("%s exit %s, failures %s, render_failures %s" % (
                             name, rc, j.get("failures"), j.get("render_failures")))
@@ -147,8 +157,8 @@ def body(rep, work, binary):
         rep.check("run %02d" % runs, problems, "; ".join(facts))
 
     rep.check("kill -9 count", [] if kills >= KILLS else ["only %d kills in %d runs within %.0fs" % (kills, runs, BUDGET)],
-              "%d kill -9 in %d runs (%d during start-up), two prefetch processes per run, seed %d" % (
-                  kills, runs, killed_at_start, seed))
+              "%d kill -9 in %d runs (%d before the first progress line), %d left to finish, two prefetch processes "
+              "per run, seed %d (%s)" % (kills, runs, killed_at_start, finished, seed, seed_from))
     rep.check("committed entries after all kills", ["%d runs had lost/corrupt rows" % len(worst)] if worst else [],
               "0 lost or corrupt over %d runs, %d rows" % (runs, prev_rows))
 

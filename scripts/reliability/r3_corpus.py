@@ -8,7 +8,9 @@ a result (exit 0, JSON) or a typed error (exit 1, one `artcache: error:` line);
 category `not_image` are refused and `corrupt` ones are errors (README: never a
 grey thumbnail). Bombs whose header declares more than max_source_pixels
 (width x height x frames) or max_frames are refused fast as too_large by `thumb`
-and `serve`; the other bombs must still end fast. A final `prefetch --json` of
+and `serve`; the other bombs must still end fast ("fast": BOMB_MAX_S plus
+twice this machine's time for the `thumb` of an ordinary small image,
+measured first, so a slow machine is not failed for being slow). A final `prefetch --json` of
 every corpus URL checks the typed reasons. Skips cleanly when the corpus is absent.
 """
 import csv
@@ -24,6 +26,7 @@ MAX_SOURCE_PIXELS = 50_000_000   # [thumbnails] max_source_pixels default
 MAX_FRAMES = 1000                # [thumbnails] max_frames default
 OP_TIMEOUT = 30                  # a hang
 BOMB_MAX_S = 5.0                 # "refused from the header": fast, process start-up included (a loaded 2-core CI box: ~2 s seen)
+OVERHEAD_FACTOR = 2              # the bomb bound gets this many times an ordinary `thumb`'s time on this machine
 REASONS = {"dns", "connect", "timeout", "tls", "network", "connection", "truncated", "too_large",
            "too_many_redirects", "refused_scheme", "blocked_address", "blocked_source", "invalid_url",
            "not_an_image", "unsupported", "decode"}
@@ -66,6 +69,21 @@ def body(rep, work, binary):
     cli_cache = os.path.join(work, "cache-cli")
     serve_cache = os.path.join(work, "cache-serve")
     serve, sport = lib.start_serve(ac, serve_cache, log_dir=logs)
+    # This machine's overhead: `thumb` of the smallest ordinary JPEGs (process
+    # start, a new cache, a download, a small render), median of 3.
+    ordinary = sorted((r for r in rows if r["category"] == "jpeg" and os.path.exists(os.path.join(lib.CORPUS, r["path"]))),
+                      key=lambda r: os.path.getsize(os.path.join(lib.CORPUS, r["path"])))[:3]
+    samples = []
+    for k, row in enumerate(ordinary):
+        t = ac.run("thumb", "http://127.0.0.1:%d/%s" % (port, row["path"]), "--size", "100x100", "--json",
+                   cache=os.path.join(work, "cache-base-%d" % k), timeout=OP_TIMEOUT)
+        if t.rc == 0:
+            samples.append(t.secs)
+    overhead = lib.median(samples) or 0.0
+    bomb_bound = BOMB_MAX_S + OVERHEAD_FACTOR * overhead
+    rep.check("overhead", [] if samples else ["no ordinary JPEG made a thumbnail"],
+              "an ordinary thumb takes %.2fs here (median of %s): bombs must end within %.1fs" % (
+                  overhead, ", ".join("%.2f" % t for t in samples), bomb_bound))
     urls = []
     for row in rows:
         rel = row["path"]
@@ -119,8 +137,8 @@ def body(rep, work, binary):
                     row.get("width"), row.get("height"), row.get("pages") or 1, msg))
         else:
             problems.append("thumb %s, stderr %r" % (t.describe(), t.err[-200:]))
-        if cat == "bombs" and t.secs > BOMB_MAX_S:
-            problems.append("thumb of a bomb took %.2fs (bound %.1fs)" % (t.secs, BOMB_MAX_S))
+        if cat == "bombs" and t.secs > bomb_bound:
+            problems.append("thumb of a bomb took %.2fs (bound %.1fs)" % (t.secs, bomb_bound))
 
         # serve: an image, or a typed error status.
         status, hdrs, body_, secs, err = lib.http_get(sport, "/unsafe/100x100/%s" % lib.b64url(url),
@@ -151,8 +169,8 @@ def body(rep, work, binary):
                 problems.append("serve refused what thumb rendered")
         else:
             problems.append("serve answered %s without a typed reason (body %r)" % (status, body_[:60]))
-        if cat == "bombs" and secs > BOMB_MAX_S:
-            problems.append("serve took %.2fs for a bomb (bound %.1fs)" % (secs, BOMB_MAX_S))
+        if cat == "bombs" and secs > bomb_bound:
+            problems.append("serve took %.2fs for a bomb (bound %.1fs)" % (secs, bomb_bound))
         if not serve.alive():
             problems.append("serve died: %s" % serve.output()[1][-300:])
             rep.check(rel, problems, "; ".join(facts))

@@ -5,14 +5,19 @@ The cache holds at most R7_MAX entries (low water 50%), so every `prefetch`
 run (fresh URLs, inline and file blobs, thumbnails on) evicts: the horizon
 moves in one short transaction, and a reclaimer deletes the evicted rows,
 inline bytes and files afterwards, in chunks. Each run is SIGKILLed at a
-random moment. After every run `verify --hash` must find no row without its
-bytes and exact totals (evicted rows left by a killed reclaimer are invisible
-and counted out, their files still there). The index itself (read-only
-SQLite) shows how many evicted rows were waiting. At the end an unkilled run
-leaves the cache under its limit, `verify --repair` leaves 0 problems, and
-the evictions counter is the number of items gone.
+point of its own progress (lib.ProgressKill: a seeded 10% mark from the
+spawn to 80% done, plus a seeded fraction of one step's measured time, at
+the latest at the next mark), so every run is killed while it stores,
+evicts and reclaims, however fast or slow the machine. After every run
+`verify --hash` must find no row without its bytes and exact totals
+(evicted rows left by a killed reclaimer are invisible and counted out,
+their files still there). The index itself (read-only SQLite) shows how
+many evicted rows were waiting. At the end an unkilled run leaves the cache
+under its limit, `verify --repair` leaves 0 problems, and the evictions
+counter is the number of items gone.
 
-Env: R7_KILLS (12), R7_URLS per run (40), R7_MAX (30), R7_BUDGET seconds (30), R7_SEED.
+Env: R7_KILLS (12), R7_URLS per run (40), R7_MAX (30), R7_BUDGET seconds (30: a bound on the kill
+loop, not what decides the kills), R7_SEED (the kill points; default: the commit, as lib.seed_for).
 """
 import os
 import random
@@ -29,7 +34,8 @@ KILLS = int(lib.env_float("R7_KILLS", 12))
 PER_RUN = int(lib.env_float("R7_URLS", 40))
 MAX_ENTRIES = int(lib.env_float("R7_MAX", 30))
 BUDGET = lib.env_float("R7_BUDGET", 30)
-MAX_RUNS = KILLS * 2
+MAX_RUNS = KILLS * 2          # a bound; every run is planned to be killed
+KILL_STEPS = 9                # kill marks 0%..80%: the next mark (at most 90%) comes before the last items
 ROW_PROBLEMS = ("missing_blobs", "size_mismatches", "hash_mismatches", "totals_mismatch")
 
 
@@ -45,7 +51,7 @@ def index_rows(cache):
 
 
 def body(rep, work, binary):
-    seed = int(os.environ.get("R7_SEED", int(time.time())))
+    seed, seed_from = lib.seed_for("R7_SEED")
     rng = random.Random(seed)
     env = {"ARTCACHE_CACHE_MAX_ENTRIES": str(MAX_ENTRIES), "ARTCACHE_CACHE_LOW_WATER": "0.5"}
     ac = lib.Artcache(binary, work, env)
@@ -68,7 +74,7 @@ def body(rep, work, binary):
     next_id = 0
     kills = runs = waited_runs = 0
     lost = []
-    window = 1.5
+    pace = lib.Pace()
     t_end = time.monotonic() + BUDGET
     while kills < KILLS and runs < MAX_RUNS and time.monotonic() < t_end:
         runs += 1
@@ -76,29 +82,32 @@ def body(rep, work, binary):
         with open(path, "w") as f:
             f.write("".join(url(n) + "\n" for n in range(next_id, next_id + PER_RUN)))
         next_id += PER_RUN
-        p = ac.spawn("prefetch", path, "--json", cache=cache, name="prefetch")
-        kill_at = rng.uniform(0.1, window)
-        t0 = time.monotonic()
+        step = rng.randrange(KILL_STEPS)
+        frac = rng.random()
+        # Without --json: its progress lines on stderr are the kill points.
+        p = ac.spawn("prefetch", path, cache=cache, name="prefetch")
+        plan = lib.ProgressKill(p, step, frac, pace.for_step(step))
         killed = False
-        while p.alive() and time.monotonic() - t0 < 60:   # bounded
-            if time.monotonic() - t0 >= kill_at:
+        deadline = time.monotonic() + 60
+        while p.alive() and time.monotonic() < deadline:   # bounded
+            if plan.due():
                 p.kill_group(signal.SIGKILL)
                 killed = True
                 break
-            time.sleep(0.005)
+            time.sleep(0.002)
         rc, timed_out = p.wait(timeout=30)
+        pace.add(plan)
         problems, facts = [], []
         if timed_out:
             problems.append("prefetch hung")
         elif killed and rc == -signal.SIGKILL:
             kills += 1
-            facts.append("killed at %.2fs" % kill_at)
+            facts.append(plan.describe())
         elif rc != 0:
             out, err = p.output()
             problems.append("prefetch exit %s: %s" % (rc, err[-200:]))
         else:
-            facts.append("finished before its kill")
-            window = max(0.3, (time.monotonic() - t0) * 0.9)
+            facts.append("finished before its kill (%s)" % plan.describe())
         vr, vj = ac.verify(cache, hash=True)
         if not isinstance(vj, dict) or vr.signal or vr.timed_out:
             problems.append("verify --hash: %s %s" % (vr.describe(), vr.err_line()))
@@ -118,8 +127,9 @@ def body(rep, work, binary):
         rep.check("run %02d" % runs, problems, "; ".join(facts))
 
     rep.check("kill -9 count", [] if kills >= KILLS else ["only %d kills in %d runs within %.0fs" % (kills, runs, BUDGET)],
-              "%d kill -9 in %d runs (max_entries %d), %d runs left evicted rows for the next process, seed %d" % (
-                  kills, runs, MAX_ENTRIES, waited_runs, seed))
+              "%d kill -9 in %d runs (max_entries %d), %d runs left evicted rows for the next process, seed %d (%s); "
+              "a 10%% step took %s s here" % (kills, runs, MAX_ENTRIES, waited_runs, seed, seed_from,
+                                              "%.3f" % pace.for_step(1) if pace.for_step(1) else "?"))
     rep.check("no row without its bytes after any kill", ["%d runs had problems" % len(lost)] if lost else [],
               "0 over %d runs" % runs)
 
