@@ -350,18 +350,13 @@ final class RawConnection: @unchecked Sendable {
         let separator: [UInt8] = [13, 10, 13, 10]
         while true {
             if let end = buffer.indices.first(where: { buffer[$0...].starts(with: separator) }) {
-                let head = String(decoding: buffer[..<end], as: UTF8.self).components(separatedBy: "\r\n")
-                var headers: [String: String] = [:]
-                for line in head.dropFirst() {
-                    guard let colon = line.firstIndex(of: ":") else { continue }
-                    headers[line[..<colon].lowercased()] = line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)
-                }
+                let (statusLine, headers) = responseHead(buffer[..<end])
                 let length = Int(headers["content-length"] ?? "0") ?? 0
                 while buffer.count < end + 4 + length {
                     guard try fill() else { return nil }
                 }
                 buffer.removeFirst(end + 4 + length)
-                let status = head.first.flatMap { $0.split(separator: " ").dropFirst().first }.flatMap { Int($0) } ?? 0
+                let status = statusLine.split(separator: " ").dropFirst().first.flatMap { Int($0) } ?? 0
                 return (status, headers)
             }
             guard try fill() else { return nil }

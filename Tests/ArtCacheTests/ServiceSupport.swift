@@ -130,15 +130,10 @@ extension RawHTTP {
             // A complete response in the buffer?
             let separator: [UInt8] = [13, 10, 13, 10]
             if let end = buffer.indices.first(where: { buffer[$0...].starts(with: separator) }) {
-                let head = String(decoding: buffer[..<end], as: UTF8.self).components(separatedBy: "\r\n")
-                var headers: [String: String] = [:]
-                for line in head.dropFirst() {
-                    guard let colon = line.firstIndex(of: ":") else { continue }
-                    headers[line[..<colon].lowercased()] = line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)
-                }
+                let (statusLine, headers) = responseHead(buffer[..<end])
                 let length = Int(headers["content-length"] ?? "0") ?? 0
                 if buffer.count >= end + 4 + length {
-                    responses.append((head.first ?? "", headers))
+                    responses.append((statusLine, headers))
                     buffer.removeFirst(end + 4 + length)
                     continue
                 }
@@ -149,4 +144,16 @@ extension RawHTTP {
         }
         return responses
     }
+}
+
+/// The status line and the lower-cased headers of a response's head (the
+/// bytes before its blank line).
+func responseHead(_ bytes: ArraySlice<UInt8>) -> (statusLine: String, headers: [String: String]) {
+    let head = String(decoding: bytes, as: UTF8.self).components(separatedBy: "\r\n")
+    var headers: [String: String] = [:]
+    for line in head.dropFirst() {
+        guard let colon = line.firstIndex(of: ":") else { continue }
+        headers[line[..<colon].lowercased()] = line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)
+    }
+    return (head.first ?? "", headers)
 }

@@ -20,26 +20,30 @@ extension CacheStore {
     /// Starts the reclaimer (a job of the background scheduler) unless one
     /// is queued or runs (then it looks again before it ends).
     func startReclaim() {
-        let run = housekeeping.withLock { state -> Int? in
-            state.reclaimWanted = true
-            guard !state.closed, !state.reclaiming else { return nil }
-            state.reclaiming = true
-            state.jobRuns += 1
-            return state.jobRuns
-        }
-        guard let run else { return }
-        let outcome = background.submit(BackgroundJobKey(.reclaim, key: jobScope, spec: String(run)), priority: .low,
-                                        onDrop: { [self] in housekeeping.withLock { $0.reclaiming = false } }) { [self] in
-            await reclaimLoop()
-        }
-        if outcome != .queued {
-            // Refused (closing, or dropped past a bound): the next eviction, or the next store, starts it.
-            housekeeping.withLock { $0.reclaiming = false }
-        }
+        housekeeping.withLock { $0.reclaimWanted = true }
+        startJob(.reclaim, flag: \.reclaiming) { [self] in await reclaimLoop() }
     }
 
     /// What this store's jobs are keyed by in a shared scheduler: its cache folder.
     var jobScope: String { directory.path }
+
+    /// Queues the store's job of `kind` unless `flag` says one is queued or
+    /// runs; the job (or its refusal: closing, dropped past a bound) clears
+    /// the flag, and the next trigger starts it again. Each run has a key of
+    /// its own: the flag, under the housekeeping lock, keeps them one at a time.
+    func startJob(_ kind: BackgroundKind, flag: WritableKeyPath<Housekeeping, Bool> & Sendable,
+                  _ body: @escaping @Sendable () async -> Void) {
+        let run = housekeeping.withLock { state -> Int? in
+            guard !state.closed, !state[keyPath: flag] else { return nil }
+            state[keyPath: flag] = true
+            state.jobRuns += 1
+            return state.jobRuns
+        }
+        guard let run else { return }
+        let clear: @Sendable () -> Void = { [self] in housekeeping.withLock { $0[keyPath: flag] = false } }
+        let outcome = background.submit(BackgroundJobKey(kind, key: jobScope, spec: String(run)), priority: .low, onDrop: clear, body)
+        if outcome != .queued { clear() }
+    }
 
     private func reclaimLoop() async {
         while true {

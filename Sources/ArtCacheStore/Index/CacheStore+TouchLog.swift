@@ -102,19 +102,10 @@ extension CacheStore {
     /// Starts folding the touch log (a job of the background scheduler)
     /// unless a fold is queued or runs.
     func startFold() {
-        let run = housekeeping.withLock { state -> Int? in
-            guard !state.closed, !state.folding else { return nil }
-            state.folding = true
-            state.jobRuns += 1
-            return state.jobRuns
-        }
-        guard let run else { return }
-        let outcome = background.submit(BackgroundJobKey(.touchLogFold, key: jobScope, spec: String(run)), priority: .low,
-                                        onDrop: { [self] in housekeeping.withLock { $0.folding = false } }) { [self] in
+        startJob(.touchLogFold, flag: \.folding) { [self] in
             await foldLogging()
             housekeeping.withLock { $0.folding = false }
         }
-        if outcome != .queued { housekeeping.withLock { $0.folding = false } }
     }
 
     private func foldLogging() async {
