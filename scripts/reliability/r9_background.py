@@ -108,6 +108,15 @@ def case_a(rep, work, ac, origin, base, key, logs):
     rep.check("a verify --hash after", problems, "%s rows" % (vj or {}).get("rows"))
 
 
+def rss_kib(pid):
+    """serve's resident set (KiB) from /proc, 0 when gone."""
+    try:
+        with open("/proc/%d/status" % pid) as f:
+            return next((int(l.split()[1]) for l in f if l.startswith("VmRSS:")), 0)
+    except (OSError, ValueError):
+        return 0
+
+
 def case_b(rep, work, ac, origin, base, key, logs, files, rng):
     cache = os.path.join(work, "cache-b")
     urls = ["%s/img/b%d/%s" % (base, i, files[i % len(files)]) for i in range(STALE)]
@@ -170,7 +179,7 @@ def case_c(rep, work, ac, origin, base, key, logs, files, rng):
     conf = write_conf(os.path.join(work, "c.conf"), key)
     child, port = serve(ac, cache, conf, key, logs)
     stop = threading.Event()
-    seen = {"bytes": 0.0, "queued": 0.0, "running": 0.0, "scrapes": 0, "failed": 0}
+    seen = {"bytes": 0.0, "queued": 0.0, "running": 0.0, "scrapes": 0, "failed": 0, "rss": 0}
 
     def scraper():
         while not stop.is_set():
@@ -182,6 +191,7 @@ def case_c(rep, work, ac, origin, base, key, logs, files, rng):
                 seen["bytes"] = max(seen["bytes"], queued_bytes(m))
                 seen["queued"] = max(seen["queued"], jobs(m, "placeholder", "queued"))
                 seen["running"] = max(seen["running"], jobs(m, "placeholder", "running"))
+            seen["rss"] = max(seen["rss"], rss_kib(child.pid))
             stop.wait(0.1)   # pacing of the scrapes
 
     th = threading.Thread(target=scraper, daemon=True)
@@ -206,9 +216,9 @@ def case_c(rep, work, ac, origin, base, key, logs, files, rng):
         problems.append("no /metrics scrape answered")
     rep.check("c %d originals read under load, background bounded" % ORIGINALS, problems,
               "prefetch %.1fs, %s without placeholders; %d reads by %d clients in %.1fs; over %d scrapes: max queued "
-              "bytes %d, max placeholder queued %d running %d" % (
+              "bytes %d, max placeholder queued %d running %d, serve's max RSS %d MiB" % (
                   t_pre, before, len(results), CLIENTS, secs, seen["scrapes"], seen["bytes"], seen["queued"],
-                  seen["running"]))
+                  seen["running"], seen["rss"] // 1024))
     t0 = time.monotonic()
     m, n = wait_metrics(port, lambda m: jobs(m, "placeholder", "queued") == 0 and jobs(m, "placeholder", "running") == 0,
                         DRAIN, pace=0.2)
