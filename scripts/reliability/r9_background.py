@@ -66,18 +66,21 @@ def body(rep, work, binary):
     base = origin.base()
     key = os.urandom(32).hex()
 
-    case_a(rep, work, ac, origin, base, key, logs)
+    case_a(rep, work, ac, origin, base, key, logs, files)
     stale_cache = case_b(rep, work, ac, origin, base, key, logs, files, rng)
     case_c(rep, work, ac, origin, base, key, logs, files, rng)
     case_d(rep, work, ac, origin, base, key, logs, files, rng, stale_cache)
 
 
-def case_a(rep, work, ac, origin, base, key, logs):
+def case_a(rep, work, ac, origin, base, key, logs, files):
     cache = os.path.join(work, "cache-a")
     conf = write_conf(os.path.join(work, "a.conf"), key)
     origin.release.clear()
     child, port = serve(ac, cache, conf, key, logs)
-    urls = ["%s/hold/a%d/x.jpg" % (base, i) for i in range(WARMUPS)]
+    # The first 50 answer (stored with their thumbnails, so the stop finds work in
+    # flight and verify has rows to check), the rest are held open.
+    urls = ["%s/fresh/a%d/%s" % (base, i, files[i % len(files)]) for i in range(min(50, WARMUPS // 10))]
+    urls += ["%s/hold/a%d/x.jpg" % (base, i) for i in range(WARMUPS - len(urls))]
     problems, facts = [], []
     status, answer = post_manifest(port, key, urls)
     if status != 200:
