@@ -5,7 +5,8 @@
     R9_WARMUPS-item warm-up queued by a signed `POST /v1/manifest` whose URLs
     sit on a loopback origin that holds every request open: /metrics shows
     warm_up jobs queued (> 0) and running (<= [background] concurrency); on
-    SIGTERM serve exits 0 within shutdown_grace + 2 s; `verify --hash` clean.
+    SIGTERM serve exits 0 within shutdown_grace + 2 s; `verify --hash` clean
+    (the first 50 URLs answer, so it checks their originals and thumbnails).
  b. R9_STALE distinct stale keys at once (cached with max-age=0 and an ETag,
     served with stale_while_revalidate = "1d" and [background] max_queued =
     100; the origin holds every revalidation open): every answer a 200 with
