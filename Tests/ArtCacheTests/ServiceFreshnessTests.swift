@@ -47,6 +47,12 @@ struct ServiceFreshnessTests {
             #expect(metrics.contains("artcache_revalidations_total{outcome=\"304\"} 0"))
             #expect(metrics.contains("artcache_stale_answers_total{cause=\"while_revalidate\"} 1"))
             #expect(metrics.contains("artcache_images_total{tier=\"stale\"} 1"))
+            // The revalidation ran as a background job (issue 34): one finished, none left.
+            #expect(metrics.contains("artcache_background_jobs{kind=\"revalidation\",state=\"queued\"} 0"), "\(metrics)")
+            #expect(metrics.contains("artcache_background_jobs{kind=\"revalidation\",state=\"running\"} 0"))
+            #expect(metrics.contains("artcache_background_dropped_total{kind=\"revalidation\"} 0"))
+            #expect(metrics.contains("artcache_background_seconds_count{kind=\"revalidation\"} 1"))
+            #expect(metrics.contains("artcache_background_queued_bytes 0"))
         }
         #expect(s.origin.requestCount("/img/a.jpg") == 2)
         try await s.close()
