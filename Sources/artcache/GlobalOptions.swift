@@ -31,6 +31,15 @@ struct GlobalOptions: ParsableArguments {
         return configuration
     }
 
+    /// ``configuration()`` with the signing keys of the service's credential,
+    /// when one was handed over (`serve`, `sign`, `manifest --sign`):
+    /// `$CREDENTIALS_DIRECTORY/keys`, else `ARTCACHE_SERVICE_KEYS`, else `[service] keys`.
+    func signingConfiguration() throws -> Configuration {
+        var configuration = try configuration()
+        try configuration.applyCredentials()
+        return configuration
+    }
+
     /// ``configuration()`` for a one-shot command (`get`, `thumb`): its
     /// answer is stored before it returns (no store-behind), so a write that
     /// fails (`storage_full`...) is the command's error, and the path it
