@@ -11,7 +11,7 @@ struct ArtCacheCommand: AsyncParsableCommand {
         commandName: "artcache",
         abstract: "An image artwork cache: prefetch, inspect, purge and verify.",
         discussion: """
-            Settings come from cache.conf (\(Configuration.lookupOrder)), overridden by \
+            Settings come from cache.conf (\(Configuration.lookupOrder); \(Configuration.trustRule)), overridden by \
             ARTCACHE_<SECTION>_<KEY> variables, overridden by flags. cache.conf documents \
             every key (an installed package's copy: /etc/artcache/cache.conf).
             """,

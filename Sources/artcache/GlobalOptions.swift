@@ -8,7 +8,7 @@ import Logging
 
 /// Options every subcommand accepts (after the subcommand name too).
 struct GlobalOptions: ParsableArguments {
-    @Option(name: .long, help: ArgumentHelp("Configuration file.", discussion: "Lookup: \(Configuration.lookupOrder).",
+    @Option(name: .long, help: ArgumentHelp("Configuration file.", discussion: "Lookup: \(Configuration.lookupOrder). \(Configuration.trustRule).",
                                             valueName: "path"))
     var config: String?
 
@@ -20,12 +20,23 @@ struct GlobalOptions: ParsableArguments {
 
     func configuration() throws -> Configuration {
         let environment = ProcessInfo.processInfo.environment
-        let path = Configuration.locate(explicitPath: config, environment: environment)
-        var configuration = try Configuration.load(path: path, environment: environment)
+        // The library says which found files it passed over and why; the CLI tells.
+        let lookup = Configuration.lookUp(explicitPath: config, environment: environment)
+        for skipped in lookup.skipped { Output.warning("\(skipped)") }
+        var configuration = try Configuration.load(lookup, environment: environment)
         if let cacheDir {
             let expanded = cacheDir.hasPrefix("~/") ? NSHomeDirectory() + cacheDir.dropFirst() : cacheDir
             configuration.cache.directory = URL(fileURLWithPath: expanded).standardizedFileURL.path
         }
+        return configuration
+    }
+
+    /// ``configuration()`` with the signing keys of the service's credential,
+    /// when one was handed over (`serve`, `sign`, `manifest --sign`):
+    /// `$CREDENTIALS_DIRECTORY/keys`, else `ARTCACHE_SERVICE_KEYS`, else `[service] keys`.
+    func signingConfiguration() throws -> Configuration {
+        var configuration = try configuration()
+        try configuration.applyCredentials()
         return configuration
     }
 
@@ -96,6 +107,10 @@ func reportingErrors(json: Bool = false, _ body: () async throws -> Void) async 
 enum Output {
     static func error(_ message: String) {
         FileHandle.standardError.write(Data("artcache: error: \(message)\n".utf8))
+    }
+
+    static func warning(_ message: String) {
+        FileHandle.standardError.write(Data("artcache: warning: \(message)\n".utf8))
     }
 
     /// Stable JSON: snake_case keys, sorted, ISO 8601 dates.

@@ -28,14 +28,14 @@ struct ManifestCommand: AsyncParsableCommand {
 
     func run() async throws {
         try await reportingErrors(json: json) {
-            let configuration = try global.configuration()
+            let configuration = try sign ? global.signingConfiguration() : global.configuration()
             let displaySizes = try Self.sizes(sizes, default: configuration.thumbnails.sizes)
             let resultSet = try PrefetchCommand.load(file, format: format)
             var signer: ServiceURLSigner?
             if sign {
                 signer = ServiceURLSigner(settings: configuration.service)
                 guard signer?.signs == true else {
-                    throw ArtCacheError(.configuration, "service.keys: --sign needs a signing key (set [service] keys or ARTCACHE_SERVICE_KEYS)")
+                    throw ArtCacheError(.configuration, "service.keys: --sign needs a signing key (set [service] keys, ARTCACHE_SERVICE_KEYS or $CREDENTIALS_DIRECTORY/keys)")
                 }
             }
             let manifest = try await global.withPipeline(configuration) {

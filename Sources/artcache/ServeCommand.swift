@@ -13,7 +13,8 @@ struct ServeCommand: AsyncParsableCommand {
         abstract: "Run the thumbnail HTTP service (signed URLs; see `artcache sign`).",
         discussion: """
             GET /{signature}/{options}/{base64url source URL}, GET /health, GET /metrics. \
-            Signing keys come from [service] keys (or ARTCACHE_SERVICE_KEYS=hex1,hex2). \
+            Signing keys come from \(ServiceSettings.keysOrder); a keys credential that is \
+            unreadable or holds no key stops serve at start. \
             SIGTERM or SIGINT stops accepting, finishes in-flight requests and closes the cache.
             """)
 
@@ -24,7 +25,7 @@ struct ServeCommand: AsyncParsableCommand {
 
     func run() async throws {
         try await reportingErrors {
-            var configuration = try global.configuration()
+            var configuration = try global.signingConfiguration()
             if let listen {
                 guard let parsed = ServiceSettings.parseListen(listen) else {
                     throw ValidationError("--listen: expected HOST:PORT like 127.0.0.1:8080 or [::1]:8080")

@@ -11,7 +11,10 @@ struct SignCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "sign",
         abstract: "Print the service path for an image URL, signed with the first [service] key.",
-        discussion: "Options follow the service's grammar (README, \"Thumbnail service\"); with none, the original.")
+        discussion: """
+            Options follow the service's grammar (README, "Thumbnail service"); with none, the original. \
+            Keys: \(ServiceSettings.keysOrder) (the package's: sudo env CREDENTIALS_DIRECTORY=/etc/artcache artcache sign URL).
+            """)
 
     @OptionGroup var global: GlobalOptions
 
@@ -46,7 +49,7 @@ struct SignCommand: AsyncParsableCommand {
 
     func run() async throws {
         try await reportingErrors {
-            let configuration = try global.configuration()
+            let configuration = try global.signingConfiguration()
             var tokens: [String] = []
             if let size { tokens.append(size) }
             if let fit { tokens.append("fit=\(fit)") }
@@ -59,7 +62,7 @@ struct SignCommand: AsyncParsableCommand {
             _ = try NormalizedURL(url)
             let signer = ServiceURLSigner(settings: configuration.service)
             guard signer.signs || configuration.service.allowUnsigned else {
-                throw ArtCacheError(.configuration, "service.keys: no signing key (set [service] keys or ARTCACHE_SERVICE_KEYS)")
+                throw ArtCacheError(.configuration, "service.keys: no signing key (set [service] keys, ARTCACHE_SERVICE_KEYS or $CREDENTIALS_DIRECTORY/keys)")
             }
             let path = signer.path(for: url, options: options)
             print((base.map { $0.hasSuffix("/") ? String($0.dropLast()) : $0 } ?? "") + path)

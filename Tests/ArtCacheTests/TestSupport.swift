@@ -199,7 +199,8 @@ enum CLI {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: executable)
         process.arguments = arguments
-        var env = ProcessInfo.processInfo.environment.filter { !$0.key.hasPrefix("ARTCACHE_") }
+        // Nothing of the runner's own: its settings, or a credential a service manager handed it.
+        var env = ProcessInfo.processInfo.environment.filter { !$0.key.hasPrefix("ARTCACHE_") && $0.key != "CREDENTIALS_DIRECTORY" }
         env.merge(Fixtures.loopbackEnvironment) { $1 }
         env.merge(environment) { $1 }
         process.environment = env

@@ -66,25 +66,13 @@ public struct Configuration: Sendable, Equatable {
     /// `$XDG_CONFIG_HOME/artcache/cache.conf` (`~/.config/artcache/cache.conf`)
     /// when it exists, else `systemPath` (``systemPath``, the package's
     /// `/etc/artcache/cache.conf`) when it exists, else nil (built-in
-    /// defaults). The path returned is absolute.
+    /// defaults). The last three count only when this process's user (or
+    /// root) owns them and group and others cannot write them
+    /// (``trustRule``). The path returned is absolute.
     public static func locate(explicitPath: String?, environment: [String: String],
                               currentDirectory: String = FileManager.default.currentDirectoryPath,
                               systemPath: String = Configuration.systemPath) -> String? {
-        func absolute(_ path: String) -> String {
-            let expanded = expandTilde(path, environment: environment)
-            let full = expanded.hasPrefix("/") ? expanded : (currentDirectory as NSString).appendingPathComponent(expanded)
-            return (full as NSString).standardizingPath
-        }
-        if let explicitPath { return absolute(explicitPath) }
-        if let fromEnv = environment["ARTCACHE_CONFIG"], !fromEnv.isEmpty { return absolute(fromEnv) }
-        let local = absolute("cache.conf")
-        if FileManager.default.fileExists(atPath: local) { return local }
-        let configHome = environment["XDG_CONFIG_HOME"].flatMap { $0.hasPrefix("/") ? $0 : nil }
-            ?? (environment["HOME"] ?? NSHomeDirectory()) + "/.config"
-        let user = (configHome as NSString).appendingPathComponent("artcache/cache.conf")
-        if FileManager.default.fileExists(atPath: user) { return user }
-        if FileManager.default.fileExists(atPath: systemPath) { return absolute(systemPath) }
-        return nil
+        lookUp(explicitPath: explicitPath, environment: environment, currentDirectory: currentDirectory, systemPath: systemPath).path
     }
 
     /// Loads `path` (nil: defaults only) and applies environment overrides.

@@ -54,20 +54,25 @@ struct BlobStore: Sendable {
     /// created, a blob write never makes a directory), all with `mode`. A
     /// cache made with other permissions (an older artcache, another mode)
     /// gets `mode` on its folders and index files.
+    ///
+    /// Every mode change goes through a descriptor opened from the cache's
+    /// own folder handle without following symlinks, and only for what this
+    /// process's user owns (``DirectoryHandle/setMode(of:to:kind:)``): a
+    /// symlink planted in the cache never redirects a change (root would
+    /// otherwise change a file outside it), and a folder that is not ours
+    /// (another user's cache, a folder a foreign config names) keeps its mode.
     static func createDirectories(root: URL, mode: mode_t) throws(StoreError) {
-        do {
-            try FileManager.default.createDirectory(at: root, withIntermediateDirectories: true,
-                                                    attributes: [.posixPermissions: Int(mode)])
-        } catch {
-            throw StoreError(.io, "cannot create \(root.path): \(error.localizedDescription)")
-        }
+        try makeFolders(root.path, mode: mode)
         let top = try DirectoryHandle(path: root.path, followingLink: true)
         var info = stat()
-        let existing = fstat(top.fd, &info) == 0 ? info.st_mode & 0o777 : mode
+        guard fstat(top.fd, &info) == 0 else { throw StoreError.io("cannot read \(root.path)", errno: errno) }
+        let existing = info.st_mode & 0o777
         if existing != mode {
-            guard fchmod(top.fd, mode | (info.st_mode & S_ISGID)) == 0 else { throw StoreError.io("cannot set mode of \(root.path)", errno: errno) }
-            for name in ["index.sqlite", "index.sqlite-wal", "index.sqlite-shm", "lock"] where top.kind(of: name) == .file {
-                guard fchmodat(top.fd, name, mode & 0o666, 0) == 0 else {
+            if info.st_uid == geteuid() {
+                guard fchmod(top.fd, mode | (info.st_mode & S_ISGID)) == 0 else { throw StoreError.io("cannot set mode of \(root.path)", errno: errno) }
+            }
+            for name in ["index.sqlite", "index.sqlite-wal", "index.sqlite-shm", "lock"] {
+                guard top.setMode(of: name, to: mode & 0o666, kind: .file) else {
                     throw StoreError.io("cannot set mode of \(root.path)/\(name)", errno: errno)
                 }
             }
@@ -78,12 +83,26 @@ struct BlobStore: Sendable {
         guard let objects = DirectoryHandle(in: top, name: "objects") else {
             throw StoreError(.io, "\(root.path)/objects is not a folder (a symlink?)")
         }
-        if existing != mode { _ = fchmodat(top.fd, "tmp", mode, 0); _ = fchmod(objects.fd, mode) }
+        if existing != mode { _ = top.setMode(of: "tmp", to: mode, kind: .directory); _ = top.setMode(of: "objects", to: mode, kind: .directory) }
         for shard in shards {
             guard objects.makeDirectory(shard, mode: mode) else {
                 throw StoreError.io("cannot create \(objects.path)/\(shard)", errno: errno)
             }
-            if existing != mode { _ = fchmodat(objects.fd, shard, mode, 0) }
+            if existing != mode { _ = objects.setMode(of: shard, to: mode, kind: .directory) }
+        }
+    }
+
+    /// `mkdir -p`: makes the missing folders of `path` with `mode` (less
+    /// the umask; the cache folder then gets `mode` exactly through its
+    /// descriptor). A folder that exists is left as it is: nothing is
+    /// changed by path.
+    static func makeFolders(_ path: String, mode: mode_t) throws(StoreError) {
+        var current = path.hasPrefix("/") ? "" : "."
+        for part in path.split(separator: "/") where part != "." {
+            current += "/" + part
+            if mkdir(current, mode) != 0, errno != EEXIST {
+                throw StoreError.io("cannot create \(current)", errno: errno)
+            }
         }
     }
 

@@ -92,15 +92,60 @@ final class DirectoryHandle: Sendable {
     }
 
     /// Makes folder `name` with `mode` (exactly, whatever the umask, keeping
-    /// the setgid bit a setgid parent passes on); true when it exists as a folder.
+    /// the setgid bit a setgid parent passes on); true when it exists as a
+    /// folder. The mode is set through the new folder's own descriptor
+    /// (``setMode(of:to:kind:)``): a symlink swapped in after `mkdirat` is
+    /// never followed.
     func makeDirectory(_ name: String, mode: mode_t) -> Bool {
         if mkdirat(fd, name, mode) == 0 {
-            var info = stat()
-            let inherited = fstatat(fd, name, &info, AT_SYMLINK_NOFOLLOW) == 0 ? info.st_mode & S_ISGID : 0
-            return fchmodat(fd, name, mode | inherited, 0) == 0
+            return setMode(of: name, to: mode, kind: .directory) && kind(of: name) == .directory
         }
         return errno == EEXIST && kind(of: name) == .directory
     }
+
+    /// Gives entry `name` the permission bits `mode` through a descriptor of
+    /// its own, opened from this folder without following a symlink
+    /// (`openat(…, O_NOFOLLOW)` then `fchmod`), and only when it is a `kind`
+    /// (`.file` or `.directory`) owned by this process's user: a symlink
+    /// planted or swapped in is never followed out of the cache, and another
+    /// user's file keeps the mode its owner gave it. A folder keeps its
+    /// setgid bit. True when done or not ours to change (missing, a symlink,
+    /// another kind, another user's); false, with errno, when a change failed.
+    func setMode(of name: String, to mode: mode_t, kind: EntryKind) -> Bool {
+        guard DirectoryHandle.isPlainName(name), kind != .other else { errno = EINVAL; return false }
+        // O_NONBLOCK and O_NOCTTY: a FIFO or a device under the name is opened
+        // without waiting or side effects, and left alone (not `kind`).
+        let flags = O_CLOEXEC | O_NOFOLLOW | (kind == .directory ? O_RDONLY | O_DIRECTORY : O_RDONLY | O_NONBLOCK | O_NOCTTY)
+        var entry = openat(fd, name, flags)
+        var pathOnly = false
+        if entry < 0, errno == EACCES {
+            // Ours but unreadable (a non-root owner with mode 0200): O_PATH
+            // opens it without read access; still the entry itself, never a link's target.
+            entry = openat(fd, name, DirectoryHandle.pathOnlyFlag | O_NOFOLLOW | O_CLOEXEC)
+            pathOnly = true
+        }
+        guard entry >= 0 else {
+            // Gone, a symlink (ELOOP) or not a folder: nothing of ours to change.
+            return errno == ENOENT || errno == ELOOP || errno == ENOTDIR
+        }
+        defer { close(entry) }
+        var info = stat()
+        guard fstat(entry, &info) == 0 else { return false }
+        let type: mode_t = kind == .directory ? S_IFDIR : S_IFREG
+        guard info.st_mode & S_IFMT == type, info.st_uid == geteuid() else { return true }
+        let wanted = mode | (kind == .directory ? info.st_mode & S_ISGID : 0)
+        guard info.st_mode & 0o7777 != wanted else { return true }
+        if pathOnly {
+            // fchmod refuses an O_PATH descriptor; its /proc link names the
+            // opened entry itself (what glibc's fchmodat(AT_SYMLINK_NOFOLLOW) does).
+            return fchmodat(AT_FDCWD, "/proc/self/fd/\(entry)", wanted, 0) == 0
+        }
+        return fchmod(entry, wanted) == 0
+    }
+
+    /// Linux's `O_PATH` (`__O_PATH`, 010000000 on every architecture Swift
+    /// runs on), which the Glibc module leaves out (it is `_GNU_SOURCE` only).
+    static let pathOnlyFlag: Int32 = 0o10000000
 
     /// fsync of the folder: renames into it survive a power loss.
     func sync() throws(StoreError) {

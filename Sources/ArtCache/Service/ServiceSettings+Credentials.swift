@@ -1,0 +1,81 @@
+@_spi(Benchmarks) import ArtCacheCore
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Signing keys handed over as a systemd credential.
+///
+/// The unit says `LoadCredential=keys:/etc/artcache/keys`: systemd reads the
+/// root-only file before it drops privileges and gives the service a copy
+/// in `$CREDENTIALS_DIRECTORY` (a private mount only the service's
+/// processes see), so the keys are never in the environment, where every
+/// process of the service's user could read them from `/proc/PID/environ`.
+extension ServiceSettings {
+    /// The credential's name (the file in `$CREDENTIALS_DIRECTORY`).
+    package static let keysCredential = "keys"
+
+    /// Where the signing keys come from, in order, for `--help` and the README.
+    package static let keysOrder = "$CREDENTIALS_DIRECTORY/keys (the unit's LoadCredential=keys:/etc/artcache/keys: "
+        + "one hex key per line, the first signs; blank lines and # comments ignored), "
+        + "else ARTCACHE_SERVICE_KEYS=hex1,hex2, else [service] keys"
+
+    /// The keys of a keys file: one hex key (at least 16 bytes) per line,
+    /// the first signs; blank lines and lines starting with `#` are ignored.
+    /// A file without a key, or with a line that is not one, is an error
+    /// naming the file and the line: a key file that says nothing must not
+    /// quietly fall back to other keys.
+    package static func parseKeyFile(_ text: String, source: String) throws(ConfigError) -> [[UInt8]] {
+        var keys: [[UInt8]] = []
+        for (number, raw) in text.split(omittingEmptySubsequences: false, whereSeparator: \.isNewline).enumerated() {
+            let line = raw.trimmingCharacters(in: .whitespaces)  // (a CRLF is one Character: a line end)
+            if line.isEmpty || line.hasPrefix("#") { continue }
+            guard let key = parseHex(line), key.count >= 16 else {
+                throw ConfigError(code: .invalidValue, source: source, key: "service.keys",
+                                  message: "line \(number + 1) is not a hex key of at least 16 bytes (32 hex digits); make one with `openssl rand -hex 32`")
+            }
+            keys.append(key)
+        }
+        guard !keys.isEmpty else {
+            throw ConfigError(code: .invalidValue, source: source, key: "service.keys",
+                              message: "no key in the file (one hex key per line, the first signs)")
+        }
+        return keys
+    }
+
+    /// The keys of `$CREDENTIALS_DIRECTORY/keys`; nil when the variable is
+    /// unset or empty or the folder holds no `keys` (nothing handed over:
+    /// the environment's or the file's keys count). A file that is there but
+    /// unreadable or without a key is an error.
+    package static func credentialKeys(environment: [String: String]) throws(ConfigError) -> [[UInt8]]? {
+        guard let folder = environment["CREDENTIALS_DIRECTORY"], !folder.isEmpty else { return nil }
+        let path = (folder as NSString).appendingPathComponent(keysCredential)
+        var info = stat()
+        if stat(path, &info) != 0, errno == ENOENT { return nil }
+        let data: Data
+        do {
+            data = try Data(contentsOf: URL(fileURLWithPath: path))
+        } catch {
+            throw ConfigError(code: .unreadable, source: path, key: "service.keys",
+                              message: "cannot read the keys credential: \(error.localizedDescription)")
+        }
+        guard let text = String(validating: data, as: UTF8.self) else {
+            throw ConfigError(code: .unreadable, source: path, key: "service.keys", message: "the keys credential is not UTF-8 text")
+        }
+        return try parseKeyFile(text, source: path)
+    }
+}
+
+extension Configuration {
+    /// The signing keys of the credential (``ServiceSettings/credentialKeys(environment:)``),
+    /// when there is one, in place of those of `ARTCACHE_SERVICE_KEYS` and
+    /// `[service] keys` (``ServiceSettings/keysOrder``). What signs or checks
+    /// signatures (`serve`, `sign`, `manifest --sign`) calls this after loading.
+    package mutating func applyCredentials(environment: [String: String] = ProcessInfo.processInfo.environment) throws(ArtCacheError) {
+        do throws(ConfigError) {
+            if let keys = try ServiceSettings.credentialKeys(environment: environment) { service.keys = keys }
+        } catch {
+            throw ArtCacheError(error)
+        }
+    }
+}
