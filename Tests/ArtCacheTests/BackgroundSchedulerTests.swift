@@ -5,7 +5,7 @@ import Testing
 /// The one owner of work behind answers (issue 34): deduplicated, bounded
 /// (per kind and by bytes, oldest-lowest dropped and counted), ordered by
 /// priority, a fixed number running, and stopped by `close()`.
-@Suite("Background scheduler", .timeLimit(.minutes(1)))
+@Suite("Background scheduler", .timeLimit(.minutes(3)))
 struct BackgroundSchedulerTests {
     /// A gate jobs wait on, opened by the test (no sleeps).
     final class Gate: Sendable {

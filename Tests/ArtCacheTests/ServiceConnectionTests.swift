@@ -10,8 +10,12 @@ import Testing
 /// Connections with deadlines (issue 34): idle and read deadlines, bodies
 /// refused on their headers, manifests admitted and cancelled like images.
 /// Raw sockets against the real application on 127.0.0.1 port 0; the
-/// blocking socket calls run off the cooperative pool (``Blocking``).
-@Suite("Thumbnail service: connections", .timeLimit(.minutes(1)))
+/// blocking socket calls run on threads of their own (``onOwnThread(_:)``).
+// Serialized, with the suite's limit of 3 minutes: under the whole suite on
+// 2 cores, CPU-bound tests hold Swift's cooperative threads for tens of
+// seconds (scripts/sanitizers/run says the same), and these tests' servers
+// answer on them; the deadlines under test run on NIO's loops either way.
+@Suite("Thumbnail service: connections", .serialized, .timeLimit(.minutes(3)))
 struct ServiceConnectionTests {
     /// A harness with short deadlines.
     static func harness(idle: TimeInterval, read: TimeInterval,
@@ -28,7 +32,7 @@ struct ServiceConnectionTests {
         try await s.app().test(.live) { client in
             let port = client.port!
             // One that never sends a byte.
-            let silent = try await Blocking.run {
+            let silent = try await onOwnThread {
                 let connection = try RawConnection(port: port)
                 let start = ContinuousClock.now
                 let eof = try connection.readToEOF()
@@ -37,7 +41,7 @@ struct ServiceConnectionTests {
             #expect(silent.0)
             #expect(silent.1 >= .milliseconds(900) && silent.1 < .seconds(10), "\(silent.1)")
             // A keep-alive one, after an answer.
-            let kept = try await Blocking.run {
+            let kept = try await onOwnThread {
                 let connection = try RawConnection(port: port)
                 connection.send("GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
                 let status = try connection.readResponse()?.status
@@ -57,7 +61,7 @@ struct ServiceConnectionTests {
         let s = try await Self.harness(idle: 30, read: 1)
         try await s.app().test(.live) { client in
             let port = client.port!
-            let slowHeaders = try await Blocking.run {
+            let slowHeaders = try await onOwnThread {
                 let connection = try RawConnection(port: port)
                 let start = ContinuousClock.now
                 connection.send("GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: ")  // and nothing more
@@ -68,7 +72,7 @@ struct ServiceConnectionTests {
             #expect(slowHeaders.1 >= .milliseconds(900) && slowHeaders.1 < .seconds(10), "\(slowHeaders.1)")
             // A body of 100 bytes, one byte every 100 ms: each part would
             // restart an idle timer; the read deadline cuts it after ~10.
-            let trickle = try await Blocking.run {
+            let trickle = try await onOwnThread {
                 let connection = try RawConnection(port: port)
                 let start = ContinuousClock.now
                 connection.send("POST /v1/manifest HTTP/1.1\r\nHost: 127.0.0.1\r\nX-ArtCache-Signature: abc\r\n"
@@ -98,7 +102,7 @@ struct ServiceConnectionTests {
             let port = client.port!
             #expect(try await HTTPGet.get("http://127.0.0.1:\(port)\(path)").status == 200)  // now in memory
             let hitsBefore = s.service.channelHits.load(ordering: .relaxed)
-            let busy = try await Blocking.run {
+            let busy = try await onOwnThread {
                 let connection = try RawConnection(port: port)
                 var statuses: [Int] = []
                 let start = ContinuousClock.now
@@ -136,7 +140,7 @@ struct ServiceConnectionTests {
                     + "7d0\r\n" + String(repeating: "x", count: 2000) + "\r\n",
             ]
             for head in heads {
-                let answer = try await Blocking.run {
+                let answer = try await onOwnThread {
                     let connection = try RawConnection(port: port)
                     let start = ContinuousClock.now
                     connection.send(head)
@@ -158,7 +162,7 @@ struct ServiceConnectionTests {
         let s = try await Self.harness(idle: 30, read: 30)
         try await s.app().test(.live) { client in
             let port = client.port!
-            let answer = try await Blocking.run {
+            let answer = try await onOwnThread {
                 let connection = try RawConnection(port: port)
                 connection.send("POST /v1/manifest HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 1000\r\n\r\n")  // the body held back
                 let response = try connection.readResponse()
@@ -179,7 +183,7 @@ struct ServiceConnectionTests {
         try await s.app().test(.live) { client in
             let port = client.port!
             let before = try #require(ProcessMemory.residentBytes())
-            let statuses = try await Blocking.run {
+            let statuses = try await onOwnThread {
                 let body = [UInt8](repeating: UInt8(ascii: "x"), count: 2 << 20)
                 let connections = try (0..<100).map { _ in try RawConnection(port: port) }
                 for connection in connections {
@@ -214,7 +218,7 @@ struct ServiceConnectionTests {
             let port = client.port!
             let gated = Task { try await HTTPGet.get("http://127.0.0.1:\(port)" + (try s.path("/gate/a.jpg", "50x50"))) }
             await s.origin.waitForRequest("/gate/a.jpg")  // the one slot is taken
-            let connection = try await Blocking.run {
+            let connection = try await onOwnThread {
                 let connection = try RawConnection(port: port)
                 connection.send("POST /v1/manifest HTTP/1.1\r\nHost: 127.0.0.1\r\nX-ArtCache-Signature: \(signature)\r\n"
                                 + "Content-Length: \(body.count)\r\n\r\n")
@@ -250,7 +254,7 @@ struct ServiceConnectionTests {
         try await s.app().test(.live) { client in
             let port = client.port!
             try await s.service.admission.acquire()  // the one slot, held by the test
-            let answers = try await Blocking.run {
+            let answers = try await onOwnThread {
                 let manifest = try RawConnection(port: port)
                 manifest.send("POST /v1/manifest HTTP/1.1\r\nHost: 127.0.0.1\r\nX-ArtCache-Signature: \(signature)\r\n"
                               + "Content-Length: \(body.count)\r\n\r\n")
@@ -270,7 +274,7 @@ struct ServiceConnectionTests {
 
     /// Nothing of a finished request stays registered on its connection.
     @Test func finishedRequestsLeaveNothingOnTheirConnection() async throws {
-        let s = try await Self.harness(idle: 30, read: 30)
+        let s = try await Self.harness(idle: 3000, read: 3000)
         let names = ["a.jpg", "b.jpg", "c.jpg"]
         for name in names { try s.register(name) }
         try await s.app().test(.live) { client in
@@ -288,7 +292,7 @@ struct ServiceConnectionTests {
 }
 
 /// A blocking HTTP/1.1 client socket to 127.0.0.1 (call it from
-/// ``Blocking/run(_:)``), with a receive timeout so a test fails instead of
+/// ``onOwnThread(_:)``), with a receive timeout so a test fails instead of
 /// hanging.
 ///
 /// `@unchecked Sendable`: one task uses it at a time (created, used and

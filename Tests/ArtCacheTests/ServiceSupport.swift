@@ -157,3 +157,15 @@ func responseHead(_ bytes: ArraySlice<UInt8>) -> (statusLine: String, headers: [
     }
     return (head.first ?? "", headers)
 }
+
+/// Runs blocking test I/O (a raw socket waiting out a deadline) on a thread
+/// of its own: never on Swift's cooperative pool, and never on the
+/// service's `Blocking` pool, whose few threads the service under test needs
+/// for its own index reads (tests holding them for seconds starved it).
+func onOwnThread<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
+    try await withCheckedThrowingContinuation { continuation in
+        let thread = Thread { continuation.resume(with: Result { try body() }) }
+        thread.name = "artcache.test.socket"
+        thread.start()
+    }
+}

@@ -4,7 +4,7 @@ import Testing
 
 /// The render pool hands a burst over as a batch: jobs queued while every
 /// thread is busy are taken by the threads as they finish, with no wake-up.
-@Suite("Render pool hand-offs", .timeLimit(.minutes(1)))
+@Suite("Render pool hand-offs", .timeLimit(.minutes(3)))
 struct WorkerThreadsTests {
     @Test func aBurstQueuedWhileEveryThreadIsBusyIsTakenWithoutAWakeUp() async throws {
         let threads = WorkerThreads(count: 2, name: "artcache.test.handoff")
