@@ -29,6 +29,12 @@ struct BackgroundSchedulerTests {
         return settings
     }
 
+    /// Suspends until the calling task is cancelled (an event, not a clock).
+    static func untilCancelled() async {
+        let gate = Gate()
+        await withTaskCancellationHandler { await gate.wait() } onCancel: { gate.release() }
+    }
+
     /// Occupies the scheduler's only slot until the gate opens.
     static func block(_ scheduler: BackgroundScheduler, _ gate: Gate) async {
         scheduler.submit(BackgroundJobKey(.reclaim, key: "blocker"), priority: .veryHigh) { await gate.wait() }
@@ -136,7 +142,7 @@ struct BackgroundSchedulerTests {
         for index in 0..<3000 {
             scheduler.submit(BackgroundJobKey(.warmUp, key: "w\(index)")) {
                 // Runs until cancelled (a download that never ends).
-                try? await Task.sleep(for: .seconds(3600))
+                await Self.untilCancelled()
                 if Task.isCancelled { sawCancellation.withLock { $0 += 1 } }
             }
         }

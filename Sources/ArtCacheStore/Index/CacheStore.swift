@@ -278,7 +278,8 @@ import Logging
     /// both give up on a cancelled task; a detached task is never cancelled,
     /// and awaiting its value does not pass the caller's cancellation on.
     private func finishing<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
-        try await Task.detached { try await Blocking.run(body) }.value
+        // close()'s own last flush, awaited here: issue 34 keeps this one task.
+        try await Task.detached { try await Blocking.run(body) }.value  // not background work
     }
 
     // MARK: Reading
