@@ -91,8 +91,29 @@ struct BackgroundSchedulerTests {
         #expect(counts[.placeholder]?.queued == 1)
         gate.release()
         await scheduler.waitUntilIdle()
-        // Highest priority first, then oldest.
-        #expect(log.all == ["high-1", "normal-1", "low-2", "p"])
+        // Kinds take turns (after the blocker's kind, reclaim: placeholder,
+        // then warm_up); within a kind the highest priority first, then oldest.
+        #expect(log.all == ["p", "high-1", "normal-1", "low-2"])
+        await scheduler.close()
+    }
+
+    /// A flood of one kind does not starve another: a reclaim queued behind
+    /// 100 warm-ups (of a higher priority) starts within the next turn.
+    @Test func kindsTakeTurns() async {
+        let scheduler = BackgroundScheduler(settings: Self.settings())
+        let gate = Gate()
+        await Self.block(scheduler, gate)
+        let log = Log()
+        for index in 0..<100 {
+            scheduler.submit(BackgroundJobKey(.warmUp, key: "w\(index)"), priority: .high) { log.add("warm_up") }
+        }
+        scheduler.submit(BackgroundJobKey(.reclaim, key: "/cache"), priority: .veryLow) { log.add("reclaim") }
+        scheduler.submit(BackgroundJobKey(.placeholder, key: "p"), priority: .veryLow) { log.add("placeholder") }
+        gate.release()
+        await scheduler.waitUntilIdle()
+        let order = log.all
+        #expect(order.count == 102)
+        #expect(Array(order.prefix(3)).sorted() == ["placeholder", "reclaim", "warm_up"], "\(order.prefix(5))")
         await scheduler.close()
     }
 

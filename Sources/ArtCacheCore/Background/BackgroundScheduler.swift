@@ -10,8 +10,12 @@ import Foundation
 ///   hold at most `max_bytes`; past a bound the oldest job of the lowest
 ///   priority is dropped and counted (``BackgroundCounts/dropped``). Nothing
 ///   waits unboundedly: a submit never suspends.
-/// - **Ordered:** the highest priority starts first, then the oldest;
-///   at most `concurrency` run at once, each in a task this scheduler owns.
+/// - **Fair:** kinds take turns (round robin over the kinds with a job
+///   waiting); within a kind the highest priority starts first, then the
+///   oldest. A flood of one kind (manifest warm-ups) cannot starve another
+///   (the reclaimer, revalidations, placeholders): the mixed soak showed it
+///   did when the highest priority of any kind went first. At most
+///   `concurrency` run at once, each in a task this scheduler owns.
 ///   A job's own downloads and renders run with a ``PriorityHandle`` marked
 ///   `background`, which the download and render pools give a reserved
 ///   share of their hand-offs (foreground traffic cannot take it to zero).
@@ -76,6 +80,8 @@ package final class BackgroundScheduler: @unchecked Sendable {
         var counts = [BackgroundCounts](repeating: BackgroundCounts(), count: BackgroundKind.allCases.count)
         var bytes: Int64 = 0
         var nextID = 0
+        /// The kind (index) of the job started last: the next turn goes to the kinds after it.
+        var lastKind = BackgroundKind.allCases.count - 1
         var closed = false
     }
 
@@ -227,16 +233,18 @@ package final class BackgroundScheduler: @unchecked Sendable {
         return (id, job)
     }
 
-    /// The next job to start: the highest priority, then the oldest, of any kind.
+    /// The next job to start: from the first kind after the last one
+    /// started that has a job waiting (kinds take turns), its highest
+    /// priority, then its oldest.
     private func takeNext() -> (id: Int, job: Job)? {
-        for level in ImagePriority.allCases.map(\.rawValue).reversed() {
-            var best: Int?
-            for k in state.queues.indices {
-                guard let id = state.queues[k][level].first(in: state.waiting) else { continue }
-                if best.map({ id < $0 }) ?? true { best = id }
-            }
-            if let id = best, let job = state.waiting.removeValue(forKey: id) {
-                state.queues[job.key.kind.index][level].compact()
+        let kinds = state.queues.count
+        for offset in 1...kinds {
+            let k = (state.lastKind + offset) % kinds
+            for level in ImagePriority.allCases.map(\.rawValue).reversed() {
+                guard let id = state.queues[k][level].first(in: state.waiting),
+                      let job = state.waiting.removeValue(forKey: id) else { continue }
+                state.queues[k][level].compact()
+                state.lastKind = k
                 return (id, job)
             }
         }
