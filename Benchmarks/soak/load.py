@@ -19,7 +19,8 @@ request and adds f=auto to the formats drawn (so the answer is negotiated from i
 --stale-every N puts every N-th hot source under /art/s.../ (the origin's short-lived
 location: max-age=1), so hot requests for it find the original expired and revalidate;
 --metrics adds to every row the serve's /metrics gauges of background work
-(artcache_background_jobs{kind,state}, artcache_background_dropped_total{kind},
+(artcache_background_jobs{kind,state}, artcache_background_dropped_total{kind}, jobs
+ended by kind (artcache_background_seconds_count{kind}),
 artcache_background_queued_bytes, artcache_store_writes_pending) and its revalidation
 and stale-answer counters.
 """
@@ -117,7 +118,7 @@ def proc_sample(pid):
     return int(kv["VmRSS"]), int(kv.get("RssAnon", 0)), int(kv.get("RssFile", 0)), int(kv["Threads"]), cpu
 
 KINDS = ["revalidation", "placeholder", "warm_up", "touch_log_fold", "reclaim", "negative_cleanup", "format_upgrade"]
-MCOLS = [f"bg_{k}_{s}" for k in KINDS for s in ("queued", "running", "dropped")] + \
+MCOLS = [f"bg_{k}_{s}" for k in KINDS for s in ("queued", "running", "dropped", "done")] + \
         ["bg_queued_bytes", "writes_pending", "revalidations", "stale_answers", "metrics_ms"]
 def metrics_sample():
     """The background gauges from /metrics (own connection, 10 s timeout; blanks when it fails)."""
@@ -135,6 +136,7 @@ def metrics_sample():
         name, labels, val = m.group(1), dict(re.findall(r'(\w+)="([^"]*)"', m.group(2) or "")), float(m.group(3))
         if name == "artcache_background_jobs": v[f"bg_{labels.get('kind')}_{labels.get('state')}"] = val
         elif name == "artcache_background_dropped_total": v[f"bg_{labels.get('kind')}_dropped"] = val
+        elif name == "artcache_background_seconds_count": v[f"bg_{labels.get('kind')}_done"] = val
         elif name == "artcache_background_queued_bytes": v["bg_queued_bytes"] = val
         elif name == "artcache_store_writes_pending": v["writes_pending"] = val
         elif name == "artcache_revalidations_total": v["revalidations"] += val

@@ -3,7 +3,7 @@
 
 Prints Markdown: serve's VmRSS and RssAnon (MiB) at 2 min, 5 min, the end, the maximum and
 the least-squares slope over the last half of the run (MiB per 10 min); per background
-kind the largest and last number queued and running, and the dropped count at the end;
+kind the largest and last number queued, the largest running, the jobs ended and dropped;
 queued bytes and pending store writes (max, end); requests, errors, revalidations, stale
 answers; manifests, prefetch batches and purges (mixed.py's summary). The plot has two
 panels: RSS over time (purges marked), and queued background jobs by kind over time.
@@ -42,10 +42,10 @@ print("| serve memory (MiB) | 2 min | 5 min | end | max | last-half slope (MiB/1
 print("| --- | ---: | ---: | ---: | ---: | ---: |")
 for c, name in (("rss_kib", "VmRSS"), ("rss_anon_kib", "RssAnon")):
     print(f"| {name} | {f(at(120, c))} | {f(at(300, c))} | {f(mib(end, c))} | {f(max(mib(r, c) for r in rows))} | {f(slope(c), 1)} |")
-print("\n| background kind | queued max | queued end | running max | dropped (end) |")
-print("| --- | ---: | ---: | ---: | ---: |")
+print("\n| background kind | queued max | queued end | running max | ended (end) | dropped (end) |")
+print("| --- | ---: | ---: | ---: | ---: | ---: |")
 for k in KINDS:
-    print(f"| {k} | {f(mx(f'bg_{k}_queued'))} | {f(last(f'bg_{k}_queued'))} | {f(mx(f'bg_{k}_running'))} | {f(last(f'bg_{k}_dropped'))} |")
+    print(f"| {k} | {f(mx(f'bg_{k}_queued'))} | {f(last(f'bg_{k}_queued'))} | {f(mx(f'bg_{k}_running'))} | {f(last(f'bg_{k}_done'))} | {f(last(f'bg_{k}_dropped'))} |")
 qb = mx("bg_queued_bytes")
 print(f"\nQueued bytes: max {f(qb / 2**20 if qb is not None else None, 1)} MiB, end {f((last('bg_queued_bytes') or 0) / 2**20, 1)} MiB; "
       f"store writes pending: max {f(mx('writes_pending'))}, end {f(last('writes_pending'))}; "
