@@ -13,7 +13,9 @@ Three bounded loops until the deadline, each in its own thread:
 - prefetch: `artcache prefetch` of a file of --prefetch-batch new URLs, one batch after
   another with --prefetch-pause s between (a separate process on the same cache);
 - purge: every --purge-every s `artcache purge --older-than D --json` (what nobody asked
-  for since: most one-off misses, prefetched and warmed-up originals), then `stats --json`.
+  for since: most one-off misses, prefetched and warmed-up originals), `purge --url U` of
+  5 URLs of the last prefetch batch (cached) and 5 of the latest manifest (their warm-ups
+  are queued, running or just done), then `stats --json`.
 Counts and every event (seconds since start) go to --out. Only 127.0.0.1 is contacted.
 """
 import argparse, base64, hashlib, hmac, http.client, json, os, subprocess, sys, tempfile, threading, time
@@ -37,6 +39,7 @@ a = p.parse_args()
 assert a.origin.startswith("http://127.0.0.1:"), "loopback origins only"
 
 KEY = bytes.fromhex(a.key)
+latest = {"prefetch": [], "manifest": []}   # 5 URLs of each, for purge --url
 t0 = time.monotonic()
 stop_at = t0 + a.duration
 lock = threading.Lock()
@@ -66,6 +69,7 @@ def manifests():
         new = [f"{a.origin}/art/n{n}x{j}/{(n * 7 + j) % a.sources}.jpg" for j in range(a.manifest_items // 2)]
         body = json.dumps(new + prev).encode()
         prev = new
+        with lock: latest["manifest"] = new[:5]
         sig = b64(hmac.new(KEY, body, hashlib.sha256).digest())
         started = time.monotonic()
         try:
@@ -93,6 +97,7 @@ def prefetches():
                 for j in range(a.prefetch_batch):
                     f.write(f"{a.origin}/art/p{n}x{j}/{(n * 5 + j) % a.sources}.jpg\n")
             rc, out, secs, err = run(["prefetch", path, "--json"], timeout=max(30, stop_at - time.monotonic() + 60))
+            with lock: latest["prefetch"] = [f"{a.origin}/art/p{n}x{j}/{(n * 5 + j) % a.sources}.jpg" for j in range(5)]
             with lock:
                 summary["prefetch_batches"] += 1; summary["prefetch_urls"] += a.prefetch_batch
                 if rc != 0: summary["prefetch_failed"] += 1
@@ -109,15 +114,24 @@ def purges():
         rc, out, secs, err = run(["purge", "--older-than", a.purge_older_than, "--json"], timeout=120)
         try: j = json.loads(out)
         except ValueError: j = {}
+        with lock: urls = latest["prefetch"] + latest["manifest"]
+        by_url = [0, 0]
+        for u in urls:
+            rcu, outu, _, erru = run(["purge", "--url", u, "--json"], timeout=60)
+            try: ju = json.loads(outu); by_url[0] += ju.get("originals", 0); by_url[1] += ju.get("variants", 0)
+            except ValueError: pass
+            if rcu != 0: rc = rc or rcu; err = err or erru
         rc2, out2, secs2, _ = run(["stats", "--json"], timeout=60)
         try: s = json.loads(out2); st = dict(t=round(now()), bytes=s.get("bytes"), originals=s.get("originals"), variants=s.get("variants"))
         except ValueError: st = dict(t=round(now()), error=rc2)
         with lock:
             summary["purges"] += 1
             if rc != 0: summary["purge_failed"] += 1
-            summary["purged_originals"] += j.get("originals", 0); summary["purged_variants"] += j.get("variants", 0)
+            summary["purged_originals"] += j.get("originals", 0) + by_url[0]
+            summary["purged_variants"] += j.get("variants", 0) + by_url[1]
             summary["stats"].append(st)
         event("purge", rc=rc, s=round(secs, 1), originals=j.get("originals"), variants=j.get("variants"),
+              by_url=dict(urls=len(urls), originals=by_url[0], variants=by_url[1]),
               **({} if rc == 0 else {"stderr": err}))
 
 threads = [threading.Thread(target=f, daemon=True) for f in (manifests, prefetches, purges)]
