@@ -108,19 +108,8 @@ extension RawHTTP {
     /// and lower-cased header fields (bodies read by Content-Length and
     /// dropped). Bounded: gives up after `seconds` without data.
     static func pipelined(port: Int, paths: [String], seconds: Int = 60) throws -> [(status: String, headers: [String: String])] {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        guard fd >= 0 else { throw POSIXError(.EIO) }
+        let fd = try connectLoopback(port: port, timeout: seconds)
         defer { close(fd) }
-        var timeout = timeval(tv_sec: seconds, tv_usec: 0)
-        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_port = in_port_t(UInt16(port).bigEndian)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        let connected = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-        }
-        guard connected == 0 else { throw POSIXError(.ECONNREFUSED) }
         let text = paths.map { "GET \($0) HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n" }.joined()
         _ = text.withCString { write(fd, $0, strlen($0)) }
         var buffer: [UInt8] = []
@@ -168,4 +157,27 @@ func onOwnThread<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async 
         thread.name = "artcache.test.socket"
         thread.start()
     }
+}
+
+/// A TCP socket connected to 127.0.0.1:`port`, with a receive timeout of
+/// `timeout` seconds (and the same send timeout with `sendTimeout`); closed
+/// again and ECONNREFUSED when the connect fails.
+func connectLoopback(port: Int, timeout seconds: Int, sendTimeout: Bool = false) throws -> Int32 {
+    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+    guard fd >= 0 else { throw POSIXError(.EIO) }
+    var timeout = timeval(tv_sec: seconds, tv_usec: 0)
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+    if sendTimeout { setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size)) }
+    var address = sockaddr_in()
+    address.sin_family = sa_family_t(AF_INET)
+    address.sin_port = in_port_t(UInt16(port).bigEndian)
+    address.sin_addr.s_addr = inet_addr("127.0.0.1")
+    let connected = withUnsafePointer(to: &address) {
+        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+    }
+    guard connected == 0 else {
+        close(fd)
+        throw POSIXError(.ECONNREFUSED)
+    }
+    return fd
 }
