@@ -19,6 +19,11 @@ public struct CacheSettings: Sendable, Equatable {
     /// empties the readers' page caches (WAL): at 1M rows, 512 put the
     /// lookup p99 at 1.3-2.7 ms awaited; 4096 at 0.4-0.5 ms (Benchmarks P5).
     public var accessFlushBatch = 4096
+    /// Rows of the touch log (the access times of reads by other processes
+    /// and of batched flushes) that start a background fold into the index
+    /// (`[cache] touch_log_fold_rows`). Lower: the log stays smaller and
+    /// folds more often, each fold shorter.
+    public var touchLogFoldRows = 131_072
     /// Blobs of at most this many bytes live inside the SQLite database;
     /// larger ones are files under `objects/`. 0: every blob is a file.
     public var inlineMax: Int64 = 65_536

@@ -19,17 +19,19 @@
     arrives (the placeholder gauges reach 0 within a deadline) and `verify
     --json` shows placeholders_missing == 0.
  d. kill -9 of serve while /metrics shows a job of each kind running
-    (placeholder, revalidation, warm_up, reclaim; touch_log_fold is skipped:
-    no configuration key lowers its 131,072-row threshold), then `verify
+    (placeholder, revalidation, warm_up, reclaim, and touch_log_fold over a
+    touch log of R9_FOLD_ROWS rows written beforehand, with
+    `[cache] touch_log_fold_rows = 1024`), then `verify
     --hash` clean (a `verify --repair` only when it is not, and the check fails).
 
 Env: R9_WARMUPS (3000), R9_STALE (2000; the issue's 10,000 fits a larger
 budget), R9_ORIGINALS (2000; the issue's 20,000 likewise), R9_CLIENTS (16),
-R9_SEED (default: from the commit, like R1_SEED in .ci/run; else a constant).
+R9_FOLD_ROWS (400000), R9_SEED (default: from the commit, like R1_SEED in .ci/run; else a constant).
 """
 import os
 import random
 import signal
+import sqlite3
 import sys
 import threading
 import time
@@ -48,6 +50,7 @@ CLIENTS = int(lib.env_float("R9_CLIENTS", 16))
 CONCURRENCY = 4             # [background] concurrency (default, kept)
 MAX_BYTES = 64 << 20        # [background] max_bytes (default)
 MAX_QUEUED = 10000          # [background] max_queued (default)
+FOLD_ROWS = int(lib.env_float("R9_FOLD_ROWS", 400000))  # touch-log rows for the fold kill
 DRAIN = 60.0                # longest case c waits for the placeholder queue to empty (measured: 6 s for 2,000)
 
 
@@ -307,8 +310,29 @@ def case_d(rep, work, ac, origin, base, key, logs, files, rng, stale_cache):
     fresh = ["%s/fresh/d%d/%s" % (base, i, files[i % len(files)]) for i in range(400)]
     kill_when_running(rep, ac, cache, tiny, key, logs, "reclaim",
                       reader(["/unsafe/%dx%d/%s" % (40 + i % 7, 40 + i % 5, lib.b64url(u)) for i, u in enumerate(fresh)]))
-    rep.skip("d kill -9 during touch_log_fold", "no configuration key lowers the fold threshold (131,072 touch-log "
-             "rows, CacheStore.touchLogFoldRows is a package test option); a serve run would need that many reads")
+    # touch_log_fold: a touch log of FOLD_ROWS rows over the stale cache's own keys, written while no
+    # process holds the cache, and a threshold of 1024 rows: serve's first flush of access times
+    # starts a fold that walks them all (one transaction per 4096 keys).
+    rows = fill_touch_log(os.path.join(stale_cache, "index.sqlite"), FOLD_ROWS, rng)
+    folding = write_conf(os.path.join(work, "d-fold.conf"), key,
+                         '\n[cache]\ntouch_log_fold_rows = 1024\naccess_flush_batch = 16\n')
+    print("R9 d: %d touch-log rows written for the fold" % rows, flush=True)
+    kill_when_running(rep, ac, stale_cache, folding, key, logs, "touch_log_fold",
+                      reader([original_path(u) for u in stale_urls]))
+
+
+def fill_touch_log(index, count, rng):
+    """Appends `count` touch-log rows naming the index's own entries (at times of the last hour)."""
+    db = sqlite3.connect(index, timeout=30)
+    try:
+        keys = [k for (k,) in db.execute("SELECT key FROM entry")]
+        now = time.time()
+        with db:
+            db.executemany("INSERT INTO touch_log (key, at, hits) VALUES (?, ?, 1)",
+                           ((keys[i % len(keys)], now - rng.random() * 3600) for i in range(count)))
+        return count
+    finally:
+        db.close()
 
 
 if __name__ == "__main__":

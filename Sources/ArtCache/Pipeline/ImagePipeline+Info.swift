@@ -103,32 +103,49 @@ extension ImagePipeline {
     }
 
     /// Computes and records the intrinsics of every original that lacks them
-    /// (`verify --repair`), `batch` rows at a time. Returns (computed, failed):
-    /// bytes that do not decode are counted, never fatal.
+    /// (`verify --repair`), `batch` rows at a time. Each one is a `placeholder`
+    /// job of the background scheduler (at `.low`, ahead of the lazy ones at
+    /// `.veryLow`; the same key as a lazy job, so an original already queued
+    /// is not computed twice); a batch is queued, then waited for, so the
+    /// scheduler's bounds are never reached by the repair itself. Returns
+    /// (computed, failed): failed counts originals whose bytes do not decode;
+    /// one a lazy job computed meanwhile is in neither.
     package func fillIntrinsics(batch: Int = 256) async throws(ArtCacheError) -> (computed: Int, failed: Int) {
-        var computed = 0, failed = 0
+        let counts = Locked<(computed: Int, failed: Int, storeError: (any Error)?)>((0, 0, nil))
         var after: String?
         do {
             while true {
+                try Task.checkCancellation()
                 let rows = try await store.originalsWithoutPlaceholder(after: after, limit: batch)
                 guard let last = rows.last else { break }
                 after = last.key
                 for entry in rows {
-                    guard let hit = try await store.lookup(key: entry.cacheKey, counting: false) else { continue }
-                    do {
-                        let intrinsics = try await renderer.intrinsics(of: hit.data, priority: PriorityHandle(.low))
-                        try await record(intrinsics, of: hit.entry)
-                        computed += 1
-                    } catch let error as RenderError {
-                        failed += 1
-                        logger.debug("no placeholder for an original", metadata: ["url": "\(entry.url)", "error": "\(error)"])
+                    let key = BackgroundJobKey(.placeholder, key: entry.key, spec: entry.sha256)
+                    background.submit(key, priority: .low) { [self] in
+                        do {
+                            try Task.checkCancellation()
+                            guard let hit = try await store.lookup(key: entry.cacheKey, counting: false),
+                                  hit.entry.thumbHash == nil else { return }
+                            let intrinsics = try await renderer.intrinsics(of: hit.data, priority: PriorityHandle(.low))
+                            try await record(intrinsics, of: hit.entry)
+                            counts.withLock { $0.computed += 1 }
+                        } catch is CancellationError {
+                        } catch let error as RenderError {
+                            counts.withLock { $0.failed += 1 }
+                            logger.debug("no placeholder for an original", metadata: ["url": "\(entry.url)", "error": "\(error)"])
+                        } catch {
+                            counts.withLock { if $0.storeError == nil { $0.storeError = error } }
+                        }
                     }
                 }
+                await background.waitUntilIdle(.placeholder)
+                if let error = counts.withLock({ $0.storeError }) { throw error }
             }
         } catch {
             throw ArtCacheError(any: error, context: "cannot compute placeholders")
         }
-        return (computed, failed)
+        let result = counts.withLock { $0 }
+        return (result.computed, result.failed)
     }
 }
 

@@ -89,15 +89,14 @@ enum TouchLog {
 }
 
 extension CacheStore {
-    /// Rows in the touch log that start a background fold.
-    static let touchLogFoldRows = 131_072
     /// Distinct keys folded per transaction (a flush's worth, as before the log).
     static let touchLogFoldChunk = 4096
     /// At most this many rows are folded by `close()` (in one transaction);
     /// a larger log is left for the next store's background fold.
     static let touchLogCloseFoldRows = 8192
 
-    var touchLogFoldRows: Int { hooks.withLock { $0.touchLogFoldRows } ?? Self.touchLogFoldRows }
+    /// Rows in the touch log that start a background fold (`[cache] touch_log_fold_rows`).
+    var touchLogFoldRows: Int { hooks.withLock { $0.touchLogFoldRows } ?? settings.touchLogFoldRows }
 
     /// Starts folding the touch log (a job of the background scheduler)
     /// unless a fold is queued or runs.

@@ -50,7 +50,7 @@ import Logging
         package var reclaimChunkStarting: (@Sendable () -> Void)?
         /// Rows per reclaimer chunk instead of ``CacheStore/reclaimChunk``.
         package var reclaimChunkRows: Int?
-        /// Touch log rows that start a background fold instead of ``CacheStore/touchLogFoldRows``.
+        /// Touch log rows that start a background fold instead of `[cache] touch_log_fold_rows`.
         package var touchLogFoldRows: Int?
         /// Distinct keys per fold transaction instead of ``CacheStore/touchLogFoldChunk``.
         package var touchLogFoldChunk: Int?
