@@ -36,7 +36,8 @@ public func buildApplication(
     router.get("/metrics") { _, _ -> Response in
         let text = service.metrics.exposition(activity: service.pipeline.activity, admission: service.admission.load,
                                               logDropped: service.logWriter?.dropped ?? 0,
-                                              freshness: service.pipeline.freshnessCounters)
+                                              freshness: service.pipeline.freshnessCounters,
+                                              upgrades: service.pipeline.upgradeCounts)
         return Response(status: .ok, headers: [.contentType: "text/plain; version=0.0.4; charset=utf-8"],
                         body: ResponseBody(byteBuffer: ByteBuffer(bytes: text)))
     }

@@ -4,22 +4,155 @@ import ArtCache
 @_spi(Benchmarks) import ArtCacheStore
 import Foundation
 
-/// `f=auto`: the best format the client says it takes, from `Accept`.
+/// `f=auto`: which format a client gets, in one place (README "What
+/// browsers get"). `Accept` says what the client takes (``Accepted``); the
+/// ``FormatPolicy`` picks, per size class, the format of the cold answer and
+/// the better one encoded behind it.
 enum Negotiation {
-    /// AVIF when accepted (and this libvips encodes it), then WebP, else
-    /// `auto` (JPEG, or PNG for alpha). A range with `q=0` is a refusal.
-    static func format(accept: String?, avif: Bool) -> VariantSpec.Format {
-        guard let accept else { return .auto }
-        var types: Set<String> = []
-        for range in accept.split(separator: ",") {
-            let parts = range.split(separator: ";").map { $0.trimmingCharacters(in: .whitespaces).lowercased() }
-            guard let type = parts.first else { continue }
-            let quality = parts.dropFirst().first { $0.hasPrefix("q=") }.flatMap { Double($0.dropFirst(2)) } ?? 1
-            if quality > 0 { types.insert(type) }
+    /// The image formats a client takes besides JPEG and PNG, from `Accept`.
+    struct Accepted: OptionSet, Hashable, Sendable {
+        let rawValue: UInt8
+        static let webp = Accepted(rawValue: 1)
+        static let avif = Accepted(rawValue: 2)
+
+        /// Parsed from an `Accept` header: a media range with `q=0` is a
+        /// refusal; wildcards (`image/*`, `*/*`) name no format of their own
+        /// (a client that only says `*/*` gets JPEG: it said nothing of AVIF).
+        init(accept: String?) {
+            var accepted: Accepted = []
+            guard let accept else { self = accepted; return }
+            for range in accept.split(separator: ",") {
+                let parts = range.split(separator: ";")
+                guard let type = parts.first?.trimmingCharacters(in: .whitespaces).lowercased() else { continue }
+                let quality = parts.dropFirst().lazy.map { $0.trimmingCharacters(in: .whitespaces).lowercased() }
+                    .first { $0.hasPrefix("q=") }.flatMap { Double($0.dropFirst(2)) } ?? 1
+                guard quality > 0 else { continue }
+                if type == "image/avif" { accepted.insert(.avif) }
+                if type == "image/webp" { accepted.insert(.webp) }
+            }
+            self = accepted
         }
-        if avif, types.contains("image/avif") { return .avif }
-        if types.contains("image/webp") { return .webp }
-        return .auto
+
+        init(rawValue: UInt8) { self.rawValue = rawValue }
+
+        /// The normalised class a front cache keys on (README "What browsers
+        /// get"; `scripts/scale-out/nginx.conf.template` maps `Accept` the same way).
+        var frontCacheClass: String { contains(.avif) ? "avif" : contains(.webp) ? "webp" : "other" }
+    }
+
+    /// ``Accepted`` of an `Accept` header, remembered: browsers send a few
+    /// distinct headers, so a hit pays a dictionary lookup, not a parse.
+    final class Memo: Sendable {
+        private let known = Locked<[String: Accepted]>([:])
+        static let capacity = 256
+
+        func accepted(_ accept: String?) -> Accepted {
+            guard let accept else { return [] }
+            if let hit = known.withLock({ $0[accept] }) { return hit }
+            let parsed = Accepted(accept: accept)
+            guard accept.utf8.count <= 512 else { return parsed }  // never remember a hostile header
+            known.withLock { memo in
+                if memo.count >= Self.capacity { memo.removeAll(keepingCapacity: true) }
+                memo[accept] = parsed
+            }
+            return parsed
+        }
+    }
+}
+
+/// Which formats `f=auto` answers with, from the measured cost and bytes of
+/// each format per size class (`QualityTable`, made by
+/// `Benchmarks/quality/calibrate`) and the operator's `[service] avif` /
+/// `webp` choices:
+///
+/// - the **cold** answer is the cheapest format to encode, among those the
+///   client accepts and the operator lets answer cold, whose bytes are
+///   within ``coldSlack`` (10%) of the smallest of them at that size class;
+/// - the **better** format is the smallest the client accepts (cold or
+///   `behind`), when it is not the cold one: it is encoded behind the answer
+///   (a `format_upgrade` job) and kept only when it saves ``upgradeGain``
+///   (15%) of the bytes.
+///
+/// JPEG (PNG with alpha: format `auto`) is always a cold candidate: every
+/// client takes it.
+struct FormatPolicy: Sendable {
+    /// `[service] avif` / `webp`.
+    typealias Use = ServiceSettings.FormatUse
+
+    /// Encode cost and bytes of a format at a size class (a test passes its own).
+    struct Costs: Sendable {
+        var millis: @Sendable (VariantSpec.Format, QualityTable.SizeClass) -> Double
+        var bytes: @Sendable (VariantSpec.Format, QualityTable.SizeClass) -> Int
+
+        /// The calibrated table (JPEG-scale q80; formats compared at equal perceptual quality).
+        static let measured = Costs(
+            millis: { format, size in QualityTable.encodeMillis(Self.codec(format), size: size) },
+            bytes: { format, size in QualityTable.meanBytes(Self.codec(format), size: size) })
+
+        static func codec(_ format: VariantSpec.Format) -> QualityTable.Codec {
+            switch format {
+            case .avif: .avif
+            case .webp: .webp
+            case .auto, .jpeg, .png: .jpeg
+            }
+        }
+    }
+
+    /// The cold answer and the format encoded behind it (nil: none).
+    struct Choice: Sendable, Hashable {
+        var cold: VariantSpec.Format
+        var better: VariantSpec.Format?
+    }
+
+    static let coldSlack = 1.10
+    static let upgradeGain = 0.85
+
+    var avif: Use
+    var webp: Use
+    /// This libvips/libheif encodes AVIF.
+    var avifEncodes: Bool
+    var costs: Costs = .measured
+
+    func choice(_ accepted: Negotiation.Accepted, size: ImageSize) -> Choice {
+        let sizeClass = QualityTable.SizeClass(longEdge: max(size.width, size.height))
+        var cold: [VariantSpec.Format] = [.auto]
+        var behind: [VariantSpec.Format] = []
+        func offer(_ format: VariantSpec.Format, _ use: Use) {
+            switch use {
+            case .cold: cold.append(format)
+            case .behind: behind.append(format)
+            case .off: break
+            }
+        }
+        if accepted.contains(.webp) { offer(.webp, webp) }
+        if accepted.contains(.avif), avifEncodes { offer(.avif, avif) }
+        let bytes = { (format: VariantSpec.Format) in self.costs.bytes(format, sizeClass) }
+        let smallestCold = cold.map(bytes).min() ?? 0
+        let affordable = cold.filter { Double(bytes($0)) <= Double(smallestCold) * Self.coldSlack }
+        let pick = affordable.min { costs.millis($0, sizeClass) < costs.millis($1, sizeClass) } ?? .auto
+        let smallest = (cold + behind).min { bytes($0) < bytes($1) }
+        guard let smallest, smallest != pick, bytes(smallest) < bytes(pick) else { return Choice(cold: pick, better: nil) }
+        return Choice(cold: pick, better: smallest)
+    }
+
+    /// Choices per (accepted, size): the hit path asks this for every request.
+    final class Memo: Sendable {
+        private struct Key: Hashable { let accepted: Negotiation.Accepted; let width: Int; let height: Int }
+        private let known = Locked<[Key: Choice]>([:])
+        let policy: FormatPolicy
+
+        init(_ policy: FormatPolicy) { self.policy = policy }
+
+        func choice(_ accepted: Negotiation.Accepted, size: ImageSize) -> Choice {
+            let key = Key(accepted: accepted, width: size.width, height: size.height)
+            if let hit = known.withLock({ $0[key] }) { return hit }
+            let made = policy.choice(accepted, size: size)
+            known.withLock { memo in
+                if memo.count >= 4096 { memo.removeAll(keepingCapacity: true) }
+                memo[key] = made
+            }
+            return made
+        }
     }
 }
 

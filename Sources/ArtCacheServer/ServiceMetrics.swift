@@ -146,7 +146,7 @@ final class ServiceMetrics: Sendable {
 
     /// The Prometheus text, with the gauges of work in progress read now.
     func exposition(activity: PipelineActivity, admission: (inflight: Int, waiting: Int), logDropped dropped: Int = 0,
-                    freshness: FreshnessCounters? = nil) -> [UInt8] {
+                    freshness: FreshnessCounters? = nil, upgrades: UpgradeCounts = UpgradeCounts()) -> [UInt8] {
         func gauge(_ label: String, _ value: Int) {
             Gauge(label: label, factory: factory).record(Double(value))
         }
@@ -201,6 +201,10 @@ final class ServiceMetrics: Sendable {
             mirror("artcache_stale_answers_total", ("cause", cause.rawValue), freshness.stale[cause] ?? 0)
         }
         mirror("artcache_negative_answers_total", freshness.negativeHits)
+        // Format upgrades behind cold answers (README "What browsers get"), by outcome.
+        mirror("artcache_format_upgrades_total", ("outcome", "kept"), upgrades.kept)
+        mirror("artcache_format_upgrades_total", ("outcome", "no_gain"), upgrades.noGain)
+        mirror("artcache_format_upgrades_total", ("outcome", "failed"), upgrades.failed)
         return registry.emitToBuffer()
     }
 }

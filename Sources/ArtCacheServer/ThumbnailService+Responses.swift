@@ -13,9 +13,10 @@ extension ThumbnailService {
     /// validators and caching headers. A placeholder answer carries the
     /// error's reason and is not cached. The `answer` stage is timed from
     /// `answering` (the image in hand) to the body written to the connection.
-    func success(_ image: ImageResponse, request: Request, negotiated: Bool, signed: Bool,
+    func success(_ image: ImageResponse, request: Request, negotiated: Bool, signed: Bool, upgrading: Bool = false,
                  answering: ContinuousClock.Instant) -> Response {
-        let prepared = success(image, ifNoneMatch: request.headers[.ifNoneMatch], negotiated: negotiated, signed: signed)
+        let prepared = success(image, ifNoneMatch: request.headers[.ifNoneMatch], negotiated: negotiated, signed: signed,
+                               upgrading: upgrading)
         let (buffer, metrics) = (prepared.body, self.metrics)
         // Timed before the end is sent: once a client has the whole answer, it is counted.
         let body = ResponseBody(contentLength: buffer?.readableBytes ?? 0) { writer in
@@ -42,6 +43,7 @@ extension ThumbnailService {
         var source: ImageResponse.Source
         var negotiated: Bool
         var signed: Bool
+        var upgrading: Bool
         var created: Date
         /// The second the answer was built in, for an image with an expiry:
         /// its `max-age` counts down, so its answer is rebuilt each second.
@@ -52,19 +54,20 @@ extension ThumbnailService {
     /// A memory hit's `200` is built once (``preparedHits``): the next hit
     /// of the same bytes costs a dictionary lookup, not its headers, dates
     /// and a body copy.
-    func success(_ image: ImageResponse, ifNoneMatch: String?, negotiated: Bool, signed: Bool) -> Prepared {
+    func success(_ image: ImageResponse, ifNoneMatch: String?, negotiated: Bool, signed: Bool,
+                 upgrading: Bool = false) -> Prepared {
         guard image.source == .memory, image.error == nil, image.data.count <= Self.preparedBodyMax,
               let entry = image.entry, !entry.sha256.isEmpty else {
-            return build(image, ifNoneMatch: ifNoneMatch, negotiated: negotiated, signed: signed)
+            return build(image, ifNoneMatch: ifNoneMatch, negotiated: negotiated, signed: signed, upgrading: upgrading)
         }
         let key = PreparedKey(sha256: entry.sha256, contentType: image.contentType, source: image.source,
-                              negotiated: negotiated, signed: signed, created: entry.createdAt,
+                              negotiated: negotiated, signed: signed, upgrading: upgrading, created: entry.createdAt,
                               second: image.freshUntil == nil ? 0 : Int(Date().timeIntervalSince1970))
         let prepared: Prepared
         if let known = preparedHits.withLock({ $0[key] }) {
             prepared = known
         } else {
-            prepared = build(image, ifNoneMatch: nil, negotiated: negotiated, signed: signed)
+            prepared = build(image, ifNoneMatch: nil, negotiated: negotiated, signed: signed, upgrading: upgrading)
             preparedHits.withLock { memo in
                 if memo.count >= Self.preparedCountMax { memo.removeAll(keepingCapacity: true) }
                 memo[key] = prepared
@@ -84,7 +87,8 @@ extension ThumbnailService {
     static let preparedBodyMax = 32 << 10
 
     /// The answer to `image`, built from scratch.
-    private func build(_ image: ImageResponse, ifNoneMatch: String?, negotiated: Bool, signed: Bool) -> Prepared {
+    private func build(_ image: ImageResponse, ifNoneMatch: String?, negotiated: Bool, signed: Bool,
+                       upgrading: Bool) -> Prepared {
         var headers = HTTPFields()
         let etag = "\"" + (image.entry?.sha256.prefix(32).description ?? Self.digest(image.data)) + "\""
         headers[.eTag] = etag
@@ -96,7 +100,7 @@ extension ThumbnailService {
             headers[.cacheControl] = "no-store"
             metrics.refused(reason: error.reason)
         } else {
-            headers[.cacheControl] = cacheControl(for: image, now: Date())
+            headers[.cacheControl] = cacheControl(for: image, now: Date(), upgrading: upgrading)
             if let created = image.entry?.createdAt { headers[.lastModified] = HTTPDate.string(created.timeIntervalSince1970) }
         }
         if image.error == nil, let asked = ifNoneMatch, Self.matches(asked, etag: etag) {
@@ -112,8 +116,12 @@ extension ThumbnailService {
     /// itself applies is passed on; `must-revalidate` and `immutable` only
     /// when the origin said so. Signed or not, the same: a signature names
     /// the request, not the bytes (avatars change behind one URL).
-    func cacheControl(for image: ImageResponse, now: Date) -> String {
-        let cap = settings.cacheMaxAge
+    ///
+    /// `upgrading`: a cold answer that a better format will replace gets at
+    /// most ``upgradingMaxAge`` (browsers and front caches come back for the
+    /// better bytes); the final answer gets the normal lifetime.
+    func cacheControl(for image: ImageResponse, now: Date, upgrading: Bool = false) -> String {
+        let cap = upgrading ? min(settings.cacheMaxAge, Self.upgradingMaxAge) : settings.cacheMaxAge
         let left = image.source == .stale ? 0 : image.freshUntil.map { max(0, $0.timeIntervalSince(now)) } ?? cap
         var value = "public, max-age=\(Int(min(left, cap)))"
         let rules = image.originRules ?? HTTPValidators()
@@ -126,6 +134,9 @@ extension ThumbnailService {
         if rules.immutable, image.source != .stale { value += ", immutable" }
         return value
     }
+
+    /// The longest `max-age` of an answer a format upgrade will replace.
+    static let upgradingMaxAge: TimeInterval = 60
 
     /// The error status with a one-line body naming the reason.
     /// `closing`: the answer says `Connection: close` and the connection is

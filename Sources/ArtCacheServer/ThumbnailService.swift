@@ -23,6 +23,10 @@ public final class ThumbnailService: Sendable {
     let metrics: ServiceMetrics
     let fallback: Fallback
     let avif: Bool
+    /// `f=auto`'s formats per (accepted formats, size): the format policy, remembered.
+    let formats: FormatPolicy.Memo
+    /// `Accept` headers already parsed.
+    let accepts = Negotiation.Memo()
     let cancelOnDisconnect: Bool
     let logger: Logger
     /// Valid paths already parsed and verified (bounded; emptied when full).
@@ -94,6 +98,7 @@ public final class ThumbnailService: Sendable {
         pipeline.background.observe { kind, nanoseconds in metrics.background(kind, nanoseconds: nanoseconds) }
         admission = Admission(maxInflight: settings.maxInflight, queue: settings.queue, onShed: { metrics.shed(priority: $0) })
         avif = await pipeline.canEncode(.avif)
+        formats = FormatPolicy.Memo(FormatPolicy(avif: settings.avif, webp: settings.webp, avifEncodes: avif))
         self.pipeline = pipeline
         self.cancelOnDisconnect = cancelOnDisconnect
         self.logger = logger
@@ -127,18 +132,18 @@ public final class ThumbnailService: Sendable {
     }
 
     private func answer(_ request: Request, context: ServiceRequestContext) async -> (Response, String) {
-        let parsed: (request: ImageRequest, negotiated: Bool, signed: Bool)
+        let parsed: Negotiated
         do {
             parsed = try parse(path: request.uri.path, accept: request.headers[.accept])
         } catch {
             return (failure(error), "refused")
         }
         // Hits from memory: no queue, no copy beyond the response buffer.
-        if let hit = pipeline.cachedImage(for: parsed.request) {
+        if let hit = pipeline.cachedNegotiatedImage(parsed.request, better: parsed.better) {
             let answering = ContinuousClock.now
             metrics.served(tier: "memory")
-            return (success(hit, request: request, negotiated: parsed.negotiated, signed: parsed.signed, answering: answering),
-                    "memory")
+            return (success(hit.response, request: request, negotiated: parsed.negotiated, signed: parsed.signed,
+                            upgrading: hit.upgrading, answering: answering), "memory")
         }
         return await miss(parsed, request: request, connection: watch(context))
     }
@@ -157,9 +162,11 @@ public final class ThumbnailService: Sendable {
     /// with its typed refusal) or the memory tier has no fresh image for it.
     /// Counted and logged as the router's answers are.
     func memoryHit(path: String, accept: String?, ifNoneMatch: String?, started: ContinuousClock.Instant) -> Prepared? {
-        guard let parsed = try? parse(path: path, accept: accept), let hit = pipeline.cachedImage(for: parsed.request) else { return nil }
+        guard let parsed = try? parse(path: path, accept: accept),
+              let hit = pipeline.cachedNegotiatedImage(parsed.request, better: parsed.better) else { return nil }
         channelHits.add(1, ordering: .relaxed)
-        let prepared = success(hit, ifNoneMatch: ifNoneMatch, negotiated: parsed.negotiated, signed: parsed.signed)
+        let prepared = success(hit.response, ifNoneMatch: ifNoneMatch, negotiated: parsed.negotiated, signed: parsed.signed,
+                               upgrading: hit.upgrading)
         let elapsed = (ContinuousClock.now - started).components
         let seconds = Double(elapsed.seconds) + Double(elapsed.attoseconds) / 1e18
         let bytes = prepared.body?.readableBytes ?? 0
@@ -190,19 +197,19 @@ public final class ThumbnailService: Sendable {
     }
 
     /// Not in memory: admission, deadline, disk, then the network.
-    private func miss(_ parsed: (request: ImageRequest, negotiated: Bool, signed: Bool), request: Request,
-                      connection: ConnectionWatch?) async -> (Response, String) {
+    private func miss(_ parsed: Negotiated, request: Request, connection: ConnectionWatch?) async -> (Response, String) {
         do {
             let pipeline = self.pipeline
-            let imageRequest = parsed.request
-            let image = try await guarded(priority: imageRequest.priority, connection: connection, timed: true) {
-                try await pipeline.image(imageRequest)
+            let (imageRequest, better) = (parsed.request, parsed.better)
+            let negotiated = try await guarded(priority: imageRequest.priority, connection: connection, timed: true) {
+                try await pipeline.negotiatedImage(imageRequest, better: better)
             }
+            let image = negotiated.response
             let answering = ContinuousClock.now
             let tier = image.source == .placeholder ? "placeholder" : image.source.rawValue
             metrics.served(tier: tier)
-            return (success(image, request: request, negotiated: parsed.negotiated, signed: parsed.signed, answering: answering),
-                    tier)
+            return (success(image, request: request, negotiated: parsed.negotiated, signed: parsed.signed,
+                            upgrading: negotiated.upgrading, answering: answering), tier)
         } catch let error as ServiceFailure {
             return (failure(error), "refused")
         } catch let error as ArtCacheError {
@@ -228,9 +235,18 @@ public final class ThumbnailService: Sendable {
         var signed: Bool
     }
 
+    /// A request as parsed and negotiated: for `f=auto`, its format is the
+    /// cold answer's and `better` the one encoded behind it (``FormatPolicy``).
+    struct Negotiated: Sendable {
+        var request: ImageRequest
+        var negotiated: Bool
+        var signed: Bool
+        var better: VariantSpec.Format?
+    }
+
     /// The request a path names, signature checked, format negotiated;
     /// failures are typed.
-    func parse(path: String, accept: String?) throws(ServiceFailure) -> (request: ImageRequest, negotiated: Bool, signed: Bool) {
+    func parse(path: String, accept: String?) throws(ServiceFailure) -> Negotiated {
         let parsed: ParsedPath
         if let known = parsedPaths.withLock({ $0[path] }) {
             parsed = known
@@ -242,8 +258,12 @@ public final class ThumbnailService: Sendable {
             }
         }
         var request = parsed.request
-        if parsed.negotiable { request.format = Negotiation.format(accept: accept, avif: avif) }
-        return (request, parsed.negotiable, parsed.signed)
+        guard parsed.negotiable, let size = request.size else {
+            return Negotiated(request: request, negotiated: false, signed: parsed.signed, better: nil)
+        }
+        let choice = formats.choice(accepts.accepted(accept), size: size)
+        request.format = choice.cold
+        return Negotiated(request: request, negotiated: true, signed: parsed.signed, better: choice.better)
     }
 
     /// Grammar, signature, source and options of a path (only valid paths are remembered).

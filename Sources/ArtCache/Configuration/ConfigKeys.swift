@@ -58,6 +58,7 @@ package struct ConfigKey: Sendable {
         ConfigKey(section: "cache", name: "low_water", kind: .ratio, defaultValue: .ratio(cache.lowWater)),
         ConfigKey(section: "cache", name: "access_flush_interval", kind: .duration(min: 0, max: .hour), defaultValue: .duration(cache.accessFlushInterval)),
         ConfigKey(section: "cache", name: "access_flush_batch", kind: .integer(min: 1, max: 1_000_000), defaultValue: .integer(cache.accessFlushBatch)),
+        ConfigKey(section: "cache", name: "touch_log_fold_rows", kind: .integer(min: 1024, max: 10_000_000), defaultValue: .integer(cache.touchLogFoldRows)),
         ConfigKey(section: "cache", name: "inline_max", kind: .size(min: 0, max: 16 << 20), defaultValue: .size(cache.inlineMax)),
         ConfigKey(section: "cache", name: "mode", kind: .string, defaultValue: .string("0" + String(cache.mode, radix: 8))),
         ConfigKey(section: "cache", name: "write_batch_max", kind: .integer(min: 1, max: 100_000), defaultValue: .integer(cache.writeBatchMax)),
@@ -128,6 +129,10 @@ package struct ConfigKey: Sendable {
                   defaultValue: .duration(service.requestReadTimeout)),
         ConfigKey(section: "service", name: "max_connections", kind: .integer(min: 1, max: 1_000_000),
                   defaultValue: .integer(service.maxConnections)),
+        ConfigKey(section: "service", name: "avif", kind: .choice(ServiceSettings.FormatUse.allCases.map(\.rawValue)),
+                  defaultValue: .string(service.avif.rawValue)),
+        ConfigKey(section: "service", name: "webp", kind: .choice(ServiceSettings.FormatUse.allCases.map(\.rawValue)),
+                  defaultValue: .string(service.webp.rawValue)),
         // [profiles] (each other key of the table is a profile line)
         ConfigKey(section: "profiles", name: "fallback_ttl", kind: .duration(min: 0, max: .day), defaultValue: .duration(profiles.fallbackTTL)),
     ]

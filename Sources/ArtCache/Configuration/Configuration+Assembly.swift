@@ -59,6 +59,7 @@ extension Configuration {
         cache.lowWater = read.ratio("cache.low_water")
         cache.accessFlushInterval = read.duration("cache.access_flush_interval")
         cache.accessFlushBatch = read.integer("cache.access_flush_batch")
+        cache.touchLogFoldRows = read.integer("cache.touch_log_fold_rows")
         cache.inlineMax = read.size("cache.inline_max")
         cache.writeBatchMax = read.integer("cache.write_batch_max")
         cache.writeBehindMax = read.integer("cache.write_behind_max")
@@ -159,6 +160,8 @@ extension Configuration {
         service.salt = salt
         service.allowUnsigned = read.bool("service.allow_unsigned")
         service.fallback = Configuration.expandTilde(read.string("service.fallback"))
+        service.avif = ServiceSettings.FormatUse(rawValue: read.string("service.avif")) ?? service.avif
+        service.webp = ServiceSettings.FormatUse(rawValue: read.string("service.webp")) ?? service.webp
         service.maxInflight = read.integer("service.max_inflight")
         service.queue = read.integer("service.queue")
         service.timeout = read.duration("service.timeout")

@@ -12,7 +12,8 @@ extension Configuration {
         [
             "cache.max_size": Double(cache.maxBytes), "cache.max_entries": Double(cache.maxEntries),
             "cache.max_age": cache.maxAge, "cache.access_flush_interval": cache.accessFlushInterval,
-            "cache.access_flush_batch": Double(cache.accessFlushBatch), "cache.inline_max": Double(cache.inlineMax),
+            "cache.access_flush_batch": Double(cache.accessFlushBatch),
+            "cache.touch_log_fold_rows": Double(cache.touchLogFoldRows), "cache.inline_max": Double(cache.inlineMax),
             "cache.write_batch_max": Double(cache.writeBatchMax),
             "cache.write_behind_max": Double(cache.writeBehindMax), "cache.writer_nice": Double(cache.writerNice),
             "download.concurrency": Double(download.concurrency), "download.per_host": Double(download.perHost),

@@ -42,6 +42,8 @@ public final class ImagePipeline: Sendable {
     /// Originals whose intrinsics this process tried (ImagePipeline+Info).
     /// Bounded (``intrinsicsMemoLimit``; emptied when full).
     let intrinsicsAttempts = Locked<Set<String>>([])
+    /// Format upgrades ended, by outcome (``upgradeCounts``).
+    let upgrades = Locked(UpgradeCounts())
     static let intrinsicsMemoLimit = 65_536
     /// Profiles left out for a host after a rendition failed, until when
     /// (by "profile host"; ImagePipeline+Profiles).

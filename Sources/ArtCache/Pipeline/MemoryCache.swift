@@ -118,6 +118,13 @@ final class MemoryCache: Sendable {
         }
     }
 
+    /// Drops the image under `key`, if any.
+    func remove(forKey key: String) {
+        state.withLock { s in
+            if let node = s.nodes[key] { s.remove(node) }
+        }
+    }
+
     func removeAll() {
         state.withLock { s in
             while let node = s.tail { s.remove(node) }

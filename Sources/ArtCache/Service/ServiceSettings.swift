@@ -43,6 +43,24 @@ public struct ServiceSettings: Sendable, Equatable {
     /// Connections open at once; more wait in the kernel's accept backlog.
     /// Keep it below the process's descriptor limit (the unit's `LimitNOFILE`).
     public var maxConnections = 4096
+    /// May `f=auto` answer AVIF (`[service] avif`): as the cold answer when
+    /// the format policy picks it, only encoded behind the answer, or never.
+    /// `f=avif` in a URL still forces it.
+    public var avif = FormatUse.cold
+    /// The same for WebP (`[service] webp`).
+    public var webp = FormatUse.cold
+
+    /// How `f=auto` may use a format the client accepts (README "What browsers get").
+    public enum FormatUse: String, Sendable, Equatable, CaseIterable {
+        /// The cold answer when the policy picks it (cheapest within 10% of
+        /// the smallest at that size), and the better format behind it.
+        case cold
+        /// Only encoded behind a cold answer in another format, and kept
+        /// when it saves 15% of the bytes.
+        case behind
+        /// Never for `f=auto`.
+        case off
+    }
 
     /// The documented defaults of `cache.conf`; set the fields to change them.
     public init() {}

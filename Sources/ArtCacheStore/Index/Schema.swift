@@ -213,6 +213,13 @@ enum Schema {
                 CREATE INDEX IF NOT EXISTS negative_until ON negative(until);
                 """)
         }
+        migrator.registerMigration("v11-format-upgrades") { db in
+            // Browsers first (issue 35): a variant whose better-format
+            // encoding behind the answer did not save enough bytes remembers
+            // it, so it is never encoded again (1: no gain). A new render of
+            // the variant (new original bytes) writes the row again with 0.
+            try db.execute(sql: "ALTER TABLE entry ADD COLUMN no_gain INTEGER NOT NULL DEFAULT 0")
+        }
         return migrator
     }
 

@@ -1,0 +1,133 @@
+@_spi(Benchmarks) import ArtCacheCore
+@_spi(Benchmarks) import ArtCacheRender
+@_spi(Benchmarks) import ArtCacheStore
+import Foundation
+
+/// Format upgrades (issue 35, README "What browsers get"): a thumbnail
+/// answered cold in a cheap format is encoded in a better one behind the
+/// answer — a `format_upgrade` job of the background scheduler — and the
+/// better bytes are kept only when they save ``upgradeGain`` of the cold
+/// ones; otherwise the cold variant's row remembers "no gain" (`no_gain`)
+/// and it is never encoded again. Later requests get the better variant
+/// once it is stored.
+extension ImagePipeline {
+    /// Kept when the better bytes are at most this fraction of the cold ones.
+    package static let upgradeGain = 0.85
+
+    /// What a negotiated request was answered with.
+    package struct NegotiatedImage: Sendable {
+        package var response: ImageResponse
+        /// The answer is the cold format and a better one is (or will be)
+        /// tried behind it: clients should come back soon.
+        package var upgrading: Bool
+    }
+
+    /// `request` (its format: the cold one) unless the variant in `better`
+    /// is stored already, then that one. A cold answer whose variant has not
+    /// been found "no gain" queues its upgrade.
+    package func negotiatedImage(_ request: ImageRequest, better: VariantSpec.Format?) async throws(ArtCacheError) -> NegotiatedImage {
+        guard let better, request.size != nil else {
+            return NegotiatedImage(response: try await image(request), upgrading: false)
+        }
+        var upgraded = request
+        upgraded.format = better
+        if let hit = cachedImage(for: upgraded) { return NegotiatedImage(response: hit, upgrading: false) }
+        if try await isStored(upgraded) { return NegotiatedImage(response: try await image(upgraded), upgrading: false) }
+        let cold = try await image(request)
+        return NegotiatedImage(response: cold, upgrading: upgrade(cold, of: request, to: better))
+    }
+
+    /// A memory hit for a negotiated request: the better variant, else the
+    /// cold one (whose upgrade is queued again if it was dropped meanwhile).
+    package func cachedNegotiatedImage(_ request: ImageRequest, better: VariantSpec.Format?) -> NegotiatedImage? {
+        guard let better, request.size != nil else {
+            return cachedImage(for: request).map { NegotiatedImage(response: $0, upgrading: false) }
+        }
+        var upgraded = request
+        upgraded.format = better
+        if let hit = cachedImage(for: upgraded) { return NegotiatedImage(response: hit, upgrading: false) }
+        guard let cold = cachedImage(for: request) else { return nil }
+        return NegotiatedImage(response: cold, upgrading: upgrade(cold, of: request, to: better))
+    }
+
+    /// Whether the variant `request` names has a live row (no bytes read).
+    private func isStored(_ request: ImageRequest) async throws(ArtCacheError) -> Bool {
+        let resolved = try resolve(request)
+        do {
+            return try await store.entry(forKey: resolved.cacheKey) != nil
+        } catch {
+            throw ArtCacheError(any: error, context: request.url)
+        }
+    }
+
+    /// Queues the upgrade of `cold` (the answer to `request`) to `better`
+    /// unless its row says "no gain" or it has no row (not stored). True
+    /// when an upgrade is queued or running for it.
+    private func upgrade(_ cold: ImageResponse, of request: ImageRequest, to better: VariantSpec.Format) -> Bool {
+        guard cold.error == nil, let entry = cold.entry, entry.kind == .variant, !entry.noGain,
+              let resolved = try? resolve(request), let spec = resolved.spec else { return false }
+        let target = VariantSpec(width: spec.width, height: spec.height, fit: spec.fit, format: better,
+                                 quality: spec.quality, background: spec.background)
+        let key = BackgroundJobKey(.formatUpgrade, key: entry.key, spec: better.rawValue)
+        let memoryKey = resolved.memoryKey
+        let outcome = background.submit(key, priority: .veryLow) { [self] in
+            await runUpgrade(url: resolved.url, cold: entry, memoryKey: memoryKey, to: target)
+        }
+        return outcome == .queued || outcome == .duplicate
+    }
+
+    /// The job: renders `target` from the stored original, keeps it when it
+    /// saves enough, else marks the cold variant "no gain". Either way the
+    /// cold answer leaves the memory tier, so the next request sees the outcome.
+    private func runUpgrade(url: NormalizedURL, cold: CacheEntry, memoryKey: String, to target: VariantSpec) async {
+        do {
+            try Task.checkCancellation()
+            guard let original = try await store.lookup(key: url.key, counting: false),
+                  cold.sourceSHA256 == nil || cold.sourceSHA256 == original.entry.sha256 else { return }
+            let rendered = try await timed(.render) {
+                try await renderer.render(original.data, spec: target, priority: PriorityHandle(.veryLow, background: true))
+            }
+            try Task.checkCancellation()
+            if Double(rendered.data.count) <= Double(cold.size) * Self.upgradeGain {
+                _ = try await store.putVariant(parent: original.entry.cacheKey, spec: target.canonical, data: rendered.data,
+                                               contentType: rendered.contentType, width: rendered.width, height: rendered.height,
+                                               sourceSHA256: original.entry.sha256, intrinsics: nil)
+                upgrades.withLock { $0.kept += 1 }
+                logger.debug("format upgrade kept", metadata: ["url": "\(url)", "spec": "\(target.canonical)",
+                                                               "bytes": "\(rendered.data.count)", "cold_bytes": "\(cold.size)"])
+            } else {
+                try await store.markNoGain(key: cold.key, sha256: cold.sha256)
+                upgrades.withLock { $0.noGain += 1 }
+                logger.debug("format upgrade: no gain", metadata: ["url": "\(url)", "spec": "\(target.canonical)",
+                                                                   "bytes": "\(rendered.data.count)", "cold_bytes": "\(cold.size)"])
+            }
+            memory.remove(forKey: memoryKey)
+        } catch is CancellationError {
+            return
+        } catch {
+            upgrades.withLock { $0.failed += 1 }
+            logger.debug("format upgrade failed", metadata: ["url": "\(url)", "error": "\(error)"])
+        }
+    }
+
+    /// Upgrades ended since the pipeline opened, by outcome (for /metrics).
+    package var upgradeCounts: UpgradeCounts { upgrades.withLock { $0 } }
+
+    /// Returns once no format upgrade waits or runs (tests, benchmarks).
+    package func waitForUpgrades() async {
+        await background.waitUntilIdle(.formatUpgrade)
+    }
+}
+
+/// Format upgrades ended, by outcome.
+package struct UpgradeCounts: Sendable, Equatable {
+    package var kept = 0
+    package var noGain = 0
+    package var failed = 0
+
+    package init(kept: Int = 0, noGain: Int = 0, failed: Int = 0) {
+        self.kept = kept
+        self.noGain = noGain
+        self.failed = failed
+    }
+}

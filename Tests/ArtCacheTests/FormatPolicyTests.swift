@@ -1,0 +1,103 @@
+import Foundation
+import Testing
+@testable import ArtCache
+@_spi(Benchmarks) @testable import ArtCacheRender
+@testable import ArtCacheServer
+
+/// The negotiation table (README "What browsers get"): `Accept` → accepted
+/// formats, and the format policy's cold and better formats per size, with
+/// costs given here so the rule (not the measured table) is what is checked.
+@Suite("Format policy")
+struct FormatPolicyTests {
+    static let chrome = "image/avif,image/webp,image/apng,image/svg+xml,image/*,*/*;q=0.8"
+    static let safari16 = "image/webp,image/avif,video/*;q=0.8,image/png,image/svg+xml,image/*;q=0.8,*/*;q=0.5"
+    static let safari14 = "image/webp,image/png,image/svg+xml,image/*;q=0.8,video/*;q=0.8,*/*;q=0.5"
+    static let firefox = "image/avif,image/webp,*/*"
+
+    @Test(arguments: [
+        (chrome, Negotiation.Accepted([.avif, .webp]), "avif"),
+        (safari16, [.avif, .webp], "avif"),
+        (firefox, [.avif, .webp], "avif"),
+        (safari14, [.webp], "webp"),
+        ("image/jpeg,image/png,*/*;q=0.5", [], "other"),
+        ("*/*", [], "other"),
+        ("image/*", [], "other"),
+        ("IMAGE/AVIF ; Q=1 , image/webp;q=0", [.avif], "avif"),
+        ("image/avif;q=0, image/webp", [.webp], "webp"),
+        ("image/avif;q=0.0", [], "other"),
+        ("", [], "other"),
+    ] as [(String, Negotiation.Accepted, String)])
+    func acceptNamesTheFormatsAClientTakes(accept: String, accepted: Negotiation.Accepted, frontClass: String) {
+        #expect(Negotiation.Accepted(accept: accept) == accepted, "\(accept)")
+        #expect(Negotiation.Accepted(accept: accept).frontCacheClass == frontClass)
+        let memo = Negotiation.Memo()
+        #expect(memo.accepted(accept) == accepted && memo.accepted(accept) == accepted)
+        #expect(memo.accepted(nil) == [])
+    }
+
+    /// Bytes and milliseconds per format for one size class, as a table gives them.
+    static func costs(_ table: [VariantSpec.Format: (bytes: Int, millis: Double)]) -> FormatPolicy.Costs {
+        FormatPolicy.Costs(millis: { format, _ in table[format == .auto ? .jpeg : format]!.millis },
+                           bytes: { format, _ in table[format == .auto ? .jpeg : format]!.bytes })
+    }
+
+    /// WebP within 10% of AVIF and cheaper: WebP cold, AVIF behind it.
+    static let close = costs([.jpeg: (3100, 0.06), .webp: (2300, 1.2), .avif: (2200, 2.5)])
+    /// AVIF far smaller: AVIF cold, nothing behind.
+    static let apart = costs([.jpeg: (21400, 0.26), .webp: (19200, 7.8), .avif: (9000, 9.9)])
+
+    @Test func theColdAnswerIsTheCheapestWithinTenPercentOfTheSmallest() {
+        let size = ImageSize(100)
+        var policy = FormatPolicy(avif: .cold, webp: .cold, avifEncodes: true, costs: Self.close)
+        #expect(policy.choice([.avif, .webp], size: size) == .init(cold: .webp, better: .avif))
+        #expect(policy.choice([.webp], size: size) == .init(cold: .webp, better: nil))
+        #expect(policy.choice([.avif], size: size) == .init(cold: .avif, better: nil))
+        #expect(policy.choice([], size: size) == .init(cold: .auto, better: nil))
+        policy.costs = Self.apart
+        #expect(policy.choice([.avif, .webp], size: size) == .init(cold: .avif, better: nil))
+        // JPEG within 10% of WebP and cheaper: JPEG cold, WebP behind.
+        policy.costs = Self.costs([.jpeg: (2000, 0.06), .webp: (1900, 1.2), .avif: (2500, 2.5)])
+        #expect(policy.choice([.webp], size: size) == .init(cold: .auto, better: .webp))
+    }
+
+    @Test func operatorChoicesCombine() {
+        let size = ImageSize(width: 300, height: 200)
+        var policy = FormatPolicy(avif: .behind, webp: .cold, avifEncodes: true, costs: Self.apart)
+        #expect(policy.choice([.avif, .webp], size: size) == .init(cold: .webp, better: .avif))
+        policy.avif = .off
+        #expect(policy.choice([.avif, .webp], size: size) == .init(cold: .webp, better: nil))
+        policy.webp = .off
+        #expect(policy.choice([.avif, .webp], size: size) == .init(cold: .auto, better: nil))
+        policy.webp = .behind
+        #expect(policy.choice([.webp], size: size) == .init(cold: .auto, better: .webp))
+        // No AVIF encoder here: as if "off".
+        policy = FormatPolicy(avif: .cold, webp: .cold, avifEncodes: false, costs: Self.apart)
+        #expect(policy.choice([.avif, .webp], size: size) == .init(cold: .webp, better: nil))
+        #expect(policy.choice([.avif], size: size) == .init(cold: .auto, better: nil))
+    }
+
+    @Test func sizeClassesComeFromTheLongerEdge() {
+        #expect(QualityTable.SizeClass(longEdge: 1) == .small)
+        #expect(QualityTable.SizeClass(longEdge: 150) == .small)
+        #expect(QualityTable.SizeClass(longEdge: 151) == .medium)
+        #expect(QualityTable.SizeClass(longEdge: 450) == .medium)
+        #expect(QualityTable.SizeClass(longEdge: 451) == .large)
+        // The policy asks per class: a 100x400 box is priced as 300 px.
+        let byClass = FormatPolicy.Costs(
+            millis: { format, size in format == .webp ? 1 : format == .avif ? (size == .small ? 2 : 50) : 0.1 },
+            bytes: { format, _ in format == .webp ? 1000 : format == .avif ? 950 : 5000 })
+        let policy = FormatPolicy(avif: .cold, webp: .cold, avifEncodes: true, costs: byClass)
+        #expect(policy.choice([.avif, .webp], size: ImageSize(width: 100, height: 400)).cold == .webp)
+    }
+
+    @Test func theMemoAnswersAsThePolicy() {
+        let policy = FormatPolicy(avif: .cold, webp: .cold, avifEncodes: true, costs: Self.close)
+        let memo = FormatPolicy.Memo(policy)
+        for accepted in [Negotiation.Accepted([]), [.webp], [.avif], [.avif, .webp]] {
+            for side in [50, 100, 300, 600] {
+                #expect(memo.choice(accepted, size: ImageSize(side)) == policy.choice(accepted, size: ImageSize(side)))
+                #expect(memo.choice(accepted, size: ImageSize(side)) == policy.choice(accepted, size: ImageSize(side)))
+            }
+        }
+    }
+}
