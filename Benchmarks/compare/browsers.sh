@@ -1,0 +1,217 @@
+# Sourced by Benchmarks/compare/run (ONLY="P2b P4b", or a full run): the rows
+# of issue 35, "browsers first", measured as a browser asks. Uses run's
+# helpers (make_photos, start_serve, stop_serve, row, ratio, best, most) and
+# its loopback nginx origin.
+#
+# P2b cold: $N_E2E real photographs (600x600), each at 100x100 and 300x300
+#     cover, with Chrome's Accept, 16 keep-alive transfers at once (one curl):
+#     artcache serve (f=auto, the format policy) vs thumbor --processes <cores>
+#     with AUTO_WEBP = True and QUALITY = 80. Wall time, bytes, and the mean
+#     ssimulacra (lower is better) of a sample against a Lanczos-3 reference.
+# P2c after upgrades: the same requests again once serve's format_upgrade
+#     jobs are idle: bytes (and time).
+# P4b warm: one hot set of f=auto thumbnails, wrk -c16 with Chrome's Accept
+#     vs the same with Accept: image/jpeg (each warmed first), and nginx
+#     proxy_cache keyed by the format class (README "What browsers get") in
+#     front of the same serve, with Chrome's Accept.
+CHROME_ACCEPT='image/avif,image/webp,image/apng,image/svg+xml,image/*,*/*;q=0.8'
+
+# The e2e photographs (as P2 makes them, if P2 did not run).
+browsers_photos() {
+  make_photos
+  if [ ! -f "$WORK/e2e-photos.txt" ]; then
+    mapfile -t PHOTOS < <(ls "$WORK"/photos/p*.jpg)
+    rm -rf "$WORK/www/e2e"; mkdir -p "$WORK/www/e2e"
+    for i in $(seq 0 $((N_E2E - 1))); do
+      { cat "${PHOTOS[$((i % ${#PHOTOS[@]}))]}"; head -c 16 /dev/urandom; } > "$WORK/www/e2e/$i.jpg"
+    done
+    chmod -R a+rX "$WORK/www"
+    seq 0 $((N_E2E - 1)) | sed "s|.*|http://127.0.0.1:$NGINX_PORT/e2e/&.jpg|" > "$WORK/e2e-photos.txt"
+  fi
+}
+
+# Signed f=auto paths: OPTIONS PREFIX < urls
+cat > "$WORK/sign-auto.py" <<'PYEOF'
+import base64, hmac, hashlib, sys
+key = bytes.fromhex(sys.argv[1]); options = sys.argv[2]; base = sys.argv[3]
+b64 = lambda b: base64.urlsafe_b64encode(b).rstrip(b"=").decode()
+for url in sys.stdin.read().split():
+    rest = "/" + options + "/" + b64(url.encode())
+    print(base + "/" + b64(hmac.new(key, rest.encode(), hashlib.sha256).digest()) + rest)
+PYEOF
+
+# fetch_accept LIST ACCEPT -> prints "SECONDS BYTES"; content types counted in $WORK/types.txt
+fetch_accept() {
+  local t0 t1
+  awk '{print "url = \"" $0 "\"\noutput = \"/dev/null\""}' "$1" > "$WORK/urls.cfg"
+  t0=$(date +%s.%N)
+  curl -s -Z --parallel-max 16 -H "Accept: $2" -K "$WORK/urls.cfg" \
+    -w '%{http_code} %{time_total} %{size_download} %{content_type}\n' > "$WORK/lat.raw" 2>/dev/null
+  t1=$(date +%s.%N)
+  local bad; bad=$(grep -vc '^200 ' "$WORK/lat.raw" || true)
+  [ "$bad" = 0 ] || echo "non-200 answers: $(cut -d' ' -f1 "$WORK/lat.raw" | sort | uniq -c | tr '\n' ' ')" >&2
+  awk '{print $4}' "$WORK/lat.raw" | sort | uniq -c | awk '{printf "%s %s, ", $1, $2}' > "$WORK/types.txt"
+  awk '{printf "%.1f\n", $2 * 1000}' "$WORK/lat.raw" | sort -n > "$WORK/lat.txt"
+  echo "$(echo "$t1 - $t0" | bc) $(awk '{b += $3} END {print b}' "$WORK/lat.raw")"
+}
+
+# upgrades_idle: waits (at most 300 s) until serve has no format_upgrade job queued or running.
+upgrades_idle() {
+  for _ in $(seq 3000); do
+    n=$(curl -s "http://127.0.0.1:$SERVE_PORT/metrics" | awk '/^artcache_background_jobs\{/ && /format_upgrade/ {s += $2} END {print s + 0}')
+    [ "$n" = 0 ] && return 0
+    sleep 0.1
+  done
+  echo "format upgrades still running after 300 s" >&2
+}
+
+if want P2b; then
+log "P2b/P2c browsers: Chrome's Accept, $N_E2E photographs at 100 and 300 px cover, 16 at once: artcache (f=auto) vs thumbor AUTO_WEBP"
+browsers_photos
+: > "$WORK/browser-urls.txt"
+for s in 100 300; do sed "s|^|$s |" "$WORK/e2e-photos.txt" >> "$WORK/browser-urls.txt"; done
+HAVE_THUMBOR_WEBP=0
+TW_PORT=$((THUMBOR_PORT + 1))
+if [ -x "$WORK/venv/bin/thumbor" ]; then
+  HAVE_THUMBOR_WEBP=1
+  cat > "$WORK/thumbor-webp.conf" <<TC
+ALLOW_UNSAFE_URL = True
+LOADER = 'thumbor.loaders.http_loader'
+RESULT_STORAGE = None
+STORAGE = 'thumbor.storages.no_storage'
+QUALITY = 80
+AUTO_WEBP = True
+TC
+  "$WORK/venv/bin/thumbor" -p $TW_PORT -i 127.0.0.1 -c "$WORK/thumbor-webp.conf" -l error --processes "$(nproc)" > "$WORK/thumbor-webp.log" 2>&1 &
+  PIDS+=($!)
+  for _ in $(seq 100); do curl -sf -o /dev/null "http://127.0.0.1:$TW_PORT/healthcheck" && break; sleep 0.2; done
+  awk -v p="$TW_PORT" '{print "http://127.0.0.1:" p "/unsafe/" $1 "x" $1 "/" $2}' "$WORK/browser-urls.txt" > "$WORK/thumbor-webp.txt"
+fi
+ta=(); tt=(); ba=""; bt=""; bc=""; tc=""; la=""; lt=""; types_a=""; types_c=""; types_t=""
+for r in $(seq $ROUNDS); do
+  rm -rf "$WORK/cache-browsers"; start_serve "$WORK/cache-browsers"
+  : > "$WORK/artcache-browsers.txt"
+  for s in 100 300; do
+    "$PY" "$WORK/sign-auto.py" "$KEY" "${s}x${s},fit=cover" "http://127.0.0.1:$SERVE_PORT" < "$WORK/e2e-photos.txt" \
+      >> "$WORK/artcache-browsers.txt"
+  done
+  read -r t b < <(fetch_accept "$WORK/artcache-browsers.txt" "$CHROME_ACCEPT"); ta+=("$t"); ba=$b
+  la="p50 $(pct 50) ms, p99 $(pct 99) ms"; types_a=$(cat "$WORK/types.txt")
+  upgrades_idle
+  read -r t b < <(fetch_accept "$WORK/artcache-browsers.txt" "$CHROME_ACCEPT"); tc="$t"; bc=$b; types_c=$(cat "$WORK/types.txt")
+  UPG=$(curl -s "http://127.0.0.1:$SERVE_PORT/metrics" | awk -F'[{}" ]+' '/^artcache_format_upgrades_total/ {printf "%s %s, ", $3, $5}')
+  # A sample for quality: the first 20 photographs at 300 px (the 300 px half of the list).
+  mkdir -p "$WORK/q-artcache"; rm -f "$WORK"/q-artcache/*
+  tail -n "$N_E2E" "$WORK/artcache-browsers.txt" | head -20 | awk '{print NR - 1, $0}' | while read -r i u; do
+    curl -s -H "Accept: $CHROME_ACCEPT" -o "$WORK/q-artcache/$i" "$u"; done
+  stop_serve
+  if [ $HAVE_THUMBOR_WEBP = 1 ]; then
+    read -r t b < <(fetch_accept "$WORK/thumbor-webp.txt" "$CHROME_ACCEPT"); tt+=("$t"); bt=$b
+    lt="p50 $(pct 50) ms, p99 $(pct 99) ms"; types_t=$(cat "$WORK/types.txt")
+  fi
+done
+if [ $HAVE_THUMBOR_WEBP = 1 ]; then
+  mkdir -p "$WORK/q-thumbor"; rm -f "$WORK"/q-thumbor/*
+  tail -n "$N_E2E" "$WORK/thumbor-webp.txt" | head -20 | awk '{print NR - 1, $0}' | while read -r i u; do
+    curl -s -H "Accept: $CHROME_ACCEPT" -o "$WORK/q-thumbor/$i" "$u"; done
+fi
+# Mean ssimulacra of each sample against libvips' Lanczos-3 300x300 centre crop of the source.
+cat > "$WORK/ssim.py" <<'PYEOF'
+import os, subprocess, sys, pyvips
+work, folder, n = sys.argv[1], sys.argv[2], int(sys.argv[3])
+scores = []
+for i in range(n):
+    out = os.path.join(folder, str(i))
+    if not os.path.exists(out): continue
+    src = os.path.join(work, "www/e2e/%d.jpg" % i)
+    ref = pyvips.Image.thumbnail(src, 300, height=300, crop="centre", kernel="lanczos3")
+    ref.write_to_file(out + ".ref.png")
+    pyvips.Image.new_from_file(out).colourspace("srgb").extract_band(0, n=3).write_to_file(out + ".png")
+    r = subprocess.run(["ssimulacra_main", out + ".ref.png", out + ".png"], capture_output=True, text=True)
+    scores.append(float(r.stdout.split()[-1]))
+print("%.4f" % (sum(scores) / len(scores)) if scores else "n/a")
+PYEOF
+command -v ssimulacra_main >/dev/null || { sudo=""; [ "$(id -u)" -eq 0 ] || sudo=sudo; \
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq libjxl-devtools >/dev/null 2>&1 || true; }
+QA=$("$PY" "$WORK/ssim.py" "$WORK" "$WORK/q-artcache" 20 2>/dev/null || echo n/a)
+QT=$([ $HAVE_THUMBOR_WEBP = 1 ] && "$PY" "$WORK/ssim.py" "$WORK" "$WORK/q-thumbor" 20 2>/dev/null || echo n/a)
+A=$(printf '%s\n' "${ta[@]}" | best)
+T=$( [ ${#tt[@]} -gt 0 ] && printf '%s\n' "${tt[@]}" | best || echo "")
+N2=$((2 * N_E2E))
+row "P2b cold, Chrome's Accept: $N2 thumbnails (100 + 300 px cover) of $N_E2E photographs, 16 at once" \
+  "artcache serve ${A} s; $la; $((ba / 1000)) KB (${types_a%, }); ssimulacra $QA" \
+  "$([ -n "$T" ] && echo "thumbor --processes $(nproc) AUTO_WEBP ${T} s; $lt; $((bt / 1000)) KB (${types_t%, }); ssimulacra $QT" || echo "thumbor not installable here")" "" "" \
+  "$([ -n "$T" ] && echo "$(ratio "$T" "$A")× thumbor's speed (goal ≥ 1.5×); bytes $(ratio "$ba" "$bt")× (goal ≤ 1.0)" || echo n/a)"
+row "P2c the same requests after upgrades (background idle)" \
+  "artcache serve ${tc} s; $((bc / 1000)) KB (${types_c%, }); upgrades: ${UPG%, }" \
+  "$([ -n "$T" ] && echo "thumbor $((bt / 1000)) KB" || echo n/a)" "" "" \
+  "$([ -n "$T" ] && echo "bytes $(ratio "$bc" "$bt")× thumbor's (goal ≤ 0.75)" || echo n/a)"
+fi
+
+if want P4b; then
+log "P4b warm with Chrome's Accept: f=auto hot set, wrk -t2 -c16: Chrome's Accept vs Accept: image/jpeg vs nginx proxy_cache by format class"
+browsers_photos
+N_HOT=100
+rm -rf "$WORK/cache-hotb"; start_serve "$WORK/cache-hotb"
+head -$N_HOT "$WORK/e2e-photos.txt" | "$PY" "$WORK/sign-auto.py" "$KEY" "100x100,fit=cover" "" > "$WORK/hotb-paths.txt"
+wrk_accept_lua() {  # round-robin over the paths in $1 with Accept $2
+  { echo 'local paths = {}'; echo 'local i = 0'
+    while read -r p; do echo "paths[#paths + 1] = \"$p\""; done < "$1"
+    echo "local headers = { [\"Accept\"] = \"$2\" }"
+    echo 'request = function() i = i % #paths + 1; return wrk.format("GET", paths[i], headers) end'; } > "$3"
+}
+wrk_accept_lua "$WORK/hotb-paths.txt" "$CHROME_ACCEPT" "$WORK/wrk-chrome.lua"
+wrk_accept_lua "$WORK/hotb-paths.txt" "image/jpeg" "$WORK/wrk-jpeg.lua"
+PCB_PORT=$((NGINX_PORT + 3))
+stop_serve
+wc_=(); wj=(); wpc=()
+for r in $(seq $ROUNDS); do
+  start_serve "$WORK/cache-hotb"
+  for a in "$CHROME_ACCEPT" image/jpeg; do   # warm both formats (and let upgrades end)
+    sed "s|^|http://127.0.0.1:$SERVE_PORT|" "$WORK/hotb-paths.txt" > "$WORK/hotb-urls.txt"
+    fetch_accept "$WORK/hotb-urls.txt" "$a" > /dev/null
+  done
+  upgrades_idle
+  wrk -t2 -c16 -d3s -s "$WORK/wrk-chrome.lua" "http://127.0.0.1:$SERVE_PORT" > /dev/null
+  wrk -t2 -c16 -d10s --latency -s "$WORK/wrk-chrome.lua" "http://127.0.0.1:$SERVE_PORT" > "$WORK/wrk-c.out"
+  wc_+=("$(awk '/^Requests\/sec:/ {printf "%.0f", $2}' "$WORK/wrk-c.out")")
+  wrk -t2 -c16 -d3s -s "$WORK/wrk-jpeg.lua" "http://127.0.0.1:$SERVE_PORT" > /dev/null
+  wrk -t2 -c16 -d10s --latency -s "$WORK/wrk-jpeg.lua" "http://127.0.0.1:$SERVE_PORT" > "$WORK/wrk-j.out"
+  wj+=("$(awk '/^Requests\/sec:/ {printf "%.0f", $2}' "$WORK/wrk-j.out")")
+  for f in "$WORK/wrk-c.out" "$WORK/wrk-j.out"; do grep -q "Non-2xx" "$f" && echo "non-2xx in $f" >&2; done
+  rm -rf "$WORK/nginx-pcb-cache"
+  cat > "$WORK/nginx-pcb.conf" <<NGX
+worker_processes 2;
+pid $WORK/nginx-pcb.pid;
+error_log $WORK/nginx-pcb-error.log;
+events { worker_connections 1024; }
+http {
+  access_log off; sendfile on; keepalive_requests 100000;
+  map \$http_accept \$artcache_accept_class { ~*image/avif avif; ~*image/webp webp; default other; }
+  map \$artcache_accept_class \$artcache_accept { avif "image/avif,image/webp,*/*"; webp "image/webp,*/*"; default "*/*"; }
+  proxy_cache_path $WORK/nginx-pcb-cache levels=1:2 keys_zone=thumbsb:10m max_size=1g;
+  server {
+    listen 127.0.0.1:$PCB_PORT;
+    location / {
+      proxy_pass http://127.0.0.1:$SERVE_PORT; proxy_set_header Accept \$artcache_accept;
+      proxy_cache thumbsb; proxy_cache_key "\$request_uri|\$artcache_accept_class"; proxy_ignore_headers Vary;
+      proxy_cache_valid 200 1h;
+    }
+  }
+}
+NGX
+  nginx -c "$WORK/nginx-pcb.conf"
+  for _ in $(seq 50); do curl -s -o /dev/null "http://127.0.0.1:$PCB_PORT/" && break; sleep 0.1; done
+  wrk -t2 -c16 -d3s -s "$WORK/wrk-chrome.lua" "http://127.0.0.1:$PCB_PORT" > /dev/null
+  wrk -t2 -c16 -d10s --latency -s "$WORK/wrk-chrome.lua" "http://127.0.0.1:$PCB_PORT" > "$WORK/wrk-pc.out"
+  wpc+=("$(awk '/^Requests\/sec:/ {printf "%.0f", $2}' "$WORK/wrk-pc.out")")
+  kill "$(cat "$WORK/nginx-pcb.pid")" 2>/dev/null || true
+  stop_serve
+done
+latb() { awk '$1 == "50%" {p50=$2} $1 == "99%" {p99=$2} END {print "p50 " p50 ", p99 " p99}' "$1"; }
+C=$(printf '%s\n' "${wc_[@]}" | most); J=$(printf '%s\n' "${wj[@]}" | most); PC=$(printf '%s\n' "${wpc[@]}" | most)
+row "P4b warm f=auto hot set ($N_HOT thumbnails), wrk -c16, Chrome's Accept" "artcache serve $C req/s; $(latb "$WORK/wrk-c.out")" \
+  "the same with Accept: image/jpeg $J req/s; $(latb "$WORK/wrk-j.out")" "nginx proxy_cache by format class $PC req/s; $(latb "$WORK/wrk-pc.out")" "" \
+  "$(ratio "$C" "$J")× the JPEG client (goal ≥ 0.95); $(ratio "$C" "$PC")× proxy_cache (goal ≥ 1.0)"
+rm -rf "$WORK/cache-hotb"
+fi
