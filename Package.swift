@@ -52,6 +52,9 @@ let package = Package(
         // fast path (non-variadic: no shims).
         .systemLibrary(name: "CTurboJPEG", pkgConfig: "libturbojpeg", providers: [.apt(["libturbojpeg0-dev"])]),
         .systemLibrary(name: "CWebP", pkgConfig: "libwebp", providers: [.apt(["libwebp-dev"])]),
+        // libheif (with libaom) for the fast path's AVIF outputs, called
+        // directly: libvips' heifsave costs more than the encode at artwork sizes.
+        .systemLibrary(name: "CHeif", pkgConfig: "libheif", providers: [.apt(["libheif-dev"])]),
         // The fast path's resample loop in C: fast in debug builds too.
         .target(name: "CPixels"),
         // The target graph is the architecture (arrows point down only):
@@ -84,7 +87,7 @@ let package = Package(
         // Sniffing, libvips, and the TurboJPEG fast path.
         .target(
             name: "ArtCacheRender",
-            dependencies: ["ArtCacheCore", "CVipsShim", "CZlib", "CTurboJPEG", "CWebP", "CPixels"]
+            dependencies: ["ArtCacheCore", "CVipsShim", "CZlib", "CTurboJPEG", "CWebP", "CHeif", "CPixels"]
         ),
         .target(
             name: "ArtCache",

@@ -34,6 +34,25 @@ public enum SyntheticImage {
         try generate("an animated GIF") { cvips_test_animated_gif(Int32(width), Int32(height), Int32(frames), $0, $1) }
     }
 
+    /// Interleaved 8-bit pixels (`bands` 1, 3 or 4) encoded by libvips'
+    /// saver (`format` "webp", "avif" or "jpeg") with the options of the
+    /// product's libvips save step; `effort` is the saver's own option.
+    public static func vipsSave(_ pixels: [UInt8], width: Int, height: Int, bands: Int, format: String,
+                                quality: Int, effort: Int) throws -> Data {
+        precondition(pixels.count == width * height * bands, "pixel count")
+        let code = switch format {
+        case "webp": CVIPS_FORMAT_WEBP
+        case "avif": CVIPS_FORMAT_AVIF
+        default: CVIPS_FORMAT_JPEG
+        }
+        return try generate("\(format) from pixels") { out, length in
+            pixels.withUnsafeBytes {
+                cvips_test_save_pixels($0.baseAddress, Int32(width), Int32(height), Int32(bands), Int32(code),
+                                       Int32(quality), Int32(effort), out, length)
+            }
+        }
+    }
+
     private static func generate(_ what: String,
                                  _ make: (UnsafeMutablePointer<UnsafeMutableRawPointer?>, UnsafeMutablePointer<Int>) -> Int32) throws -> Data {
         guard cvips_init("artcache-fixtures") == 0 else { throw Failure(description: "libvips failed to start") }

@@ -29,9 +29,10 @@ public struct ThumbnailSettings: Sendable, Equatable {
     /// Longest a render may take; past it libvips is told to stop and the
     /// request ends with a typed error (`.tooLarge`), freeing its worker.
     public var renderTimeout: TimeInterval = 30
-    /// JPEG sources (sRGB or grey) to JPEG `contain`/`cover` outputs go
-    /// through libjpeg-turbo directly (DCT-scaled decode, Lanczos-3, encode)
-    /// instead of libvips: about twice as fast on artwork. Off: libvips renders everything.
+    /// JPEG sources (sRGB or grey) to JPEG, WebP or AVIF `contain`/`cover`
+    /// outputs go through libjpeg-turbo directly (DCT-scaled decode,
+    /// Lanczos-3), and libjpeg-turbo, libwebp or libheif encode, instead of
+    /// libvips: about twice as fast on artwork. Off: libvips renders everything.
     public var fastJPEG = true
 
     /// The documented defaults of `cache.conf`; set the fields to change them.

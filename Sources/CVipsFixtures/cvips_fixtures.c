@@ -107,3 +107,31 @@ done:
     g_object_unref(base);
     return status;
 }
+
+int cvips_test_save_pixels(const void *pixels, int width, int height, int bands, int format, int quality,
+                           int effort, void **out, size_t *out_length) {
+    *out = NULL;
+    *out_length = 0;
+    VipsImage *image = vips_image_new_from_memory(pixels, (size_t) width * height * bands, width, height, bands,
+                                                  VIPS_FORMAT_UCHAR);
+    if (!image) return -1;
+    VipsImage *tagged = NULL;
+    int status = vips_copy(image, &tagged, "interpretation",
+                           bands >= 3 ? VIPS_INTERPRETATION_sRGB : VIPS_INTERPRETATION_B_W, NULL);
+    g_object_unref(image);
+    if (status) return -1;
+    /* The options of cvips_render_save, the product's save step. */
+    switch (format) {
+    case CVIPS_FORMAT_WEBP:
+        status = vips_webpsave_buffer(tagged, out, out_length, "Q", quality, "effort", effort, "strip", TRUE, NULL);
+        break;
+    case CVIPS_FORMAT_AVIF:
+        status = vips_heifsave_buffer(tagged, out, out_length, "Q", quality, "effort", effort, "strip", TRUE,
+                                      "compression", VIPS_FOREIGN_HEIF_COMPRESSION_AV1, NULL);
+        break;
+    default:
+        status = vips_jpegsave_buffer(tagged, out, out_length, "Q", quality, "strip", TRUE, NULL);
+    }
+    g_object_unref(tagged);
+    return status;
+}

@@ -164,7 +164,7 @@ int cvips_render_flatten(cvips_render *r, const double background[3]) {
     return CVIPS_OK;
 }
 
-int cvips_render_save(cvips_render *r, int format, int quality, void **out, size_t *out_length) {
+int cvips_render_save(cvips_render *r, int format, int quality, int effort, void **out, size_t *out_length) {
     *out = NULL;
     *out_length = 0;
     int status = cvips_render_materialize(r);
@@ -174,13 +174,13 @@ int cvips_render_save(cvips_render *r, int format, int quality, void **out, size
     int saved;
     switch (format) {
     case CVIPS_FORMAT_WEBP:
-        saved = vips_webpsave_buffer(image, out, out_length, "Q", quality, "strip", TRUE, NULL);
+        saved = vips_webpsave_buffer(image, out, out_length, "Q", quality, "effort", effort, "strip", TRUE, NULL);
         break;
     case CVIPS_FORMAT_PNG:
         saved = vips_pngsave_buffer(image, out, out_length, "strip", TRUE, "compression", 6, NULL);
         break;
     case CVIPS_FORMAT_AVIF:
-        saved = vips_heifsave_buffer(image, out, out_length, "Q", quality, "strip", TRUE,
+        saved = vips_heifsave_buffer(image, out, out_length, "Q", quality, "effort", effort, "strip", TRUE,
                                      "compression", VIPS_FOREIGN_HEIF_COMPRESSION_AV1, NULL);
         break;
     case CVIPS_FORMAT_JPEG:

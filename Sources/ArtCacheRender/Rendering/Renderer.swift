@@ -42,10 +42,21 @@ private struct RenderCounters: Sendable {
     @_spi(Benchmarks) public let settings: ThumbnailSettings
     private let counters = Locked(RenderCounters())
     let threads: WorkerThreads
+    /// The quality and effort each output is encoded with (both paths).
+    package let encoderSetting: @Sendable (VariantSpec, VariantSpec.Format) -> EncoderSetting
 
     /// Cheap: libvips itself starts at the first render or header read.
-    @_spi(Benchmarks) public init(settings: ThumbnailSettings) {
+    @_spi(Benchmarks) public convenience init(settings: ThumbnailSettings) {
+        self.init(settings: settings, encoderSetting: RenderPlan.encoderSetting)
+    }
+
+    /// `encoderSetting`: the quality and effort of an output (a spec in the
+    /// format it is written as, never `.auto`), e.g. from a calibrated table;
+    /// by default the spec's quality with libvips' default efforts.
+    package init(settings: ThumbnailSettings,
+                 encoderSetting: @escaping @Sendable (VariantSpec, VariantSpec.Format) -> EncoderSetting) {
         self.settings = settings
+        self.encoderSetting = encoderSetting
         let count = settings.concurrency > 0 ? settings.concurrency : ProcessInfo.processInfo.activeProcessorCount
         threads = WorkerThreads(count: max(1, count), name: "artcache.render")
     }
@@ -178,7 +189,7 @@ private struct RenderCounters: Sendable {
         let deadline = ContinuousClock.now + .seconds(settings.renderTimeout)
         if settings.fastJPEG, JPEGFastPath.handles(sniffed, specs: specs),
            let fast = JPEGFastPath.plan(data, specs: specs, maxSourcePixels: settings.renderLimits.maxSourcePixels),
-           let rendered = try fast.render(data, deadline: deadline, placeholder: placeholder) {
+           let rendered = try fast.render(data, deadline: deadline, encoding: encoderSetting, placeholder: placeholder) {
             counters.withLock { $0.fast += 1 }
             return rendered
         }
@@ -242,7 +253,7 @@ private struct RenderCounters: Sendable {
         let flatten = RenderPlan.flattens(format, hasAlpha: hasAlpha)
         if flatten { try render.flatten(onto: spec.background) }
         let size = render.info
-        let data = try render.save(format, quality: spec.quality)
+        let data = try render.save(format, encoderSetting(spec, format))
         return RenderedImage(data: data, width: size.width, height: size.height, format: format, hasAlpha: hasAlpha && !flatten)
     }
 

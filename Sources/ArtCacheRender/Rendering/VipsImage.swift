@@ -154,11 +154,13 @@ final class VipsRender {
         try check(rgb.withUnsafeBufferPointer { cvips_render_flatten(handle, $0.baseAddress) })
     }
 
-    /// Computes and encodes the current image (`format` never `.auto`).
-    func save(_ format: VariantSpec.Format, quality: Int) throws(RenderError) -> Data {
+    /// Computes and encodes the current image (`format` never `.auto`) with
+    /// `setting`'s quality and effort (`webpsave`/`heifsave` `effort`).
+    func save(_ format: VariantSpec.Format, _ setting: EncoderSetting) throws(RenderError) -> Data {
         var output: UnsafeMutableRawPointer?
         var length = 0
-        try check(cvips_render_save(handle, Int32(VipsImage.code(of: format)), Int32(quality), &output, &length))
+        try check(cvips_render_save(handle, Int32(VipsImage.code(of: format)), Int32(setting.quality),
+                                    Int32(setting.vipsEffort(format)), &output, &length))
         guard let output else { throw RenderError(.encode, VipsImage.describe(self.format, kind: Int32(CVIPS_ENCODE))) }
         defer { cvips_free(output) }
         return Data(bytes: output, count: length)

@@ -132,9 +132,11 @@ int cvips_render_srgb(cvips_render *render);
 int cvips_render_flatten(cvips_render *render, const double background[3]);
 /* Computes the image into memory under the deadline (decode errors surface
  * here, not inside the encoder), then encodes it as CVIPS_FORMAT_JPEG,
- * _WEBP, _PNG or _AVIF (never _AUTO) with metadata stripped. *out is
+ * _WEBP, _PNG or _AVIF (never _AUTO) with metadata stripped. `effort` is
+ * the saver's option of that name (webpsave: the method 0..6; heifsave:
+ * 0..9, libaom speed 9 - effort); JPEG and PNG ignore it. *out is
  * g_malloc'd: free it with cvips_free. */
-int cvips_render_save(cvips_render *render, int format, int quality, void **out, size_t *out_length);
+int cvips_render_save(cvips_render *render, int format, int quality, int effort, void **out, size_t *out_length);
 
 /* Computes the current image (8-bit sRGB: call cvips_render_srgb first)
  * under the deadline and returns its pixels as RGBA rows, alpha 255 where

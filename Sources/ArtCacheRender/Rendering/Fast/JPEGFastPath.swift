@@ -3,16 +3,17 @@ import CVipsShim
 import Foundation
 
 /// The common artwork case at the codec's speed: a JPEG (YCbCr, RGB or
-/// grey; no ICC profile, or an sRGB one; any EXIF orientation) to JPEG or
-/// WebP thumbnails that `contain` or `cover`. libjpeg-turbo decodes with its DCT
-/// scaled to the smallest size at least ``decodeMargin`` × the largest
-/// output, a Lanczos-3 ``Resampler`` takes it to each output size, the
-/// pixels are turned upright and centre-cropped, and libjpeg-turbo (or
-/// libwebp) encodes.
+/// grey; no ICC profile, or an sRGB one; any EXIF orientation) to JPEG,
+/// WebP or AVIF thumbnails that `contain` or `cover`. libjpeg-turbo decodes
+/// with its DCT scaled to the smallest size at least ``decodeMargin`` × the
+/// largest output, a Lanczos-3 ``Resampler`` takes it to each output size,
+/// the pixels are turned upright and centre-cropped, and libjpeg-turbo,
+/// libwebp (``WebPEncoder``) or libheif (``AVIFEncoder``) encodes, with the
+/// quality and effort of each output's ``EncoderSetting``.
 /// Several outputs share the one decode.
 ///
 /// Everything else — other formats, CMYK, other ICC profiles, `smart`
-/// crops, PNG/AVIF output, a file TurboJPEG warns about — is
+/// crops, PNG output, a file TurboJPEG warns about — is
 /// libvips' (``plan(_:specs:maxSourcePixels:)`` returns nil, or the decode
 /// step does, and the caller renders with libvips, which decides).
 ///
@@ -35,7 +36,7 @@ package struct JPEGFastPath {
 
     /// Whether these outputs are the fast path's at all (before reading the bytes).
     package static func handles(_ format: SniffedFormat, specs: [VariantSpec]) -> Bool {
-        format == .jpeg && !specs.isEmpty && specs.allSatisfy { $0.fit != .smart && [.jpeg, .auto, .webp].contains($0.format) }
+        format == .jpeg && !specs.isEmpty && specs.allSatisfy { $0.fit != .smart && [.jpeg, .auto, .webp, .avif].contains($0.format) }
     }
 
     /// The plan for `data`, or nil when libvips is to render it.
@@ -65,7 +66,9 @@ package struct JPEGFastPath {
     /// renders them). Throws `timedOut` past `deadline`, `encode` when the
     /// encoder fails.
     /// `placeholder`: given the placeholder's pixels, from the same decode.
+    /// `encoding`: the quality and effort of each output in its format.
     func render(_ data: Data, deadline: ContinuousClock.Instant,
+                encoding: (VariantSpec, VariantSpec.Format) -> EncoderSetting = RenderPlan.encoderSetting,
                 placeholder: ((PlaceholderPixels) -> Void)? = nil) throws(RenderError) -> [RenderedImage]? {
         let orientation = metadata.orientation
         let upright = RenderPlan.upright(width: header.width, height: header.height, orientation: orientation)
@@ -94,13 +97,17 @@ package struct JPEGFastPath {
                                         width: crop.width, height: crop.height)
             }
             try Self.check(deadline)
-            let format: VariantSpec.Format = spec.format == .webp ? .webp : .jpeg
+            let format: VariantSpec.Format = [.webp, .avif].contains(spec.format) ? spec.format : .jpeg
+            let setting = encoding(spec, format)
             let encoded: Data
             do {
-                encoded = format == .webp ? try WebPEncoder.encode(pixels, quality: spec.quality)
-                    : try encoder.encode(pixels, quality: spec.quality)
+                encoded = switch format {
+                case .webp: try WebPEncoder.encode(pixels, quality: setting.quality, method: setting.effort)
+                case .avif: try AVIFEncoder.encode(pixels, quality: setting.quality, speed: setting.effort)
+                default: try encoder.encode(pixels, quality: setting.quality)
+                }
             } catch {
-                throw RenderError(.encode, error.description)
+                throw RenderError(.encode, "\(error)")
             }
             outputs.append(RenderedImage(data: encoded, width: pixels.width, height: pixels.height, format: format, hasAlpha: false))
         }

@@ -2,7 +2,8 @@ import CTurboJPEG
 import Foundation
 
 /// Pixels in memory: 8-bit, interleaved, `channels` 1 (grey) or 3 (RGB),
-/// rows of `width * channels` bytes.
+/// rows of `width * channels` bytes. (The WebP and AVIF encoders also take
+/// 2 and 4: grey and RGB with alpha last.)
 package struct PixelBuffer: Sendable {
     package var width: Int
     package var height: Int

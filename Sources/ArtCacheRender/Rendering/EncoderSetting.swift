@@ -1,0 +1,62 @@
+import Foundation
+
+/// How one output is encoded: the quality and the effort the encoder is
+/// given. Both render paths honour it the same way (the fast path's libwebp
+/// and libheif calls, libvips' `webpsave` and `heifsave`), so one setting
+/// gives one kind of output whichever path renders it.
+///
+/// Not part of `VariantSpec` (whose `canonical` string names the variant on
+/// disk): it is decided per render from the spec (``RenderPlan/encoderSetting(for:format:)``,
+/// or the table a ``Renderer`` is given).
+package struct EncoderSetting: Sendable, Equatable {
+    /// 1...100, the encoder's own scale (libjpeg-turbo, libwebp, libheif).
+    package var quality: Int
+    /// What the encoder trades for speed, in its own terms:
+    /// - WebP: libwebp's `method`, 0 (fastest) ... 6 (smallest); libvips'
+    ///   `webpsave` `effort` is the same number.
+    /// - AVIF: libaom's `speed`, 0 (slowest, smallest) ... 9 (fastest);
+    ///   libvips' `heifsave` `effort` is `9 - speed`.
+    /// - JPEG, PNG: unused.
+    package var effort: Int
+
+    package init(quality: Int, effort: Int) {
+        self.quality = quality
+        self.effort = effort
+    }
+
+    /// libwebp's default method, and libvips' `webpsave` default effort.
+    package static let defaultWebPMethod = 4
+    /// libvips' `heifsave` default effort (4) as libaom's speed: what AVIF
+    /// outputs were encoded with before the fast path made them.
+    package static let defaultAVIFSpeed = 5
+
+    /// The range `effort` is clamped to for `format`.
+    package static func effortRange(_ format: VariantSpec.Format) -> ClosedRange<Int> {
+        switch format {
+        case .webp: 0...6
+        case .avif: 0...9
+        case .auto, .jpeg, .png: 0...0
+        }
+    }
+
+    /// `effort` as libvips' saver option of the same name (`webpsave`:
+    /// the method; `heifsave`: `9 - speed`), clamped to its range.
+    package func vipsEffort(_ format: VariantSpec.Format) -> Int {
+        let effort = min(max(effort, Self.effortRange(format).lowerBound), Self.effortRange(format).upperBound)
+        return format == .avif ? 9 - effort : effort
+    }
+}
+
+extension RenderPlan {
+    /// Today's encoding of `spec` written as `format` (never `.auto`): its
+    /// quality, WebP method 4, AVIF speed 5 (libvips' defaults). A renderer
+    /// given a calibrated table uses that instead.
+    package static func encoderSetting(for spec: VariantSpec, format: VariantSpec.Format) -> EncoderSetting {
+        let effort = switch format {
+        case .webp: EncoderSetting.defaultWebPMethod
+        case .avif: EncoderSetting.defaultAVIFSpeed
+        case .auto, .jpeg, .png: 0
+        }
+        return EncoderSetting(quality: spec.quality, effort: effort)
+    }
+}

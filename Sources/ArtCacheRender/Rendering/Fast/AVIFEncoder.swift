@@ -1,0 +1,84 @@
+import CHeif
+import Foundation
+
+/// AVIF from pixels with libheif and libaom directly: what libvips'
+/// `heifsave` does for an 8-bit sRGB image (quality, libaom `speed`,
+/// chroma 4:2:0 below quality 90 and 4:4:4 from it, as its `subsample_mode`
+/// auto), without its per-call machinery, which at artwork sizes cost more
+/// than the encode. No metadata. Grey pixels are widened to RGB; RGBA keeps
+/// its alpha (an auxiliary alpha image).
+///
+/// Every libheif object is freed on every path (`defer` right after it is
+/// made); errors carry libheif's own message, copied from the call's result
+/// at once (per context, never a buffer shared between threads).
+enum AVIFEncoder {
+    /// `quality` 1...100, `speed` 0 (slowest, smallest) ... 9 (fastest), both clamped.
+    static func encode(_ pixels: PixelBuffer, quality: Int, speed: Int) throws(EncoderError) -> Data {
+        _ = started
+        let source = pixels.colour
+        guard source.width >= 1, source.height >= 1 else { throw EncoderError("libheif", "no pixels to encode") }
+        let quality = min(max(quality, 1), 100)
+
+        guard let context = heif_context_alloc() else { throw EncoderError("libheif", "cannot allocate a context") }
+        defer { heif_context_free(context) }
+
+        var image: OpaquePointer?
+        try check(heif_image_create(Int32(source.width), Int32(source.height), heif_colorspace_RGB,
+                                    source.hasAlpha ? heif_chroma_interleaved_RGBA : heif_chroma_interleaved_RGB, &image),
+                  "heif_image_create")
+        guard let image else { throw EncoderError("libheif", "heif_image_create gave no image") }
+        defer { heif_image_release(image) }
+        try check(heif_image_add_plane(image, heif_channel_interleaved, Int32(source.width), Int32(source.height), 8),
+                  "heif_image_add_plane")
+        var stride: Int32 = 0
+        guard let plane = heif_image_get_plane(image, heif_channel_interleaved, &stride), Int(stride) >= source.rowBytes else {
+            throw EncoderError("libheif", "no interleaved plane for \(source.width)x\(source.height)")
+        }
+        source.bytes.withUnsafeBufferPointer { bytes in
+            for row in 0..<source.height {
+                (plane + row * Int(stride)).update(from: bytes.baseAddress! + row * source.rowBytes, count: source.rowBytes)
+            }
+        }
+
+        var encoder: OpaquePointer?
+        try check(heif_context_get_encoder_for_format(context, heif_compression_AV1, &encoder), "no AV1 encoder")
+        guard let encoder else { throw EncoderError("libheif", "no AV1 encoder") }
+        defer { heif_encoder_release(encoder) }
+        try check(heif_encoder_set_lossy_quality(encoder, Int32(quality)), "quality \(quality)")
+        try check(heif_encoder_set_lossless(encoder, 0), "lossless off")
+        try check(heif_encoder_set_parameter_integer(encoder, "speed", Int32(min(max(speed, 0), 9))), "speed \(speed)")
+        try check(heif_encoder_set_parameter_string(encoder, "chroma", quality >= 90 ? "444" : "420"), "chroma")
+
+        try check(heif_context_encode_image(context, image, encoder, nil, nil), "encode \(source.width)x\(source.height)")
+
+        let sink = Sink()
+        var writer = heif_writer(writer_api_version: 1, write: { _, bytes, count, userdata in
+            let sink = Unmanaged<Sink>.fromOpaque(userdata!).takeUnretainedValue()
+            if let bytes, count > 0 { sink.data.append(bytes.assumingMemoryBound(to: UInt8.self), count: count) }
+            // libheif may read the message: a static string.
+            let success: StaticString = "Success"
+            return heif_error(code: heif_error_Ok, subcode: heif_suberror_Unspecified,
+                              message: UnsafeRawPointer(success.utf8Start).assumingMemoryBound(to: CChar.self))
+        })
+        try withExtendedLifetime(sink) { () throws(EncoderError) in
+            try check(heif_context_write(context, &writer, Unmanaged.passUnretained(sink).toOpaque()), "write")
+        }
+        guard !sink.data.isEmpty else { throw EncoderError("libheif", "wrote nothing") }
+        return sink.data
+    }
+
+    /// The bytes `heif_context_write` hands over, in order (one encode, one thread).
+    private final class Sink {
+        var data = Data()
+    }
+
+    /// libheif started once per process (its plugins registered); never
+    /// stopped: encodes may run on any render thread until exit.
+    private static let started: Void = { _ = heif_init(nil) }()
+
+    private static func check(_ error: heif_error, _ step: String) throws(EncoderError) {
+        guard error.code != heif_error_Ok else { return }
+        let message = error.message.map { String(cString: $0) } ?? "error \(error.code.rawValue).\(error.subcode.rawValue)"
+        throw EncoderError("libheif", "\(step): \(message)")
+    }
+}
