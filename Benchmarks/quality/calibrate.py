@@ -27,7 +27,7 @@ EFFORTS = {"webp": (0, 2, 4), "avif": (9, 8, 6)}   # WebP method; AVIF aom speed
 # Grids of codec qualities, dense where the JPEG range 50-95 lands (see the
 # README: JPEG q50 ~ WebP 40s / AVIF 30s, JPEG q95 ~ WebP 90s / AVIF 80s).
 GRID = {"webp": (40, 55, 65, 75, 85, 92, 100),
-        "avif": (25, 40, 50, 60, 70, 80, 95)}
+        "avif": (25, 40, 50, 60, 70, 80, 90, 95, 100)}
 QUICK_GRID = {"webp": (40, 65, 85, 100), "avif": (25, 50, 70, 95)}
 POLICY_Q = 80          # the default `[thumbnails] quality`: efforts, bytes and ms are judged here
 BYTES_SLACK = 1.05     # the effort rule: fastest effort within 5% of the fewest bytes
@@ -51,6 +51,21 @@ def encode(codec, image, quality, effort):
                                  strip=True)
 
 
+def payload(codec, data):
+    """The bytes the service sends. libvips 8.14's webpsave adds a VP8X and an
+    EXIF chunk (~200 bytes) even with strip; the service's WebP is libwebp's
+    simple format (RIFF + one VP8 chunk), so that is what is counted."""
+    if codec != "webp":
+        return len(data)
+    k = 12
+    while k + 8 <= len(data):
+        n = int.from_bytes(data[k + 4:k + 8], "little")
+        if data[k:k + 4] == b"VP8 ":
+            return 12 + 8 + n + (n & 1)
+        k += 8 + n + (n & 1)
+    return len(data)
+
+
 def run_tool(args):
     out = subprocess.run(args, capture_output=True, text=True)
     if out.returncode != 0:
@@ -71,7 +86,7 @@ def butteraugli(ref, dist):
 class Bench:
     def __init__(self, args):
         self.quick = args.quick
-        names = sorted((f for f in os.listdir(args.photos) if re.fullmatch(r"p\d+\.jpg", f)),
+        names = sorted((f for f in os.listdir(args.photos) if re.fullmatch(r"p\d+\.png", f)),
                        key=lambda f: int(f[1:-4]))
         # Crops come six per photo (left/centre/right x top/bottom). The sample:
         # the centre-bottom crop of every photo, then the left-top one (24 of
@@ -90,7 +105,9 @@ class Bench:
         self.cache = {}
         if os.path.exists(self.cache_path) and not args.fresh:
             self.cache = json.load(open(self.cache_path))
+        self.enctime = args.enctime
         self.refs = {}   # size -> [(image in memory, path of its PNG)]
+        self.raw = {}    # size -> [paths of the same pixels as raw RGB, for enctime]
         for size in SIZES:
             refs = []
             for i, name in enumerate(self.names):
@@ -98,10 +115,14 @@ class Bench:
                 assert crop.width == 600 and crop.height == 600, name
                 # Cover, square, from a square crop: a plain Lanczos-3 resize.
                 ref = crop.resize(size / 600, kernel="lanczos3").copy_memory()
-                assert ref.width == size and ref.height == size, (name, ref.width, ref.height)
+                assert (ref.width, ref.height, ref.bands, ref.format) == (size, size, 3, "uchar"), name
                 path = os.path.join(self.tmp, f"ref-{size}-{i}.png")
                 ref.pngsave(path, compression=1)
                 refs.append((ref, path))
+                raw = os.path.join(self.tmp, f"ref-{size}-{i}.rgb")
+                with open(raw, "wb") as f:
+                    f.write(ref.write_to_memory())
+                self.raw.setdefault(size, []).append(raw)
             self.refs[size] = refs
 
     def close(self):
@@ -125,7 +146,7 @@ class Bench:
             key = f"{codec}/{size}/{effort}/{quality}/{self.names[i]}"
             if key not in self.cache:
                 data = encode(codec, ref, quality, effort)
-                self.cache[key] = [ssimulacra(path, self.decoded(data, i)), len(data)]
+                self.cache[key] = [ssimulacra(path, self.decoded(data, i)), payload(codec, data)]
                 fresh = True
             dist.append(self.cache[key][0])
             sizes.append(self.cache[key][1])
@@ -151,22 +172,31 @@ class Bench:
         return self.cache[key]
 
     def encode_ms(self, codec, size, effort, quality):
-        """CPU ms per encode on this (one) core: the fastest of several passes
-        over the sample, each pass timed with the process CPU clock (all of
-        the encoder's threads count, other people's load does not), and the
-        mean bytes."""
+        """CPU ms per encode on this (one) core and the mean bytes: the
+        fastest of several passes over the sample, each pass timed with the
+        process CPU clock (other people's load does not count; all of the
+        encoder's threads do). JPEG and WebP as the service calls them:
+        TurboJPEG and libwebp directly (enctime.c; libvips' call costs
+        ~0.5 ms more than the encode itself). AVIF through libvips' heifsave,
+        as the service calls it."""
         key = f"time/{codec}/{size}/{effort}/{quality}/{','.join(self.names)}"
         if key not in self.cache:
-            images = [ref for ref, _ in self.refs[size]]
-            best, passes, spent, total = float("inf"), 0, 0.0, 0
-            while passes < 2 or (passes < 10 and spent < 1.0):
-                total = 0
-                start = time.process_time()
-                for image in images:
-                    total += len(encode(codec, image, quality, effort))
-                took = time.process_time() - start
-                best, passes, spent = min(best, took), passes + 1, spent + took
-            self.cache[key] = {"ms": best / len(images) * 1000, "bytes": total / len(images)}
+            if codec in ("jpeg", "webp"):
+                passes = 20 if codec == "jpeg" else 6 if size < 600 else 3
+                out = run_tool([self.enctime, codec, str(quality), str(effort), str(size), str(passes)]
+                               + self.raw[size]).split()
+                self.cache[key] = {"ms": float(out[0]), "bytes": float(out[1])}
+            else:
+                images = [ref for ref, _ in self.refs[size]]
+                best, passes, spent, total = float("inf"), 0, 0.0, 0
+                while passes < 2 or (passes < 10 and spent < 1.0):
+                    total = 0
+                    start = time.process_time()
+                    for image in images:
+                        total += payload(codec, encode(codec, image, quality, effort))
+                    took = time.process_time() - start
+                    best, passes, spent = min(best, took), passes + 1, spent + took
+                self.cache[key] = {"ms": best / len(images) * 1000, "bytes": total / len(images)}
             self.save_cache()
         return self.cache[key]["ms"], self.cache[key]["bytes"]
 
@@ -197,9 +227,12 @@ def main():
     p.add_argument("--photos", required=True)
     p.add_argument("--work", required=True)
     p.add_argument("--root", required=True)
+    p.add_argument("--enctime", required=True, help="the enctime binary (enctime.c)")
     p.add_argument("--quick", action="store_true")
     p.add_argument("--crops", type=int, default=24, help="sample size (at most 24; --quick: 6)")
     p.add_argument("--fresh", action="store_true", help="ignore the cache of measured points")
+    p.add_argument("--bytes-slack", type=float, default=BYTES_SLACK,
+                   help="the effort rule: the fastest effort within this factor of the fewest bytes (1.05)")
     args = p.parse_args()
     pyvips.cache_set_max(0)
     started = time.time()
@@ -207,7 +240,7 @@ def main():
     print(f"sample: {len(bench.names)} crops ({', '.join(bench.names)}); cross-check on {len(bench.check)}",
           file=sys.stderr)
     try:
-        rows, chosen = measure(bench)
+        rows, chosen = measure(bench, args.bytes_slack)
     finally:
         bench.close()
     minutes = (time.time() - started) / 60
@@ -217,14 +250,14 @@ def main():
         out_tsv = os.path.join(args.work, "quick-table.tsv")
         out_swift = os.path.join(args.work, "quick-QualityTable.swift")
     meta = {"date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d"),
-            "crops": len(bench.names), "check": len(bench.check), "minutes": minutes,
+            "crops": len(bench.names), "check": len(bench.check), "minutes": minutes, "slack": args.bytes_slack,
             "vips": pyvips.version(0), "vips_minor": pyvips.version(1), "vips_micro": pyvips.version(2)}
     write_tsv(out_tsv, rows, meta)
     write_swift(out_swift, rows, chosen, meta)
     print(f"wrote {out_tsv} and {out_swift} in {minutes:.1f} min", file=sys.stderr)
 
 
-def measure(bench):
+def measure(bench, slack):
     rows = []   # dicts, one per table.tsv line
     targets = {}
     for size in SIZES:
@@ -268,7 +301,7 @@ def measure(bench):
             # The effort rule: among efforts whose bytes at the q80 match are
             # within 5% of the fewest, the fastest.
             fewest = min(r["bytes"] for r in at_policy.values())
-            fits = [e for e, r in at_policy.items() if r["bytes"] <= fewest * BYTES_SLACK]
+            fits = [e for e, r in at_policy.items() if r["bytes"] <= fewest * slack]
             pick = min(fits, key=lambda e: at_policy[e]["ms"])
             chosen[(codec, size)] = pick
             for r in rows:
@@ -326,8 +359,8 @@ SWIFT_HEADER = '''\
 /// qualities, rounded. Butteraugli at the chosen points agrees (table.tsv).
 ///
 /// Effort: per codec and size class, the fastest effort (least CPU per encode
-/// on one core) whose mean bytes at the JPEG-q80 match are within 5% of the
-/// fewest bytes of the efforts measured: cold answers at codec speed (issue
+/// on one core) whose mean bytes at the JPEG-q80 match are within {slack}% of
+/// the fewest bytes of the efforts measured: cold answers at codec speed (issue
 /// 35) unless a slower effort saves real bytes.
 {effort_doc}
 package enum QualityTable {{
@@ -455,7 +488,7 @@ def write_swift(path, rows, chosen, meta):
             parts = ", ".join(f"{e}: {round(at80[e]['bytes'])} B {at80[e]['ms']:.1f} ms" for e in EFFORTS[codec])
             effort_doc.append(f"/// - {codec} {size} px → {chosen[(codec, size)]} ({parts})")
     text = SWIFT_HEADER.format(
-        date=meta["date"], vips=f"{meta['vips']}.{meta['vips_minor']}.{meta['vips_micro']}", crops=meta["crops"],
+        slack=round((meta["slack"] - 1) * 100), date=meta["date"], vips=f"{meta['vips']}.{meta['vips_minor']}.{meta['vips_micro']}", crops=meta["crops"],
         jpeg_qs=", ".join(map(str, JPEG_QS)), effort_doc="\n".join(effort_doc),
         jpeg_list=", ".join(map(str, JPEG_QS)),
         tables=table("jpeg", "jpeg") + "\n" + table("webp", "webp") + "\n" + table("avif", "avif"))
