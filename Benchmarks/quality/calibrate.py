@@ -1,0 +1,500 @@
+#!/usr/bin/env python3
+"""Quality per format (issue 35, item 1). Run through ./calibrate (it fetches the
+photographs and pins this to one core); see README.md beside this file.
+
+For each size (100/300/600 px) and each JPEG q the mean SSIMULACRA distance of
+our JPEG to the resized original is the target; for WebP (methods 0/2/4) and
+AVIF (aom speeds 9/8/6) the quality with the same mean distance is found on a
+grid of measured qualities (linear between the two grid points around it,
+rounded). At each chosen point: mean bytes, encode CPU ms per image on one core,
+and Butteraugli on a subset as a cross-check.
+"""
+import argparse
+import datetime
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+
+import pyvips
+
+SIZES = (100, 300, 600)
+JPEG_QS = (50, 60, 70, 75, 80, 85, 90, 95)
+EFFORTS = {"webp": (0, 2, 4), "avif": (9, 8, 6)}   # WebP method; AVIF aom speed
+# Grids of codec qualities, dense where the JPEG range 50-95 lands (see the
+# README: JPEG q50 ~ WebP 40s / AVIF 30s, JPEG q95 ~ WebP 90s / AVIF 80s).
+GRID = {"webp": (40, 55, 65, 75, 85, 92, 100),
+        "avif": (25, 40, 50, 60, 70, 80, 90, 95, 100)}
+QUICK_GRID = {"webp": (40, 65, 85, 100), "avif": (25, 50, 70, 95)}
+POLICY_Q = 80          # the default `[thumbnails] quality`: efforts, bytes and ms are judged here
+BYTES_SLACK = 1.05     # the effort rule: fastest effort within 5% of the fewest bytes
+CHECK_QS = (80,)  # JPEG qs whose chosen points get the Butteraugli cross-check
+
+
+def encode(codec, image, quality, effort):
+    """The bytes our service would send for this setting."""
+    if codec == "jpeg":
+        # TurboJPEG.swift: baseline, standard Huffman tables, 4:2:0 below q90 and
+        # 4:4:4 from q90, no metadata: libvips' jpegsave defaults, spelled out.
+        return image.jpegsave_buffer(Q=quality, strip=True, optimize_coding=False, interlace=False,
+                                     subsample_mode="auto")
+    if codec == "webp":
+        # libvips webpsave = libwebp's default preset with method = effort (the
+        # service's WebPEncodeRGB is the same preset at method 4).
+        return image.webpsave_buffer(Q=quality, effort=effort, strip=True)
+    # libvips 8.14 heifsave: aom speed = 9 - effort; subsample "on" = 4:2:0 at
+    # every Q ("auto" switches to 4:4:4 from Q90); 8-bit from 8-bit input.
+    return image.heifsave_buffer(Q=quality, compression="av1", effort=9 - effort, subsample_mode="on",
+                                 strip=True)
+
+
+def payload(codec, data):
+    """The bytes the service sends. libvips 8.14's webpsave adds a VP8X and an
+    EXIF chunk (~200 bytes) even with strip; the service's WebP is libwebp's
+    simple format (RIFF + one VP8 chunk), so that is what is counted."""
+    if codec != "webp":
+        return len(data)
+    k = 12
+    while k + 8 <= len(data):
+        n = int.from_bytes(data[k + 4:k + 8], "little")
+        if data[k:k + 4] == b"VP8 ":
+            return 12 + 8 + n + (n & 1)
+        k += 8 + n + (n & 1)
+    return len(data)
+
+
+def run_tool(args):
+    out = subprocess.run(args, capture_output=True, text=True)
+    if out.returncode != 0:
+        sys.exit(f"{' '.join(args)} failed: {out.stderr.strip()}")
+    return out.stdout
+
+
+def ssimulacra(ref, dist):
+    return float(run_tool(["ssimulacra_main", ref, dist]).split()[0])
+
+
+def butteraugli(ref, dist):
+    text = run_tool(["butteraugli_main", ref, dist])
+    pnorm = re.search(r"3-norm:\s*([0-9.eE+-]+)", text)
+    return float(text.split()[0]), float(pnorm.group(1)) if pnorm else float("nan")
+
+
+class Bench:
+    def __init__(self, args):
+        self.quick = args.quick
+        names = sorted((f for f in os.listdir(args.photos) if re.fullmatch(r"p\d+\.png", f)),
+                       key=lambda f: int(f[1:-4]))
+        # Crops come six per photo (left/centre/right x top/bottom). The sample:
+        # the centre-bottom crop of every photo, then the left-top one (24 of
+        # 72 in all); --crops N takes the first N of that order (so a smaller
+        # run is a prefix of a larger one and their measurements are shared),
+        # --quick the first 6.
+        order = [n for pick in (3, 0) for n in names if int(n[1:-4]) % 6 == pick]
+        self.names = order[:6 if self.quick else args.crops]
+        # Butteraugli is slow: the cross-check uses every other crop of the sample.
+        self.check = list(range(0, len(self.names), 2))
+        self.grid = QUICK_GRID if self.quick else GRID
+        shm = "/dev/shm" if os.path.isdir("/dev/shm") else args.work
+        self.tmp = os.path.join(shm, f"artcache-quality-{os.getpid()}")
+        os.makedirs(self.tmp, exist_ok=True)
+        self.cache_path = os.path.join(args.work, "points.json")
+        self.cache = {}
+        if os.path.exists(self.cache_path) and not args.fresh:
+            self.cache = json.load(open(self.cache_path))
+        self.enctime = args.enctime
+        self.refs = {}   # size -> [(image in memory, path of its PNG)]
+        self.raw = {}    # size -> [paths of the same pixels as raw RGB, for enctime]
+        for size in SIZES:
+            refs = []
+            for i, name in enumerate(self.names):
+                crop = pyvips.Image.new_from_file(os.path.join(args.photos, name)).colourspace("srgb")
+                assert crop.width == 600 and crop.height == 600, name
+                # Cover, square, from a square crop: a plain Lanczos-3 resize.
+                ref = crop.resize(size / 600, kernel="lanczos3").copy_memory()
+                assert (ref.width, ref.height, ref.bands, ref.format) == (size, size, 3, "uchar"), name
+                path = os.path.join(self.tmp, f"ref-{size}-{i}.png")
+                ref.pngsave(path, compression=1)
+                refs.append((ref, path))
+                raw = os.path.join(self.tmp, f"ref-{size}-{i}.rgb")
+                with open(raw, "wb") as f:
+                    f.write(ref.write_to_memory())
+                self.raw.setdefault(size, []).append(raw)
+            self.refs[size] = refs
+
+    def close(self):
+        shutil.rmtree(self.tmp, ignore_errors=True)
+
+    def save_cache(self):
+        with open(self.cache_path + ".new", "w") as f:
+            json.dump(self.cache, f)
+        os.replace(self.cache_path + ".new", self.cache_path)
+
+    def decoded(self, data, i):
+        path = os.path.join(self.tmp, f"dist-{i}.png")
+        pyvips.Image.new_from_buffer(data, "").colourspace("srgb").pngsave(path, compression=1)
+        return path
+
+    def point(self, codec, size, effort, quality):
+        """Mean SSIMULACRA and mean bytes over the sample. Each crop's values
+        are cached across runs (a larger sample reuses a smaller one's)."""
+        dist, sizes, fresh = [], [], False
+        for i, (ref, path) in enumerate(self.refs[size]):
+            key = f"{codec}/{size}/{effort}/{quality}/{self.names[i]}"
+            if key not in self.cache:
+                data = encode(codec, ref, quality, effort)
+                self.cache[key] = [ssimulacra(path, self.decoded(data, i)), payload(codec, data)]
+                fresh = True
+            dist.append(self.cache[key][0])
+            sizes.append(self.cache[key][1])
+        if fresh:
+            self.save_cache()
+        return {"ssimulacra": sum(dist) / len(dist), "bytes": sum(sizes) / len(sizes)}
+
+    def cross_check(self, codec, size, effort, quality):
+        """SSIMULACRA and Butteraugli (max, 3-norm) means over the check subset."""
+        key = f"check/{codec}/{size}/{effort}/{quality}/{','.join(self.names[i] for i in self.check)}"
+        if key not in self.cache:
+            ss, bmax, bnorm = [], [], []
+            for i in self.check:
+                ref, path = self.refs[size][i]
+                dist = self.decoded(encode(codec, ref, quality, effort), i)
+                ss.append(ssimulacra(path, dist))
+                m, n = butteraugli(path, dist)
+                bmax.append(m)
+                bnorm.append(n)
+            k = len(self.check)
+            self.cache[key] = {"ssimulacra": sum(ss) / k, "max": sum(bmax) / k, "pnorm3": sum(bnorm) / k}
+            self.save_cache()
+        return self.cache[key]
+
+    def encode_ms(self, codec, size, effort, quality):
+        """CPU ms per encode on this (one) core and the mean bytes: the
+        fastest of several passes over the sample, each pass timed with the
+        process CPU clock (other people's load does not count; all of the
+        encoder's threads do). JPEG and WebP as the service calls them:
+        TurboJPEG and libwebp directly (enctime.c; libvips' call costs
+        ~0.5 ms more than the encode itself). AVIF through libvips' heifsave,
+        as the service calls it."""
+        key = f"time/{codec}/{size}/{effort}/{quality}/{','.join(self.names)}"
+        if key not in self.cache:
+            if codec in ("jpeg", "webp"):
+                passes = 20 if codec == "jpeg" else 6 if size < 600 else 3
+                out = run_tool([self.enctime, codec, str(quality), str(effort), str(size), str(passes)]
+                               + self.raw[size]).split()
+                self.cache[key] = {"ms": float(out[0]), "bytes": float(out[1])}
+            else:
+                images = [ref for ref, _ in self.refs[size]]
+                best, passes, spent, total = float("inf"), 0, 0.0, 0
+                while passes < 2 or (passes < 10 and spent < 1.0):
+                    total = 0
+                    start = time.process_time()
+                    for image in images:
+                        total += payload(codec, encode(codec, image, quality, effort))
+                    took = time.process_time() - start
+                    best, passes, spent = min(best, took), passes + 1, spent + took
+                self.cache[key] = {"ms": best / len(images) * 1000, "bytes": total / len(images)}
+            self.save_cache()
+        return self.cache[key]["ms"], self.cache[key]["bytes"]
+
+
+def calibrate(curve, target):
+    """The quality whose mean distance is `target` on a measured curve of
+    (quality, mean distance): linear between the grid points around it, the
+    curve first made non-increasing (a higher quality never counts as worse).
+    Returns (quality as a float, note)."""
+    qs = [q for q, _ in curve]
+    mono, low = [], float("inf")
+    for _, s in curve:
+        low = min(low, s)
+        mono.append(low)
+    if target >= mono[0]:
+        return float(qs[0]), "clamped-low"
+    if target < mono[-1]:
+        return float(qs[-1]), "clamped-high"
+    for k in range(len(qs) - 1):
+        a, b = mono[k], mono[k + 1]
+        if a >= target >= b and a > b:
+            return qs[k] + (a - target) / (a - b) * (qs[k + 1] - qs[k]), ""
+    return float(qs[-1]), "clamped-high"
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("--photos", required=True)
+    p.add_argument("--work", required=True)
+    p.add_argument("--root", required=True)
+    p.add_argument("--enctime", required=True, help="the enctime binary (enctime.c)")
+    p.add_argument("--quick", action="store_true")
+    p.add_argument("--crops", type=int, default=24, help="sample size (at most 24; --quick: 6)")
+    p.add_argument("--fresh", action="store_true", help="ignore the cache of measured points")
+    p.add_argument("--bytes-slack", type=float, default=BYTES_SLACK,
+                   help="the effort rule: the fastest effort within this factor of the fewest bytes (1.05)")
+    args = p.parse_args()
+    pyvips.cache_set_max(0)
+    started = time.time()
+    bench = Bench(args)
+    print(f"sample: {len(bench.names)} crops ({', '.join(bench.names)}); cross-check on {len(bench.check)}",
+          file=sys.stderr)
+    try:
+        rows, chosen = measure(bench, args.bytes_slack)
+    finally:
+        bench.close()
+    minutes = (time.time() - started) / 60
+    out_tsv = os.path.join(args.root, "Benchmarks/quality/table.tsv")
+    out_swift = os.path.join(args.root, "Sources/ArtCacheRender/Rendering/QualityTable.swift")
+    if args.quick:
+        out_tsv = os.path.join(args.work, "quick-table.tsv")
+        out_swift = os.path.join(args.work, "quick-QualityTable.swift")
+    meta = {"date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d"),
+            "crops": len(bench.names), "check": len(bench.check), "minutes": minutes, "slack": args.bytes_slack,
+            "vips": pyvips.version(0), "vips_minor": pyvips.version(1), "vips_micro": pyvips.version(2)}
+    write_tsv(out_tsv, rows, meta)
+    write_swift(out_swift, rows, chosen, meta)
+    print(f"wrote {out_tsv} and {out_swift} in {minutes:.1f} min", file=sys.stderr)
+
+
+def measure(bench, slack):
+    rows = []   # dicts, one per table.tsv line
+    targets = {}
+    for size in SIZES:
+        for q in JPEG_QS:
+            pt = bench.point("jpeg", size, 0, q)
+            targets[(size, q)] = pt["ssimulacra"]
+            row = {"kind": "jpeg", "codec": "jpeg", "size": size, "effort": 0, "jpeg_q": q, "quality": q,
+                   "ssimulacra": pt["ssimulacra"], "bytes": pt["bytes"], "ms": bench.encode_ms("jpeg", size, 0, q)[0]}
+            if q in CHECK_QS:
+                row["check"] = bench.cross_check("jpeg", size, 0, q)
+            rows.append(row)
+            print(f"jpeg {size} q{q}: ssimulacra {pt['ssimulacra']:.5f} bytes {pt['bytes']:.0f} "
+                  f"ms {row['ms']:.3f}", file=sys.stderr)
+    chosen = {}
+    for codec in ("webp", "avif"):
+        for size in SIZES:
+            at_policy = {}
+            for effort in EFFORTS[codec]:
+                curve = []
+                for quality in bench.grid[codec]:
+                    pt = bench.point(codec, size, effort, quality)
+                    curve.append((quality, pt["ssimulacra"]))
+                    rows.append({"kind": "grid", "codec": codec, "size": size, "effort": effort,
+                                 "quality": quality, "ssimulacra": pt["ssimulacra"], "bytes": pt["bytes"]})
+                last = 1
+                for q in JPEG_QS:
+                    value, note = calibrate(curve, targets[(size, q)])
+                    quality = max(last, min(100, max(1, round(value))))   # never lower for a higher q
+                    last = quality
+                    ms, data_bytes = bench.encode_ms(codec, size, effort, quality)
+                    row = {"kind": "calibrated", "codec": codec, "size": size, "effort": effort, "jpeg_q": q,
+                           "quality": quality, "exact": value, "ssimulacra": targets[(size, q)],
+                           "bytes": data_bytes, "ms": ms, "note": note}
+                    if q in CHECK_QS:
+                        row["check"] = bench.cross_check(codec, size, effort, quality)
+                    rows.append(row)
+                    if q == POLICY_Q:
+                        at_policy[effort] = row
+                    print(f"{codec} {size} effort {effort} jpeg q{q} -> Q{quality} ({value:.1f}{' ' + note if note else ''}) "
+                          f"bytes {data_bytes:.0f} ms {ms:.2f}", file=sys.stderr)
+            # The effort rule: among efforts whose bytes at the q80 match are
+            # within 5% of the fewest, the fastest.
+            fewest = min(r["bytes"] for r in at_policy.values())
+            fits = [e for e, r in at_policy.items() if r["bytes"] <= fewest * slack]
+            pick = min(fits, key=lambda e: at_policy[e]["ms"])
+            chosen[(codec, size)] = pick
+            for r in rows:
+                if r["kind"] == "calibrated" and r["codec"] == codec and r["size"] == size:
+                    r["chosen"] = r["effort"] == pick
+            print(f"{codec} {size}: effort {pick} chosen", file=sys.stderr)
+    return rows, chosen
+
+
+def fmt(v, spec):
+    return "-" if v is None else format(v, spec)
+
+
+def write_tsv(path, rows, meta):
+    cols = ["kind", "codec", "size", "effort", "jpeg_q", "quality", "quality_exact", "ssimulacra", "bytes",
+            "encode_ms", "chosen", "check_ssimulacra", "check_butteraugli_max", "check_butteraugli_3norm", "note"]
+    with open(path, "w") as f:
+        f.write(f"# generated by Benchmarks/quality/calibrate on {meta['date']} (libvips "
+                f"{meta['vips']}.{meta['vips_minor']}.{meta['vips_micro']}, {meta['crops']} crops, "
+                f"{meta['minutes']:.0f} min); see Benchmarks/quality/README.md\n")
+        f.write("# effort: JPEG 0, WebP method, AVIF aom speed. kind=jpeg: the targets; kind=grid: measured codec "
+                "qualities; kind=calibrated: the quality matching jpeg_q (ssimulacra = the JPEG target)\n")
+        f.write("# check_*: means over every other crop at that exact setting (SSIMULACRA, Butteraugli max and "
+                "3-norm), at jpeg q " + "/".join(map(str, CHECK_QS)) + "\n")
+        f.write("\t".join(cols) + "\n")
+        for r in rows:
+            c = r.get("check") or {}
+            vals = [r["kind"], r["codec"], str(r["size"]), str(r["effort"]),
+                    str(r["jpeg_q"]) if "jpeg_q" in r else "-", str(r["quality"]), fmt(r.get("exact"), ".1f"),
+                    fmt(r["ssimulacra"], ".5f"), fmt(r["bytes"], ".0f"), fmt(r.get("ms"), ".3f"),
+                    ("yes" if r["chosen"] else "no") if "chosen" in r else "-",
+                    fmt(c.get("ssimulacra"), ".5f"), fmt(c.get("max"), ".3f"), fmt(c.get("pnorm3"), ".3f"),
+                    r.get("note") or "-"]
+            f.write("\t".join(vals) + "\n")
+
+
+SWIFT_HEADER = '''\
+// generated by Benchmarks/quality/calibrate, do not edit
+// (regenerate: bash Benchmarks/quality/calibrate; every measured point is in
+// Benchmarks/quality/table.tsv, the method in Benchmarks/quality/README.md).
+
+/// Which WebP and AVIF setting looks as good as our JPEG at a given quality,
+/// so `q=` and `[thumbnails] quality` stay on the JPEG scale for every format
+/// (issue 35).
+///
+/// Measured on {date} (libvips {vips}) on {crops} real photographs (600x600
+/// crops of Debian's mate-backgrounds nature set), each resized with Lanczos 3
+/// to 100, 300 and 600 px. The metric is SSIMULACRA (libjxl's
+/// `ssimulacra_main`, a perceptual distance; lower is better): for each JPEG
+/// q in {jpeg_qs} (libjpeg-turbo as `TurboJPEGEncoder` makes it: baseline,
+/// standard Huffman tables, 4:2:0 below q90, 4:4:4 from q90) the mean distance
+/// to the resized original is the target; for WebP (libwebp default preset,
+/// methods 0, 2, 4) and AVIF (libheif + aom, 8-bit 4:2:0, speeds 9, 8, 6) the
+/// quality with the same mean distance, linear between a grid of measured
+/// qualities, rounded. Butteraugli at the chosen points agrees (table.tsv).
+///
+/// Effort: per codec and size class, the fastest effort (least CPU per encode
+/// on one core) whose mean bytes at the JPEG-q80 match are within {slack}% of
+/// the fewest bytes of the efforts measured: cold answers at codec speed (issue
+/// 35) unless a slower effort saves real bytes.
+{effort_doc}
+package enum QualityTable {{
+    /// Size classes by the thumbnail's longest edge: up to 150 px → .small
+    /// (measured at 100), up to 450 → .medium (300), else .large (600).
+    package enum SizeClass: Int, Sendable, CaseIterable {{
+        case small = 100, medium = 300, large = 600
+
+        package init(longEdge: Int) {{
+            switch longEdge {{
+            case ...150: self = .small
+            case ...450: self = .medium
+            default: self = .large
+            }}
+        }}
+    }}
+
+    package enum Codec: String, Sendable, CaseIterable {{ case jpeg, webp, avif }}
+
+    /// One encoder setting: the codec's own quality and its effort knob (WebP
+    /// method 0-6; AVIF aom speed 0-9, which is libvips `heifsave`'s
+    /// `effort = 9 - speed`; JPEG: 0).
+    package struct Setting: Sendable, Equatable {{
+        package let quality: Int
+        package let effort: Int
+
+        package init(quality: Int, effort: Int) {{
+            self.quality = quality
+            self.effort = effort
+        }}
+    }}
+
+    /// The setting for `codec` that matches JPEG quality `jpegQuality` (1-100,
+    /// interpolated between measured points, clamped) at `size`, with the
+    /// effort chosen for that size class. Between the measured JPEG qualities
+    /// the codec quality is linear; below the lowest and above the highest it
+    /// runs linearly to the ends of both scales (JPEG 1 → 1, JPEG 100 → 100),
+    /// so a higher `jpegQuality` never gives a lower codec quality.
+    package static func setting(_ codec: Codec, jpegQuality: Int, size: SizeClass) -> Setting {{
+        let q = min(max(jpegQuality, 1), 100)
+        guard let row = row(codec, size) else {{ return Setting(quality: q, effort: 0) }}
+        let xs = [1] + measuredJPEGQualities + [100], ys = [1] + row.qualities + [100]
+        var k = 0
+        while k < xs.count - 2 && q > xs[k + 1] {{ k += 1 }}
+        let t = Double(q - xs[k]) / Double(xs[k + 1] - xs[k])
+        let quality = (Double(ys[k]) + t * Double(ys[k + 1] - ys[k])).rounded()
+        return Setting(quality: min(max(Int(quality), 1), 100), effort: row.effort)
+    }}
+
+    /// Mean bytes of a thumbnail of that codec at that size class, calibrated
+    /// to JPEG q80 (for the format policy: "cheapest format within 10% of the
+    /// smallest").
+    package static func meanBytes(_ codec: Codec, size: SizeClass) -> Int {{
+        (row(codec, size) ?? jpeg[size]).meanBytes
+    }}
+
+    /// Mean encode milliseconds on one core for that codec/size class at its
+    /// chosen effort (CPU time of the encode of an already-resized image
+    /// through libvips, calibrated to JPEG q80).
+    package static func encodeMillis(_ codec: Codec, size: SizeClass) -> Double {{
+        (row(codec, size) ?? jpeg[size]).encodeMillis
+    }}
+
+    /// The JPEG qualities measured: `Row.qualities` holds the codec quality
+    /// matching each.
+    static let measuredJPEGQualities = [{jpeg_list}]
+
+    struct Row: Sendable {{
+        let effort: Int
+        let qualities: [Int]
+        let meanBytes: Int
+        let encodeMillis: Double
+    }}
+
+    /// One row per size class.
+    struct Rows: Sendable {{
+        let small: Row, medium: Row, large: Row
+
+        subscript(size: SizeClass) -> Row {{
+            switch size {{
+            case .small: small
+            case .medium: medium
+            case .large: large
+            }}
+        }}
+    }}
+
+    /// WebP and AVIF rows; nil for JPEG (its own scale, no effort knob).
+    private static func row(_ codec: Codec, _ size: SizeClass) -> Row? {{
+        switch codec {{
+        case .jpeg: nil
+        case .webp: webp[size]
+        case .avif: avif[size]
+        }}
+    }}
+
+    /// JPEG at q80 (qualities are JPEG's own).
+{tables}}}
+'''
+
+
+def write_swift(path, rows, chosen, meta):
+    def table(name, codec):
+        lines = [f"    private static let {name} = Rows("]
+        for size, case in zip(SIZES, ("small", "medium", "large")):
+            if codec == "jpeg":
+                r = next(r for r in rows if r["kind"] == "jpeg" and r["size"] == size and r["jpeg_q"] == POLICY_Q)
+                qs, effort = list(JPEG_QS), 0
+            else:
+                effort = chosen[(codec, size)]
+                mine = [r for r in rows if r["kind"] == "calibrated" and r["codec"] == codec and r["size"] == size
+                        and r["effort"] == effort]
+                qs = [next(r["quality"] for r in mine if r["jpeg_q"] == q) for q in JPEG_QS]
+                r = next(r for r in mine if r["jpeg_q"] == POLICY_Q)
+            lines.append(f"        {case}: Row(effort: {effort}, qualities: [{', '.join(map(str, qs))}], "
+                         f"meanBytes: {round(r['bytes'])}, encodeMillis: {r['ms']:.3f}){',' if case != 'large' else ''}")
+        lines.append("    )")
+        return "\n".join(lines) + "\n"
+
+    effort_doc = ["///", "/// Chosen efforts (WebP method, AVIF speed) per size class, q80 match:"]
+    for codec in ("webp", "avif"):
+        for size in SIZES:
+            at80 = {r["effort"]: r for r in rows if r["kind"] == "calibrated" and r["codec"] == codec
+                    and r["size"] == size and r["jpeg_q"] == POLICY_Q}
+            parts = ", ".join(f"{e}: {round(at80[e]['bytes'])} B {at80[e]['ms']:.1f} ms" for e in EFFORTS[codec])
+            effort_doc.append(f"/// - {codec} {size} px → {chosen[(codec, size)]} ({parts})")
+    text = SWIFT_HEADER.format(
+        slack=round((meta["slack"] - 1) * 100), date=meta["date"], vips=f"{meta['vips']}.{meta['vips_minor']}.{meta['vips_micro']}", crops=meta["crops"],
+        jpeg_qs=", ".join(map(str, JPEG_QS)), effort_doc="\n".join(effort_doc),
+        jpeg_list=", ".join(map(str, JPEG_QS)),
+        tables=table("jpeg", "jpeg") + "\n" + table("webp", "webp") + "\n" + table("avif", "avif"))
+    with open(path, "w") as f:
+        f.write(text)
+
+
+if __name__ == "__main__":
+    main()
