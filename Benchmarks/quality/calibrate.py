@@ -240,7 +240,7 @@ def main():
     print(f"sample: {len(bench.names)} crops ({', '.join(bench.names)}); cross-check on {len(bench.check)}",
           file=sys.stderr)
     try:
-        rows, chosen = measure(bench, args.bytes_slack)
+        rows, (chosen, cold) = measure(bench, args.bytes_slack)
     finally:
         bench.close()
     minutes = (time.time() - started) / 60
@@ -253,7 +253,7 @@ def main():
             "crops": len(bench.names), "check": len(bench.check), "minutes": minutes, "slack": args.bytes_slack,
             "vips": pyvips.version(0), "vips_minor": pyvips.version(1), "vips_micro": pyvips.version(2)}
     write_tsv(out_tsv, rows, meta)
-    write_swift(out_swift, rows, chosen, meta)
+    write_swift(out_swift, rows, chosen, cold, meta)
     print(f"wrote {out_tsv} and {out_swift} in {minutes:.1f} min", file=sys.stderr)
 
 
@@ -272,6 +272,7 @@ def measure(bench, slack):
             print(f"jpeg {size} q{q}: ssimulacra {pt['ssimulacra']:.5f} bytes {pt['bytes']:.0f} "
                   f"ms {row['ms']:.3f}", file=sys.stderr)
     chosen = {}
+    cold = {}
     for codec in ("webp", "avif"):
         for size in SIZES:
             at_policy = {}
@@ -304,11 +305,14 @@ def measure(bench, slack):
             fits = [e for e, r in at_policy.items() if r["bytes"] <= fewest * slack]
             pick = min(fits, key=lambda e: at_policy[e]["ms"])
             chosen[(codec, size)] = pick
+            # The cold effort (an answer waits for it): the fastest measured.
+            fast = min(at_policy, key=lambda e: at_policy[e]["ms"])
+            cold[(codec, size)] = fast
             for r in rows:
                 if r["kind"] == "calibrated" and r["codec"] == codec and r["size"] == size:
-                    r["chosen"] = r["effort"] == pick
-            print(f"{codec} {size}: effort {pick} chosen", file=sys.stderr)
-    return rows, chosen
+                    r["chosen"] = ",".join(t for t, e in (("behind", pick), ("cold", fast)) if r["effort"] == e) or "no"
+            print(f"{codec} {size}: effort {pick} chosen, {cold[(codec, size)]} cold", file=sys.stderr)
+    return rows, (chosen, cold)
 
 
 def fmt(v, spec):
@@ -332,7 +336,7 @@ def write_tsv(path, rows, meta):
             vals = [r["kind"], r["codec"], str(r["size"]), str(r["effort"]),
                     str(r["jpeg_q"]) if "jpeg_q" in r else "-", str(r["quality"]), fmt(r.get("exact"), ".1f"),
                     fmt(r["ssimulacra"], ".5f"), fmt(r["bytes"], ".0f"), fmt(r.get("ms"), ".3f"),
-                    ("yes" if r["chosen"] else "no") if "chosen" in r else "-",
+                    r["chosen"] if "chosen" in r else "-",
                     fmt(c.get("ssimulacra"), ".5f"), fmt(c.get("max"), ".3f"), fmt(c.get("pnorm3"), ".3f"),
                     r.get("note") or "-"]
             f.write("\t".join(vals) + "\n")
@@ -361,7 +365,9 @@ SWIFT_HEADER = '''\
 /// Effort: per codec and size class, the fastest effort (least CPU per encode
 /// on one core) whose mean bytes at the JPEG-q80 match are within {slack}% of
 /// the fewest bytes of the efforts measured: cold answers at codec speed (issue
-/// 35) unless a slower effort saves real bytes.
+/// 35) unless a slower effort saves real bytes: the `.behind` tier (format
+/// upgrades behind an answer, README "What browsers get"). The `.cold` tier,
+/// for answers a client waits for, is the fastest effort measured.
 {effort_doc}
 package enum QualityTable {{
     /// Size classes by the thumbnail's longest edge: up to 150 px → .small
@@ -379,6 +385,11 @@ package enum QualityTable {{
     }}
 
     package enum Codec: String, Sendable, CaseIterable {{ case jpeg, webp, avif }}
+
+    /// Which effort a row is for: `.cold`, an answer waits for the encode
+    /// (the fastest effort measured); `.behind`, a format upgrade behind the
+    /// answer (the effort rule above: fewer bytes).
+    package enum Tier: String, Sendable, CaseIterable {{ case cold, behind }}
 
     /// One encoder setting: the codec's own quality and its effort knob (WebP
     /// method 0-6; AVIF aom speed 0-9, which is libvips `heifsave`'s
@@ -399,9 +410,9 @@ package enum QualityTable {{
     /// the codec quality is linear; below the lowest and above the highest it
     /// runs linearly to the ends of both scales (JPEG 1 → 1, JPEG 100 → 100),
     /// so a higher `jpegQuality` never gives a lower codec quality.
-    package static func setting(_ codec: Codec, jpegQuality: Int, size: SizeClass) -> Setting {{
+    package static func setting(_ codec: Codec, jpegQuality: Int, size: SizeClass, tier: Tier = .behind) -> Setting {{
         let q = min(max(jpegQuality, 1), 100)
-        guard let row = row(codec, size) else {{ return Setting(quality: q, effort: 0) }}
+        guard let row = row(codec, size, tier) else {{ return Setting(quality: q, effort: 0) }}
         let xs = [1] + measuredJPEGQualities + [100], ys = [1] + row.qualities + [100]
         var k = 0
         while k < xs.count - 2 && q > xs[k + 1] {{ k += 1 }}
@@ -413,15 +424,15 @@ package enum QualityTable {{
     /// Mean bytes of a thumbnail of that codec at that size class, calibrated
     /// to JPEG q80 (for the format policy: "cheapest format within 10% of the
     /// smallest").
-    package static func meanBytes(_ codec: Codec, size: SizeClass) -> Int {{
-        (row(codec, size) ?? jpeg[size]).meanBytes
+    package static func meanBytes(_ codec: Codec, size: SizeClass, tier: Tier = .behind) -> Int {{
+        (row(codec, size, tier) ?? jpeg[size]).meanBytes
     }}
 
     /// Mean encode milliseconds on one core for that codec/size class at its
     /// chosen effort (CPU time of the encode of an already-resized image
     /// through libvips, calibrated to JPEG q80).
-    package static func encodeMillis(_ codec: Codec, size: SizeClass) -> Double {{
-        (row(codec, size) ?? jpeg[size]).encodeMillis
+    package static func encodeMillis(_ codec: Codec, size: SizeClass, tier: Tier = .behind) -> Double {{
+        (row(codec, size, tier) ?? jpeg[size]).encodeMillis
     }}
 
     /// The JPEG qualities measured: `Row.qualities` holds the codec quality
@@ -449,11 +460,13 @@ package enum QualityTable {{
     }}
 
     /// WebP and AVIF rows; nil for JPEG (its own scale, no effort knob).
-    private static func row(_ codec: Codec, _ size: SizeClass) -> Row? {{
-        switch codec {{
-        case .jpeg: nil
-        case .webp: webp[size]
-        case .avif: avif[size]
+    private static func row(_ codec: Codec, _ size: SizeClass, _ tier: Tier) -> Row? {{
+        switch (codec, tier) {{
+        case (.jpeg, _): nil
+        case (.webp, .behind): webp[size]
+        case (.avif, .behind): avif[size]
+        case (.webp, .cold): webpCold[size]
+        case (.avif, .cold): avifCold[size]
         }}
     }}
 
@@ -462,15 +475,15 @@ package enum QualityTable {{
 '''
 
 
-def write_swift(path, rows, chosen, meta):
-    def table(name, codec):
+def write_swift(path, rows, chosen, cold, meta):
+    def table(name, codec, efforts=chosen):
         lines = [f"    private static let {name} = Rows("]
         for size, case in zip(SIZES, ("small", "medium", "large")):
             if codec == "jpeg":
                 r = next(r for r in rows if r["kind"] == "jpeg" and r["size"] == size and r["jpeg_q"] == POLICY_Q)
                 qs, effort = list(JPEG_QS), 0
             else:
-                effort = chosen[(codec, size)]
+                effort = efforts[(codec, size)]
                 mine = [r for r in rows if r["kind"] == "calibrated" and r["codec"] == codec and r["size"] == size
                         and r["effort"] == effort]
                 qs = [next(r["quality"] for r in mine if r["jpeg_q"] == q) for q in JPEG_QS]
@@ -486,12 +499,13 @@ def write_swift(path, rows, chosen, meta):
             at80 = {r["effort"]: r for r in rows if r["kind"] == "calibrated" and r["codec"] == codec
                     and r["size"] == size and r["jpeg_q"] == POLICY_Q}
             parts = ", ".join(f"{e}: {round(at80[e]['bytes'])} B {at80[e]['ms']:.1f} ms" for e in EFFORTS[codec])
-            effort_doc.append(f"/// - {codec} {size} px → {chosen[(codec, size)]} ({parts})")
+            effort_doc.append(f"/// - {codec} {size} px → {chosen[(codec, size)]}, cold {cold[(codec, size)]} ({parts})")
     text = SWIFT_HEADER.format(
         slack=round((meta["slack"] - 1) * 100), date=meta["date"], vips=f"{meta['vips']}.{meta['vips_minor']}.{meta['vips_micro']}", crops=meta["crops"],
         jpeg_qs=", ".join(map(str, JPEG_QS)), effort_doc="\n".join(effort_doc),
         jpeg_list=", ".join(map(str, JPEG_QS)),
-        tables=table("jpeg", "jpeg") + "\n" + table("webp", "webp") + "\n" + table("avif", "avif"))
+        tables=table("jpeg", "jpeg") + "\n" + table("webp", "webp") + "\n" + table("avif", "avif") + "\n"
+        + table("webpCold", "webp", cold) + "\n" + table("avifCold", "avif", cold))
     with open(path, "w") as f:
         f.write(text)
 

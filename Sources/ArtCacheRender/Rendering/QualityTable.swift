@@ -20,15 +20,17 @@
 /// Effort: per codec and size class, the fastest effort (least CPU per encode
 /// on one core) whose mean bytes at the JPEG-q80 match are within 5% of
 /// the fewest bytes of the efforts measured: cold answers at codec speed (issue
-/// 35) unless a slower effort saves real bytes.
+/// 35) unless a slower effort saves real bytes: the `.behind` tier (format
+/// upgrades behind an answer, README "What browsers get"). The `.cold` tier,
+/// for answers a client waits for, is the fastest effort measured.
 ///
 /// Chosen efforts (WebP method, AVIF speed) per size class, q80 match:
-/// - webp 100 px → 4 (0: 1988 B 1.2 ms, 2: 1562 B 1.6 ms, 4: 1444 B 2.5 ms)
-/// - webp 300 px → 4 (0: 10542 B 3.6 ms, 2: 8448 B 7.1 ms, 4: 7409 B 16.3 ms)
-/// - webp 600 px → 4 (0: 30322 B 19.5 ms, 2: 28534 B 27.2 ms, 4: 23857 B 62.8 ms)
-/// - avif 100 px → 6 (9: 1609 B 4.2 ms, 8: 1379 B 10.2 ms, 6: 1248 B 23.6 ms)
-/// - avif 300 px → 6 (9: 7196 B 14.0 ms, 8: 6310 B 36.2 ms, 6: 5140 B 105.2 ms)
-/// - avif 600 px → 6 (9: 20631 B 45.6 ms, 8: 19865 B 109.2 ms, 6: 15548 B 256.8 ms)
+/// - webp 100 px → 4, cold 0 (0: 1988 B 1.2 ms, 2: 1562 B 1.6 ms, 4: 1444 B 2.5 ms)
+/// - webp 300 px → 4, cold 0 (0: 10542 B 3.6 ms, 2: 8448 B 7.1 ms, 4: 7409 B 16.3 ms)
+/// - webp 600 px → 4, cold 0 (0: 30322 B 19.5 ms, 2: 28534 B 27.2 ms, 4: 23857 B 62.8 ms)
+/// - avif 100 px → 6, cold 9 (9: 1609 B 4.2 ms, 8: 1379 B 10.2 ms, 6: 1248 B 23.6 ms)
+/// - avif 300 px → 6, cold 9 (9: 7196 B 14.0 ms, 8: 6310 B 36.2 ms, 6: 5140 B 105.2 ms)
+/// - avif 600 px → 6, cold 9 (9: 20631 B 45.6 ms, 8: 19865 B 109.2 ms, 6: 15548 B 256.8 ms)
 package enum QualityTable {
     /// Size classes by the thumbnail's longest edge: up to 150 px → .small
     /// (measured at 100), up to 450 → .medium (300), else .large (600).
@@ -45,6 +47,11 @@ package enum QualityTable {
     }
 
     package enum Codec: String, Sendable, CaseIterable { case jpeg, webp, avif }
+
+    /// Which effort a row is for: `.cold`, an answer waits for the encode
+    /// (the fastest effort measured); `.behind`, a format upgrade behind the
+    /// answer (the effort rule above: fewer bytes).
+    package enum Tier: String, Sendable, CaseIterable { case cold, behind }
 
     /// One encoder setting: the codec's own quality and its effort knob (WebP
     /// method 0-6; AVIF aom speed 0-9, which is libvips `heifsave`'s
@@ -65,9 +72,9 @@ package enum QualityTable {
     /// the codec quality is linear; below the lowest and above the highest it
     /// runs linearly to the ends of both scales (JPEG 1 → 1, JPEG 100 → 100),
     /// so a higher `jpegQuality` never gives a lower codec quality.
-    package static func setting(_ codec: Codec, jpegQuality: Int, size: SizeClass) -> Setting {
+    package static func setting(_ codec: Codec, jpegQuality: Int, size: SizeClass, tier: Tier = .behind) -> Setting {
         let q = min(max(jpegQuality, 1), 100)
-        guard let row = row(codec, size) else { return Setting(quality: q, effort: 0) }
+        guard let row = row(codec, size, tier) else { return Setting(quality: q, effort: 0) }
         let xs = [1] + measuredJPEGQualities + [100], ys = [1] + row.qualities + [100]
         var k = 0
         while k < xs.count - 2 && q > xs[k + 1] { k += 1 }
@@ -79,15 +86,15 @@ package enum QualityTable {
     /// Mean bytes of a thumbnail of that codec at that size class, calibrated
     /// to JPEG q80 (for the format policy: "cheapest format within 10% of the
     /// smallest").
-    package static func meanBytes(_ codec: Codec, size: SizeClass) -> Int {
-        (row(codec, size) ?? jpeg[size]).meanBytes
+    package static func meanBytes(_ codec: Codec, size: SizeClass, tier: Tier = .behind) -> Int {
+        (row(codec, size, tier) ?? jpeg[size]).meanBytes
     }
 
     /// Mean encode milliseconds on one core for that codec/size class at its
     /// chosen effort (CPU time of the encode of an already-resized image
     /// through libvips, calibrated to JPEG q80).
-    package static func encodeMillis(_ codec: Codec, size: SizeClass) -> Double {
-        (row(codec, size) ?? jpeg[size]).encodeMillis
+    package static func encodeMillis(_ codec: Codec, size: SizeClass, tier: Tier = .behind) -> Double {
+        (row(codec, size, tier) ?? jpeg[size]).encodeMillis
     }
 
     /// The JPEG qualities measured: `Row.qualities` holds the codec quality
@@ -115,11 +122,13 @@ package enum QualityTable {
     }
 
     /// WebP and AVIF rows; nil for JPEG (its own scale, no effort knob).
-    private static func row(_ codec: Codec, _ size: SizeClass) -> Row? {
-        switch codec {
-        case .jpeg: nil
-        case .webp: webp[size]
-        case .avif: avif[size]
+    private static func row(_ codec: Codec, _ size: SizeClass, _ tier: Tier) -> Row? {
+        switch (codec, tier) {
+        case (.jpeg, _): nil
+        case (.webp, .behind): webp[size]
+        case (.avif, .behind): avif[size]
+        case (.webp, .cold): webpCold[size]
+        case (.avif, .cold): avifCold[size]
         }
     }
 
@@ -140,5 +149,17 @@ package enum QualityTable {
         small: Row(effort: 6, qualities: [43, 46, 52, 54, 57, 63, 85, 99], meanBytes: 1248, encodeMillis: 23.621),
         medium: Row(effort: 6, qualities: [48, 52, 57, 60, 67, 74, 90, 96], meanBytes: 5140, encodeMillis: 105.179),
         large: Row(effort: 6, qualities: [50, 56, 63, 69, 76, 82, 89, 95], meanBytes: 15548, encodeMillis: 256.842)
+    )
+
+    private static let webpCold = Rows(
+        small: Row(effort: 0, qualities: [53, 60, 75, 77, 80, 84, 94, 100], meanBytes: 1988, encodeMillis: 1.201),
+        medium: Row(effort: 0, qualities: [69, 76, 81, 83, 86, 89, 97, 100], meanBytes: 10542, encodeMillis: 3.603),
+        large: Row(effort: 0, qualities: [75, 80, 84, 86, 89, 91, 96, 100], meanBytes: 30322, encodeMillis: 19.460)
+    )
+
+    private static let avifCold = Rows(
+        small: Row(effort: 9, qualities: [49, 52, 56, 58, 62, 69, 87, 99], meanBytes: 1609, encodeMillis: 4.211),
+        medium: Row(effort: 9, qualities: [53, 57, 63, 67, 73, 79, 91, 96], meanBytes: 7196, encodeMillis: 13.954),
+        large: Row(effort: 9, qualities: [56, 60, 69, 74, 80, 83, 90, 95], meanBytes: 20631, encodeMillis: 45.596)
     )
 }
