@@ -78,6 +78,10 @@ public enum SyntheticImage {
         public let bands: Int
         public let bytes: [UInt8]
 
+        public init(width: Int, height: Int, bands: Int, bytes: [UInt8]) {
+            (self.width, self.height, self.bands, self.bytes) = (width, height, bands, bytes)
+        }
+
         /// Mean absolute difference per sample (0...255) over the first three
         /// bands; nil when the sizes differ.
         public func meanDifference(_ other: Pixels) -> Double? {

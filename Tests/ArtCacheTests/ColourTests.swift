@@ -149,6 +149,25 @@ struct ColourTests {
         #expect(fast.fastRenders == before)
     }
 
+    /// A contact sheet's cell of a P3 source has the converted colours: the
+    /// 100 x 67 thumbnail centred in its 100 x 100 cell is within 2/255 of
+    /// the colour-managed reference, which the uncorrected one is not.
+    @Test func contactSheetCellsAreConverted() async throws {
+        let source = try SyntheticImage.tagged(.p3)
+        let box = VariantSpec(width: 100, height: 100, format: .png)
+        let reference = try SyntheticImage.pixels(try SyntheticImage.managedThumbnail(source, width: 100, height: 100))
+        let uncorrected = try SyntheticImage.pixels(try Self.naive(source, spec: box))
+        let sheet = try SyntheticImage.pixels(try await vips.contactSheet([source], cell: 100, columns: 1))
+        #expect(sheet.width == 100 && sheet.height == 100 && reference.width == 100)
+        let top = (sheet.height - reference.height) / 2
+        let cell = SyntheticImage.Pixels(width: reference.width, height: reference.height, bands: sheet.bands,
+                                         bytes: Array(sheet.bytes[(top * sheet.width * sheet.bands)...]
+                                            .prefix(reference.height * sheet.width * sheet.bands)))
+        let corrected = try #require(cell.meanDifference(reference))
+        let before = try #require(uncorrected.meanDifference(reference))
+        #expect(corrected <= 2 && before > 4, "cell \(corrected), uncorrected \(before) from the reference")
+    }
+
     /// `jpeg` with its ICC profile rewritten as APP2 segments of at most
     /// `chunk` bytes each, in sequence order or reversed.
     static func splitProfile(_ jpeg: Data, chunk: Int, reversed: Bool) throws -> Data {
