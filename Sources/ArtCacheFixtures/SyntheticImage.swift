@@ -49,11 +49,11 @@ public enum SyntheticImage {
 
     /// A colourful image (saturated corners) whose numbers are in `space`,
     /// tagged with its ICC profile, encoded with a libvips suffix (".jpg[Q=95]",
-    /// ".png"; `depth` 16 for PNG only) that keeps the profile.
+    /// ".png"; `depth` 16 and `alpha` (opaque) for PNG only) that keeps the profile.
     public static func tagged(_ space: ColourSpace, width: Int = 300, height: Int = 200, depth: Int = 8,
-                              suffix: String = ".jpg[Q=95]") throws -> Data {
+                              alpha: Bool = false, suffix: String = ".jpg[Q=95]") throws -> Data {
         try generate("a \(space) \(suffix) image") {
-            cvips_test_tagged_image(Int32(width), Int32(height), space.rawValue, Int32(depth), suffix, $0, $1)
+            cvips_test_tagged_image(Int32(width), Int32(height), space.rawValue, Int32(depth), alpha ? 1 : 0, suffix, $0, $1)
         }
     }
 

@@ -156,10 +156,10 @@ static VipsImage *colourful(VipsImage *parent, int width, int height) {
     return t[7];
 }
 
-int cvips_test_tagged_image(int width, int height, const char *space, int depth, const char *suffix,
+int cvips_test_tagged_image(int width, int height, const char *space, int depth, int alpha, const char *suffix,
                             void **out, size_t *out_length) {
     VipsImage *parent = vips_image_new();
-    VipsImage **t = (VipsImage **) vips_object_local_array(VIPS_OBJECT(parent), 3);
+    VipsImage **t = (VipsImage **) vips_object_local_array(VIPS_OBJECT(parent), 4);
     int status = -1;
     *out = NULL;
     *out_length = 0;
@@ -184,6 +184,10 @@ int cvips_test_tagged_image(int width, int height, const char *space, int depth,
     if (depth == 16 && image->BandFmt != VIPS_FORMAT_USHORT) {
         if (vips_colourspace(image, &t[1], VIPS_INTERPRETATION_RGB16, NULL)) goto done;
         image = t[1];
+    }
+    if (alpha) {
+        if (vips_bandjoin_const1(image, &t[2], image->BandFmt == VIPS_FORMAT_USHORT ? 65535 : 255, NULL)) goto done;
+        image = t[2];
     }
     status = vips_image_write_to_buffer(image, suffix, out, out_length, NULL);
 done:

@@ -79,12 +79,19 @@ struct ColourTests {
         try await expectManaged(jpeg, "\(space) JPEG")
     }
 
-    /// PNGs carry the profile in an iCCP chunk; a 16-bit one is converted too.
-    @Test(arguments: [(SyntheticImage.ColourSpace.p3, 8), (.adobe, 8), (.p3, 16)])
-    func wideGamutPNGsAreConverted(space: SyntheticImage.ColourSpace, depth: Int) async throws {
-        let png = try SyntheticImage.tagged(space, depth: depth, suffix: ".png")
+    /// PNGs carry the profile in an iCCP chunk; a 16-bit one and one with
+    /// alpha (kept: a PNG output) are converted too.
+    @Test(arguments: [(SyntheticImage.ColourSpace.p3, 8, false), (.adobe, 8, false), (.p3, 16, false), (.p3, 8, true)])
+    func wideGamutPNGsAreConverted(space: SyntheticImage.ColourSpace, depth: Int, alpha: Bool) async throws {
+        let png = try SyntheticImage.tagged(space, depth: depth, alpha: alpha, suffix: ".png")
         #expect(Fixtures.header(png)?.hasICCProfile == true)
-        try await expectManaged(png, "\(depth)-bit \(space) PNG")
+        try await expectManaged(png, "\(depth)-bit \(space) PNG\(alpha ? " with alpha" : "")",
+                                spec: alpha ? VariantSpec(width: 120, height: 120, format: .png) : Self.spec)
+        if alpha {
+            let rendered = try await vips.render(png, spec: VariantSpec(width: 120, height: 120, format: .png))
+            let bands = try SyntheticImage.pixels(rendered.data).bands
+            #expect(rendered.hasAlpha && bands == 4)
+        }
     }
 
     /// sRGB-tagged and untagged sources go through no colour transform: the

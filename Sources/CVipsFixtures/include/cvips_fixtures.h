@@ -25,7 +25,8 @@ int cvips_test_animated_gif(int width, int height, int frames, void **out, size_
 /* Colour management fixtures. A colourful image (red across, green down,
  * blue against red: saturated corners) whose numbers are in `space`,
  * tagged with that space's ICC profile and saved with a libvips suffix
- * (".jpg[Q=95]", ".png") that keeps it; `depth` 8 or 16 (PNG only):
+ * (".jpg[Q=95]", ".png") that keeps it; `depth` 8 or 16 (PNG only),
+ * `alpha` non-zero adds an opaque alpha band (PNG only):
  *   "p3": converted from sRGB to libvips' built-in Display P3 profile
  *         (as `vips icc_transform in out p3 --embedded`);
  *   "adobe": the same numbers tagged with an Adobe RGB (1998) profile made
@@ -33,7 +34,7 @@ int cvips_test_animated_gif(int width, int height, int frames, void **out, size_
  *   "srgb": converted to (and tagged with) libvips' built-in sRGB profile;
  *   "none": untagged.
  * An unknown space fails. */
-int cvips_test_tagged_image(int width, int height, const char *space, int depth, const char *suffix,
+int cvips_test_tagged_image(int width, int height, const char *space, int depth, int alpha, const char *suffix,
                             void **out, size_t *out_length);
 /* The Adobe RGB (1998) profile "adobe" tags with (g_malloc'd). */
 int cvips_test_adobe_rgb_profile(void **out, size_t *out_length);
