@@ -44,8 +44,11 @@ let package = Package(
                        providers: [.apt(["libcurl4-openssl-dev"])]),
         .target(name: "CCurlShim", dependencies: ["CCurlSystem"]),
         // Test fixtures made with libvips (they unblock savers the product
-        // never uses): a target of their own, outside the product.
-        .target(name: "CVipsFixtures", dependencies: ["CVipsShim", "CVipsSystem"]),
+        // never uses): a target of their own, outside the product. lcms2
+        // (libvips' own colour engine) makes their Adobe RGB profile; only
+        // the fixtures link it.
+        .target(name: "CVipsFixtures", dependencies: ["CVipsShim", "CVipsSystem"],
+                linkerSettings: [.linkedLibrary("lcms2")]),
         .target(name: "ArtCacheFixtures", dependencies: ["CVipsFixtures", "CVipsShim"]),
         .systemLibrary(name: "CZlib", pkgConfig: "zlib", providers: [.apt(["zlib1g-dev"])]),
         // libjpeg-turbo's TurboJPEG API and libwebp's encoder, for the JPEG

@@ -53,6 +53,80 @@ public enum SyntheticImage {
         }
     }
 
+    /// What a ``tagged(_:width:height:depth:suffix:)`` image's numbers mean.
+    public enum ColourSpace: String, Sendable, CaseIterable {
+        /// Converted from sRGB to libvips' built-in Display P3 profile.
+        case p3
+        /// The sRGB numbers tagged with an Adobe RGB (1998) profile (lcms2):
+        /// they mean more saturated colours than they would untagged.
+        case adobe
+        /// Converted to (and tagged with) libvips' built-in sRGB profile.
+        case srgb
+        /// No profile.
+        case none
+    }
+
+    /// A colourful image (saturated corners) whose numbers are in `space`,
+    /// tagged with its ICC profile, encoded with a libvips suffix (".jpg[Q=95]",
+    /// ".png"; `depth` 16 and `alpha` (opaque) for PNG only) that keeps the profile.
+    public static func tagged(_ space: ColourSpace, width: Int = 300, height: Int = 200, depth: Int = 8,
+                              alpha: Bool = false, suffix: String = ".jpg[Q=95]") throws -> Data {
+        try generate("a \(space) \(suffix) image") {
+            cvips_test_tagged_image(Int32(width), Int32(height), space.rawValue, Int32(depth), alpha ? 1 : 0, suffix, $0, $1)
+        }
+    }
+
+    /// The Adobe RGB (1998) ICC profile ``ColourSpace/adobe`` tags with.
+    public static func adobeRGBProfile() throws -> Data {
+        try generate("an Adobe RGB profile") { cvips_test_adobe_rgb_profile($0, $1) }
+    }
+
+    /// The colour-managed reference thumbnail of an encoded image: libvips'
+    /// icc_transform of the whole image to sRGB (through its embedded
+    /// profile, perceptual intent), then a thumbnail into `width` x `height`; a PNG, no profile.
+    public static func managedThumbnail(_ data: Data, width: Int, height: Int) throws -> Data {
+        try generate("a colour-managed thumbnail") { out, length in
+            data.withUnsafeBytes { cvips_test_managed_thumbnail($0.baseAddress, $0.count, Int32(width), Int32(height), out, length) }
+        }
+    }
+
+    /// Decoded pixels (8-bit, no colour transform) of an encoded image.
+    public struct Pixels: Sendable, Equatable {
+        public let width: Int
+        public let height: Int
+        public let bands: Int
+        public let bytes: [UInt8]
+
+        public init(width: Int, height: Int, bands: Int, bytes: [UInt8]) {
+            (self.width, self.height, self.bands, self.bytes) = (width, height, bands, bytes)
+        }
+
+        /// Mean absolute difference per sample (0...255) over the first three
+        /// bands; nil when the sizes differ.
+        public func meanDifference(_ other: Pixels) -> Double? {
+            guard width == other.width, height == other.height, bands >= 3, other.bands >= 3 else { return nil }
+            var total = 0
+            for pixel in 0..<(width * height) {
+                for band in 0..<3 {
+                    total += abs(Int(bytes[pixel * bands + band]) - Int(other.bytes[pixel * other.bands + band]))
+                }
+            }
+            return Double(total) / Double(width * height * 3)
+        }
+    }
+
+    public static func pixels(_ data: Data) throws -> Pixels {
+        guard cvips_init("artcache-fixtures") == 0 else { throw Failure(description: "libvips failed to start") }
+        var buffer: UnsafeMutableRawPointer?
+        var length = 0
+        var width: Int32 = 0, height: Int32 = 0, bands: Int32 = 0
+        let status = data.withUnsafeBytes { cvips_test_pixels($0.baseAddress, $0.count, &width, &height, &bands, &buffer, &length) }
+        guard status == 0, let buffer else { throw Failure(description: "libvips could not decode the image") }
+        defer { cvips_free(buffer) }
+        return Pixels(width: Int(width), height: Int(height), bands: Int(bands),
+                      bytes: Array(UnsafeRawBufferPointer(start: buffer, count: length)))
+    }
+
     private static func generate(_ what: String,
                                  _ make: (UnsafeMutablePointer<UnsafeMutableRawPointer?>, UnsafeMutablePointer<Int>) -> Int32) throws -> Data {
         guard cvips_init("artcache-fixtures") == 0 else { throw Failure(description: "libvips failed to start") }

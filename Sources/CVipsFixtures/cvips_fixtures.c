@@ -1,6 +1,7 @@
 #include "cvips_fixtures.h"
 #include "cvips.h"
 #include <vips/vips.h>
+#include <lcms2.h>
 #include <string.h>
 
 int cvips_test_image(int width, int height, int bands, const char *suffix, void **out, size_t *out_length) {
@@ -133,5 +134,125 @@ int cvips_test_save_pixels(const void *pixels, int width, int height, int bands,
         status = vips_jpegsave_buffer(tagged, out, out_length, "Q", quality, "strip", TRUE, NULL);
     }
     g_object_unref(tagged);
+/* ---- Colour management (see cvips_fixtures.h). ---- */
+
+int cvips_test_adobe_rgb_profile(void **out, size_t *out_length) {
+    *out = NULL;
+    *out_length = 0;
+    cmsCIExyY white = { 0.3127, 0.3290, 1.0 };
+    cmsCIExyYTRIPLE primaries = { { 0.64, 0.33, 1.0 }, { 0.21, 0.71, 1.0 }, { 0.15, 0.06, 1.0 } };
+    cmsToneCurve *gamma = cmsBuildGamma(NULL, 563.0 / 256.0);
+    if (!gamma) return -1;
+    cmsToneCurve *curves[3] = { gamma, gamma, gamma };
+    cmsHPROFILE profile = cmsCreateRGBProfile(&white, &primaries, curves);
+    cmsFreeToneCurve(gamma);
+    if (!profile) return -1;
+    int status = -1;
+    cmsMLU *description = cmsMLUalloc(NULL, 1);
+    cmsUInt32Number size = 0;
+    if (description && cmsMLUsetASCII(description, "en", "US", "Adobe RGB (1998) artcache test")
+        && cmsWriteTag(profile, cmsSigProfileDescriptionTag, description)
+        && cmsSaveProfileToMem(profile, NULL, &size) && size > 0) {
+        *out = g_malloc(size);
+        if (cmsSaveProfileToMem(profile, *out, &size)) {
+            *out_length = size;
+            status = 0;
+        } else {
+            g_free(*out);
+            *out = NULL;
+        }
+    }
+    if (description) cmsMLUfree(description);
+    cmsCloseProfile(profile);
+    return status;
+}
+
+/* Red across, green down, blue against red, as tagged sRGB numbers. */
+static VipsImage *colourful(VipsImage *parent, int width, int height) {
+    VipsImage **t = (VipsImage **) vips_object_local_array(VIPS_OBJECT(parent), 8);
+    if (vips_xyz(&t[0], width, height, NULL)) return NULL;
+    if (vips_extract_band(t[0], &t[1], 0, NULL) || vips_extract_band(t[0], &t[2], 1, NULL)) return NULL;
+    if (vips_linear1(t[1], &t[3], 255.0 / VIPS_MAX(1, width - 1), 0, "uchar", TRUE, NULL)) return NULL;
+    if (vips_linear1(t[2], &t[4], 255.0 / VIPS_MAX(1, height - 1), 0, "uchar", TRUE, NULL)) return NULL;
+    if (vips_invert(t[3], &t[5], NULL)) return NULL;
+    VipsImage *parts[3] = { t[3], t[4], t[5] };
+    if (vips_bandjoin(parts, &t[6], 3, NULL)) return NULL;
+    if (vips_copy(t[6], &t[7], "interpretation", VIPS_INTERPRETATION_sRGB, NULL)) return NULL;
+    return t[7];
+}
+
+int cvips_test_tagged_image(int width, int height, const char *space, int depth, int alpha, const char *suffix,
+                            void **out, size_t *out_length) {
+    VipsImage *parent = vips_image_new();
+    VipsImage **t = (VipsImage **) vips_object_local_array(VIPS_OBJECT(parent), 4);
+    int status = -1;
+    *out = NULL;
+    *out_length = 0;
+    VipsImage *image = colourful(parent, width, height);
+    if (!image) goto done;
+    if (strcmp(space, "p3") == 0 || strcmp(space, "srgb") == 0) {
+        /* Untagged sRGB in, so "embedded" falls back to sRGB. */
+        if (vips_icc_transform(image, &t[0], space, "embedded", TRUE, "depth", depth == 16 ? 16 : 8, NULL)) goto done;
+        image = t[0];
+    } else if (strcmp(space, "adobe") == 0) {
+        void *profile = NULL;
+        size_t length = 0;
+        if (cvips_test_adobe_rgb_profile(&profile, &length) || vips_copy(image, &t[0], NULL)) {
+            g_free(profile);
+            goto done;
+        }
+        image = t[0];
+        vips_image_set_blob(image, VIPS_META_ICC_NAME, (VipsCallbackFn) g_free, profile, length);
+    } else if (strcmp(space, "none") != 0) {
+        goto done;
+    }
+    if (depth == 16 && image->BandFmt != VIPS_FORMAT_USHORT) {
+        if (vips_colourspace(image, &t[1], VIPS_INTERPRETATION_RGB16, NULL)) goto done;
+        image = t[1];
+    }
+    if (alpha) {
+        if (vips_bandjoin_const1(image, &t[2], image->BandFmt == VIPS_FORMAT_USHORT ? 65535 : 255, NULL)) goto done;
+        image = t[2];
+    }
+    status = vips_image_write_to_buffer(image, suffix, out, out_length, NULL);
+done:
+    vips_error_clear();
+    g_object_unref(parent);
+    return status;
+}
+
+int cvips_test_managed_thumbnail(const void *buffer, size_t length, int width, int height,
+                                 void **out, size_t *out_length) {
+    VipsImage *parent = vips_image_new();
+    VipsImage **t = (VipsImage **) vips_object_local_array(VIPS_OBJECT(parent), 4);
+    int status = -1;
+    *out = NULL;
+    *out_length = 0;
+    if (!(t[0] = vips_image_new_from_buffer(buffer, length, "", NULL))) goto done;
+    if (vips_icc_transform(t[0], &t[1], "srgb", "embedded", TRUE, "intent", VIPS_INTENT_PERCEPTUAL, "depth", 8, NULL)) goto done;
+    if (vips_thumbnail_image(t[1], &t[2], width, "height", height, "size", VIPS_SIZE_DOWN, NULL)) goto done;
+    status = vips_pngsave_buffer(t[2], out, out_length, "strip", TRUE, NULL);
+done:
+    vips_error_clear();
+    g_object_unref(parent);
+    return status;
+}
+
+int cvips_test_pixels(const void *buffer, size_t length, int *width, int *height, int *bands,
+                      void **out, size_t *out_length) {
+    VipsImage *parent = vips_image_new();
+    VipsImage **t = (VipsImage **) vips_object_local_array(VIPS_OBJECT(parent), 2);
+    int status = -1;
+    *out = NULL;
+    *out_length = 0;
+    if (!(t[0] = vips_image_new_from_buffer(buffer, length, "", NULL))) goto done;
+    if (vips_cast_uchar(t[0], &t[1], NULL)) goto done;
+    *width = t[1]->Xsize;
+    *height = t[1]->Ysize;
+    *bands = t[1]->Bands;
+    if ((*out = vips_image_write_to_memory(t[1], out_length))) status = 0;
+done:
+    vips_error_clear();
+    g_object_unref(parent);
     return status;
 }

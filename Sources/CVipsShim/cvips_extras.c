@@ -18,8 +18,11 @@ int cvips_contact_sheet(const void *const *buffers, const size_t *lengths, int c
     for (int i = 0; i < count; i++) {
         VipsImage *tile = NULL;
         if (buffers[i] && vips_thumbnail_buffer((void *) buffers[i], lengths[i], &t[i * 4], cell, "height", cell, NULL) == 0) {
-            VipsImage *srgb;
-            if (cvips__to_srgb(parent, t[i * 4], &srgb) == 0) {
+            /* A wide-gamut cell keeps its colours (an sRGB-tagged one goes
+             * through lcms too: near identity, and cells are small). */
+            VipsImage *managed = t[i * 4], *srgb;
+            if (cvips__has_rgb_profile(managed)) cvips__profile_to_srgb(parent, managed, &managed);
+            if (cvips__to_srgb(parent, managed, &srgb) == 0) {
                 VipsArrayDouble *bg = vips_array_double_new(white, 3);
                 if (vips_image_hasalpha(srgb) ? vips_flatten(srgb, &t[i * 4 + 1], "background", bg, NULL) == 0
                                              : vips_copy(srgb, &t[i * 4 + 1], NULL) == 0) {

@@ -42,6 +42,31 @@ int cvips__to_srgb(VipsImage *parent, VipsImage *in, VipsImage **out) {
     return 0;
 }
 
+void cvips__profile_to_srgb(VipsImage *parent, VipsImage *in, VipsImage **out) {
+    *out = in;
+    if (!vips_image_get_typeof(in, VIPS_META_ICC_NAME) || in->Bands < 3 || in->Coding != VIPS_CODING_NONE) return;
+    VipsImage **t = (VipsImage **) vips_object_local_array(VIPS_OBJECT(parent), 1);
+    /* The profile is parsed (and checked against the image) here, the
+     * pixels transformed later; a profile lcms cannot use leaves the image
+     * as it was (rendered uncorrected, as before colour management).
+     * Perceptual: the intent every profile carries. LUT profiles may have no
+     * other (jpegli's XYB, a scanner's): asked for relative colorimetric,
+     * libvips passes their numbers through unconverted; matrix profiles
+     * (Display P3, Adobe RGB) give the same result under either. */
+    if (vips_icc_transform(in, &t[0], "srgb", "embedded", TRUE, "intent", VIPS_INTENT_PERCEPTUAL, "depth", 8, NULL)) {
+        vips_error_clear();
+        return;
+    }
+    *out = t[0];
+}
+
+int cvips__has_rgb_profile(VipsImage *in) {
+    const void *data = NULL;
+    size_t length = 0;
+    if (!vips_image_get_typeof(in, VIPS_META_ICC_NAME) || vips_image_get_blob(in, VIPS_META_ICC_NAME, &data, &length)) return 0;
+    return data && length >= 132 && memcmp((const char *) data + 16, "RGB ", 4) == 0;
+}
+
 static int is_magick_bmp_or_ico(VipsImage *image) {
     const char *format = NULL;
     if (vips_image_get_typeof(image, "magick-format") == 0 || vips_image_get_string(image, "magick-format", &format)) return 0;

@@ -152,6 +152,27 @@ int cvips_render_srgb(cvips_render *r) {
     return CVIPS_OK;
 }
 
+void cvips_render_profile(const cvips_render *r, const void **data, size_t *length) {
+    *data = NULL;
+    *length = 0;
+    if (!r->current || !vips_image_get_typeof(r->current, VIPS_META_ICC_NAME)) return;
+    const void *blob = NULL;
+    size_t size = 0;
+    if (vips_image_get_blob(r->current, VIPS_META_ICC_NAME, &blob, &size) == 0 && blob) {
+        *data = blob;
+        *length = size;
+    }
+}
+
+int cvips_render_profile_to_srgb(cvips_render *r) {
+    if (!r->current) return CVIPS_DECODE;
+    if (past_deadline(r)) return CVIPS_TIMEOUT;
+    VipsImage *srgb;
+    cvips__profile_to_srgb(r->parent, r->current, &srgb);
+    r->current = srgb;
+    return CVIPS_OK;
+}
+
 int cvips_render_flatten(cvips_render *r, const double background[3]) {
     if (!r->current) return CVIPS_DECODE;
     if (past_deadline(r)) return CVIPS_TIMEOUT;

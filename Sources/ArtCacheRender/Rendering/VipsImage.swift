@@ -147,7 +147,25 @@ final class VipsRender {
         try check(cvips_render_crop(handle, Int32(width), Int32(height), Int32(kind)))
     }
 
-    func toSRGB() throws(RenderError) { try check(cvips_render_srgb(handle)) }
+    /// To 8-bit sRGB, with the colours of a wide-gamut source kept: an
+    /// embedded RGB profile other than sRGB (``ICCProfile/needsConversion(_:)``)
+    /// is applied first, on the decoded (already shrunk) image. An sRGB or
+    /// untagged image goes through no colour transform at all.
+    func toSRGB() throws(RenderError) {
+        if let profile = embeddedProfile, ICCProfile.needsConversion(profile) {
+            try check(cvips_render_profile_to_srgb(handle))
+        }
+        try check(cvips_render_srgb(handle))
+    }
+
+    /// The current image's embedded ICC profile (nil: none).
+    var embeddedProfile: [UInt8]? {
+        var data: UnsafeRawPointer?
+        var length = 0
+        cvips_render_profile(handle, &data, &length)
+        guard let data, length > 0 else { return nil }
+        return Array(UnsafeRawBufferPointer(start: data, count: length))
+    }
 
     func flatten(onto background: [Double]) throws(RenderError) {
         let rgb = Array((background + [255, 255, 255]).prefix(3))

@@ -28,4 +28,31 @@ int cvips_test_animated_gif(int width, int height, int frames, void **out, size_
 int cvips_test_save_pixels(const void *pixels, int width, int height, int bands, int format, int quality,
                            int effort, void **out, size_t *out_length);
 
+/* Colour management fixtures. A colourful image (red across, green down,
+ * blue against red: saturated corners) whose numbers are in `space`,
+ * tagged with that space's ICC profile and saved with a libvips suffix
+ * (".jpg[Q=95]", ".png") that keeps it; `depth` 8 or 16 (PNG only),
+ * `alpha` non-zero adds an opaque alpha band (PNG only):
+ *   "p3": converted from sRGB to libvips' built-in Display P3 profile
+ *         (as `vips icc_transform in out p3 --embedded`);
+ *   "adobe": the same numbers tagged with an Adobe RGB (1998) profile made
+ *         by lcms2 (D65, gamma 563/256): they mean more saturated colours;
+ *   "srgb": converted to (and tagged with) libvips' built-in sRGB profile;
+ *   "none": untagged.
+ * An unknown space fails. */
+int cvips_test_tagged_image(int width, int height, const char *space, int depth, int alpha, const char *suffix,
+                            void **out, size_t *out_length);
+/* The Adobe RGB (1998) profile "adobe" tags with (g_malloc'd). */
+int cvips_test_adobe_rgb_profile(void **out, size_t *out_length);
+/* The colour-managed reference of an encoded image: libvips' icc_transform
+ * of the whole image to sRGB with its embedded profile (perceptual intent,
+ * the one every profile carries), then a thumbnail
+ * into width x height (never enlarging), as a PNG without a profile. */
+int cvips_test_managed_thumbnail(const void *buffer, size_t length, int width, int height,
+                                 void **out, size_t *out_length);
+/* The pixels of an encoded image as libvips decodes them (no colour
+ * transform): 8-bit rows of *bands samples. g_malloc'd. */
+int cvips_test_pixels(const void *buffer, size_t length, int *width, int *height, int *bands,
+                      void **out, size_t *out_length);
+
 #endif

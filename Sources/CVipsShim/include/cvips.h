@@ -126,8 +126,20 @@ int cvips_render_resize(cvips_render *render, double scale);
 /* Crops to width x height: the centre (CVIPS_CROP_CENTRE) or the subject
  * libvips' attention finds (CVIPS_CROP_ATTENTION). */
 int cvips_render_crop(cvips_render *render, int width, int height, int crop);
-/* To 8-bit sRGB (CMYK, grey, 16-bit and Lab included). */
+/* To 8-bit sRGB (CMYK, grey, 16-bit and Lab included). An embedded ICC
+ * profile is not applied here: see cvips_render_profile_to_srgb. */
 int cvips_render_srgb(cvips_render *render);
+/* The current image's embedded ICC profile, borrowed: valid until
+ * cvips_render_free (a branch's: its parent's). *data NULL and *length 0 when there is none.
+ * (After a CMYK decode it is the CMYK profile libvips imported with.) */
+void cvips_render_profile(const cvips_render *render, const void **data, size_t *length);
+/* Converts the current RGB image (3 bands, or 4 with alpha) from its
+ * embedded ICC profile to 8-bit sRGB (libvips' built-in profile, perceptual
+ * intent), as libvips' icc_transform: wide-gamut sources keep their
+ * colours. Swift decides when (the profile is RGB and not sRGB). Images
+ * without a profile or with fewer bands are left as they are; so is one
+ * whose profile lcms cannot use (rendered as before, uncorrected). */
+int cvips_render_profile_to_srgb(cvips_render *render);
 /* Flattens alpha onto `background` (0..255 RGB). */
 int cvips_render_flatten(cvips_render *render, const double background[3]);
 /* Computes the image into memory under the deadline (decode errors surface
