@@ -65,13 +65,16 @@ enum Negotiation {
 /// `Benchmarks/quality/calibrate`) and the operator's `[service] avif` /
 /// `webp` choices:
 ///
-/// - the **cold** answer is the cheapest format to encode, among those the
-///   client accepts and the operator lets answer cold, whose bytes are
-///   within ``coldSlack`` (10%) of the smallest of them at that size class;
-/// - the **better** format is the smallest the client accepts (cold or
-///   `behind`), when it is not the cold one: it is encoded behind the answer
-///   (a `format_upgrade` job) and kept only when it saves ``upgradeGain``
-///   (15%) of the bytes.
+/// - the **cold** answer is the cheapest format to encode (at its cold
+///   effort: the table's fastest), among those the client accepts and the
+///   operator lets answer cold, whose bytes are within ``coldSlack`` (10%)
+///   of the smallest of them at that size class;
+/// - the **better** encoding is the smallest the client accepts (cold or
+///   `behind`) at the table's `.behind` effort — another format, or the
+///   cold one at a slower effort — when the table says it saves
+///   ``upgradeGain`` (15%) of the cold bytes: it is encoded behind the
+///   answer (a `format_upgrade` job) and kept only when it saves that much
+///   for this image.
 ///
 /// JPEG (PNG with alpha: format `auto`) is always a cold candidate: every
 /// client takes it.
@@ -79,15 +82,15 @@ struct FormatPolicy: Sendable {
     /// `[service] avif` / `webp`.
     typealias Use = ServiceSettings.FormatUse
 
-    /// Encode cost and bytes of a format at a size class (a test passes its own).
+    /// Encode cost and bytes of a format at a size class and effort tier (a test passes its own).
     struct Costs: Sendable {
-        var millis: @Sendable (VariantSpec.Format, QualityTable.SizeClass) -> Double
-        var bytes: @Sendable (VariantSpec.Format, QualityTable.SizeClass) -> Int
+        var millis: @Sendable (VariantSpec.Format, QualityTable.SizeClass, QualityTable.Tier) -> Double
+        var bytes: @Sendable (VariantSpec.Format, QualityTable.SizeClass, QualityTable.Tier) -> Int
 
         /// The calibrated table (JPEG-scale q80; formats compared at equal perceptual quality).
         static let measured = Costs(
-            millis: { format, size in QualityTable.encodeMillis(Self.codec(format), size: size) },
-            bytes: { format, size in QualityTable.meanBytes(Self.codec(format), size: size) })
+            millis: { format, size, tier in QualityTable.encodeMillis(Self.codec(format), size: size, tier: tier) },
+            bytes: { format, size, tier in QualityTable.meanBytes(Self.codec(format), size: size, tier: tier) })
 
         static func codec(_ format: VariantSpec.Format) -> QualityTable.Codec {
             switch format {
@@ -126,13 +129,17 @@ struct FormatPolicy: Sendable {
         }
         if accepted.contains(.webp) { offer(.webp, webp) }
         if accepted.contains(.avif), avifEncodes { offer(.avif, avif) }
-        let bytes = { (format: VariantSpec.Format) in self.costs.bytes(format, sizeClass) }
-        let smallestCold = cold.map(bytes).min() ?? 0
-        let affordable = cold.filter { Double(bytes($0)) <= Double(smallestCold) * Self.coldSlack }
-        let pick = affordable.min { costs.millis($0, sizeClass) < costs.millis($1, sizeClass) } ?? .auto
-        let smallest = (cold + behind).min { bytes($0) < bytes($1) }
-        guard let smallest, smallest != pick, bytes(smallest) < bytes(pick) else { return Choice(cold: pick, better: nil) }
-        return Choice(cold: pick, better: smallest)
+        let coldBytes = { (format: VariantSpec.Format) in self.costs.bytes(format, sizeClass, .cold) }
+        let behindBytes = { (format: VariantSpec.Format) in self.costs.bytes(format, sizeClass, .behind) }
+        let smallestCold = cold.map(coldBytes).min() ?? 0
+        let affordable = cold.filter { Double(coldBytes($0)) <= Double(smallestCold) * Self.coldSlack }
+        let pick = affordable.min { costs.millis($0, sizeClass, .cold) < costs.millis($1, sizeClass, .cold) } ?? .auto
+        // JPEG and PNG have no slower effort: `auto` is never a better encoding of itself.
+        let better = (cold + behind).filter { $0 != .auto }.min { behindBytes($0) < behindBytes($1) }
+        guard let better, Double(behindBytes(better)) <= Double(coldBytes(pick)) * Self.upgradeGain else {
+            return Choice(cold: pick, better: nil)
+        }
+        return Choice(cold: pick, better: better)
     }
 
     /// Choices per (accepted, size): the hit path asks this for every request.

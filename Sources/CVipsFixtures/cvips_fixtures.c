@@ -134,6 +134,9 @@ int cvips_test_save_pixels(const void *pixels, int width, int height, int bands,
         status = vips_jpegsave_buffer(tagged, out, out_length, "Q", quality, "strip", TRUE, NULL);
     }
     g_object_unref(tagged);
+    return status;
+}
+
 /* ---- Colour management (see cvips_fixtures.h). ---- */
 
 int cvips_test_adobe_rgb_profile(void **out, size_t *out_length) {

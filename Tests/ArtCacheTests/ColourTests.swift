@@ -39,7 +39,7 @@ struct ColourTests {
             if status == Int32(CVIPS_OK) { status = cvips_render_srgb(render) }
             if status == Int32(CVIPS_OK) {
                 let format = spec.format == .png ? CVIPS_FORMAT_PNG : CVIPS_FORMAT_JPEG
-                status = cvips_render_save(render, Int32(format), Int32(spec.quality), &output, &length)
+                status = cvips_render_save(render, Int32(format), Int32(spec.quality), 0, &output, &length)
             }
             return status
         }

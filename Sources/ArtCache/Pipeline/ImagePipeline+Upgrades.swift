@@ -4,12 +4,14 @@
 import Foundation
 
 /// Format upgrades (issue 35, README "What browsers get"): a thumbnail
-/// answered cold in a cheap format is encoded in a better one behind the
-/// answer — a `format_upgrade` job of the background scheduler — and the
-/// better bytes are kept only when they save ``upgradeGain`` of the cold
-/// ones; otherwise the cold variant's row remembers "no gain" (`no_gain`)
-/// and it is never encoded again. Later requests get the better variant
-/// once it is stored.
+/// answered cold (a cheap format, or the fastest effort of its format) is
+/// encoded again behind the answer — a `format_upgrade` job of the
+/// background scheduler — in the better format at the `.behind` effort of
+/// the calibrated table, and the better bytes are kept only when they save
+/// ``upgradeGain`` of the cold ones; otherwise the cold variant's row
+/// remembers "no gain" (`upgrade`, schema v11) and it is never encoded
+/// again. The better format may be the cold one at a slower effort: the
+/// better bytes then replace the cold ones under the same variant key.
 extension ImagePipeline {
     /// Kept when the better bytes are at most this fraction of the cold ones.
     package static let upgradeGain = 0.85
@@ -31,8 +33,10 @@ extension ImagePipeline {
         }
         var upgraded = request
         upgraded.format = better
-        if let hit = cachedImage(for: upgraded) { return NegotiatedImage(response: hit, upgrading: false) }
-        if try await isStored(upgraded) { return NegotiatedImage(response: try await image(upgraded), upgrading: false) }
+        if better != request.format {
+            if let hit = cachedImage(for: upgraded) { return NegotiatedImage(response: hit, upgrading: false) }
+            if try await isStored(upgraded) { return NegotiatedImage(response: try await image(upgraded), upgrading: false) }
+        }
         let cold = try await image(request)
         return NegotiatedImage(response: cold, upgrading: upgrade(cold, of: request, to: better))
     }
@@ -45,7 +49,7 @@ extension ImagePipeline {
         }
         var upgraded = request
         upgraded.format = better
-        if let hit = cachedImage(for: upgraded) { return NegotiatedImage(response: hit, upgrading: false) }
+        if better != request.format, let hit = cachedImage(for: upgraded) { return NegotiatedImage(response: hit, upgrading: false) }
         guard let cold = cachedImage(for: request) else { return nil }
         return NegotiatedImage(response: cold, upgrading: upgrade(cold, of: request, to: better))
     }
@@ -61,10 +65,11 @@ extension ImagePipeline {
     }
 
     /// Queues the upgrade of `cold` (the answer to `request`) to `better`
-    /// unless its row says "no gain" or it has no row (not stored). True
-    /// when an upgrade is queued or running for it.
+    /// unless its row is no longer open (no gain, or already the better
+    /// bytes) or it has no row (not stored). True when an upgrade is queued
+    /// or running for it.
     private func upgrade(_ cold: ImageResponse, of request: ImageRequest, to better: VariantSpec.Format) -> Bool {
-        guard cold.error == nil, let entry = cold.entry, entry.kind == .variant, !entry.noGain,
+        guard cold.error == nil, let entry = cold.entry, entry.kind == .variant, entry.upgrade == .open,
               let resolved = try? resolve(request), let spec = resolved.spec else { return false }
         let target = VariantSpec(width: spec.width, height: spec.height, fit: spec.fit, format: better,
                                  quality: spec.quality, background: spec.background)
@@ -85,18 +90,22 @@ extension ImagePipeline {
             guard let original = try await store.lookup(key: url.key, counting: false),
                   cold.sourceSHA256 == nil || cold.sourceSHA256 == original.entry.sha256 else { return }
             let rendered = try await timed(.render) {
-                try await renderer.render(original.data, spec: target, priority: PriorityHandle(.veryLow, background: true))
+                try await renderer.render(original.data, spec: target, priority: PriorityHandle(.veryLow, background: true),
+                                          tier: .behind)
             }
             try Task.checkCancellation()
             if Double(rendered.data.count) <= Double(cold.size) * Self.upgradeGain {
-                _ = try await store.putVariant(parent: original.entry.cacheKey, spec: target.canonical, data: rendered.data,
-                                               contentType: rendered.contentType, width: rendered.width, height: rendered.height,
-                                               sourceSHA256: original.entry.sha256, intrinsics: nil)
+                // The same format: these bytes replace the cold ones under its key.
+                let stored = try await store.putVariant(parent: original.entry.cacheKey, spec: target.canonical, data: rendered.data,
+                                                        contentType: rendered.contentType, width: rendered.width,
+                                                        height: rendered.height, sourceSHA256: original.entry.sha256,
+                                                        intrinsics: nil)
+                try await store.setUpgrade(key: stored.key, sha256: stored.sha256, .upgraded)
                 upgrades.withLock { $0.kept += 1 }
                 logger.debug("format upgrade kept", metadata: ["url": "\(url)", "spec": "\(target.canonical)",
                                                                "bytes": "\(rendered.data.count)", "cold_bytes": "\(cold.size)"])
             } else {
-                try await store.markNoGain(key: cold.key, sha256: cold.sha256)
+                try await store.setUpgrade(key: cold.key, sha256: cold.sha256, .noGain)
                 upgrades.withLock { $0.noGain += 1 }
                 logger.debug("format upgrade: no gain", metadata: ["url": "\(url)", "spec": "\(target.canonical)",
                                                                    "bytes": "\(rendered.data.count)", "cold_bytes": "\(cold.size)"])

@@ -60,3 +60,23 @@ extension RenderPlan {
         return EncoderSetting(quality: spec.quality, effort: effort)
     }
 }
+
+extension RenderPlan {
+    /// The calibrated encoding of `spec` written as `format`: its quality is
+    /// on the JPEG scale, so WebP and AVIF get the quality and effort that
+    /// look as good (``QualityTable``, per size class of the spec's box), at
+    /// `tier`'s effort (`.cold`: an answer waits for it; `.behind`: a format
+    /// upgrade). JPEG and PNG: the spec's quality.
+    package static func calibratedSetting(for spec: VariantSpec, format: VariantSpec.Format,
+                                          tier: QualityTable.Tier) -> EncoderSetting {
+        let codec: QualityTable.Codec
+        switch format {
+        case .webp: codec = .webp
+        case .avif: codec = .avif
+        case .auto, .jpeg, .png: return EncoderSetting(quality: spec.quality, effort: 0)
+        }
+        let size = QualityTable.SizeClass(longEdge: max(spec.width, spec.height))
+        let setting = QualityTable.setting(codec, jpegQuality: spec.quality, size: size, tier: tier)
+        return EncoderSetting(quality: setting.quality, effort: setting.effort)
+    }
+}

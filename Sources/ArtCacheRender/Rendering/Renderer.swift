@@ -43,18 +43,25 @@ private struct RenderCounters: Sendable {
     private let counters = Locked(RenderCounters())
     let threads: WorkerThreads
     /// The quality and effort each output is encoded with (both paths).
-    package let encoderSetting: @Sendable (VariantSpec, VariantSpec.Format) -> EncoderSetting
+    /// `.cold` for answers, `.behind` for format upgrades behind them (``render(_:spec:priority:tier:)``).
+    package let encoderSetting: @Sendable (VariantSpec, VariantSpec.Format, QualityTable.Tier) -> EncoderSetting
 
     /// Cheap: libvips itself starts at the first render or header read.
     @_spi(Benchmarks) public convenience init(settings: ThumbnailSettings) {
-        self.init(settings: settings, encoderSetting: RenderPlan.encoderSetting)
+        self.init(settings: settings, encoderSetting: RenderPlan.calibratedSetting)
     }
 
     /// `encoderSetting`: the quality and effort of an output (a spec in the
     /// format it is written as, never `.auto`), e.g. from a calibrated table;
     /// by default the spec's quality with libvips' default efforts.
+    package convenience init(settings: ThumbnailSettings,
+                             encoderSetting: @escaping @Sendable (VariantSpec, VariantSpec.Format) -> EncoderSetting) {
+        self.init(settings: settings, encoderSetting: { spec, format, _ in encoderSetting(spec, format) })
+    }
+
+    /// `encoderSetting` per tier: `.cold` for answers, `.behind` for format upgrades.
     package init(settings: ThumbnailSettings,
-                 encoderSetting: @escaping @Sendable (VariantSpec, VariantSpec.Format) -> EncoderSetting) {
+                 encoderSetting: @escaping @Sendable (VariantSpec, VariantSpec.Format, QualityTable.Tier) -> EncoderSetting) {
         self.settings = settings
         self.encoderSetting = encoderSetting
         let count = settings.concurrency > 0 ? settings.concurrency : ProcessInfo.processInfo.activeProcessorCount
@@ -107,6 +114,15 @@ private struct RenderCounters: Sendable {
 
     package func render(_ data: Data, spec: VariantSpec, priority: PriorityHandle) async throws -> RenderedImage {
         try await render(data, specs: [spec], priority: priority)[0]
+    }
+
+    /// ``render(_:spec:priority:)`` encoded with the `tier`'s setting: a
+    /// format upgrade behind an answer takes `.behind` (fewer bytes, more CPU).
+    package func render(_ data: Data, spec: VariantSpec, priority: PriorityHandle, tier: QualityTable.Tier) async throws -> RenderedImage {
+        let known = try admit(data, specs: [spec])
+        return try await onRenderThread(priority: priority) {
+            try self.renderBlocking(data, format: known, specs: [spec], placeholder: nil, tier: tier)[0]
+        }
     }
 
     /// Several variants of one image from one decode, at the scale the
@@ -181,7 +197,8 @@ private struct RenderCounters: Sendable {
     /// ``renderBlocking(_:format:specs:)``; `placeholder` is given the
     /// placeholder's pixels when the fast path's decode had them.
     func renderBlocking(_ data: Data, format sniffedFormat: SniffedFormat?, specs: [VariantSpec],
-                        placeholder: ((PlaceholderPixels) -> Void)?) throws(RenderError) -> [RenderedImage] {
+                        placeholder: ((PlaceholderPixels) -> Void)?, tier: QualityTable.Tier = .cold) throws(RenderError) -> [RenderedImage] {
+        let encoding: (VariantSpec, VariantSpec.Format) -> EncoderSetting = { [encoderSetting] in encoderSetting($0, $1, tier) }
         guard let first = specs.first else { return [] }
         let sniffed = sniffedFormat ?? Sniffer.sniff(data).format
         let loaders = try allowedLoaders(for: sniffed)
@@ -189,7 +206,7 @@ private struct RenderCounters: Sendable {
         let deadline = ContinuousClock.now + .seconds(settings.renderTimeout)
         if settings.fastJPEG, JPEGFastPath.handles(sniffed, specs: specs),
            let fast = JPEGFastPath.plan(data, specs: specs, maxSourcePixels: settings.renderLimits.maxSourcePixels),
-           let rendered = try fast.render(data, deadline: deadline, encoding: encoderSetting, placeholder: placeholder) {
+           let rendered = try fast.render(data, deadline: deadline, encoding: encoding, placeholder: placeholder) {
             counters.withLock { $0.fast += 1 }
             return rendered
         }
@@ -207,7 +224,7 @@ private struct RenderCounters: Sendable {
                 do throws(RenderError) {
                     try render.thumbnail(bytes, loaders: loaders, width: first.width, height: first.height,
                                          centreCrop: first.fit == .cover)
-                    return .success(try finish(render, first))
+                    return .success(try finish(render, first, encoding))
                 } catch {
                     return .failure(error)
                 }
@@ -218,7 +235,7 @@ private struct RenderCounters: Sendable {
         if specs.count == 1, first.fit != .smart {
             // libvips' thumbnail does the fit (and the centre crop) itself.
             try render.thumbnail(image, width: first.width, height: first.height, centreCrop: first.fit == .cover)
-            return [try finish(render, first)]
+            return [try finish(render, first, encoding)]
         }
         // One decode into the box the most demanding output needs, computed
         // once under the deadline; each output is resized and cropped from
@@ -239,21 +256,22 @@ private struct RenderCounters: Sendable {
             if let crop = RenderPlan.crop(width: resized.width, height: resized.height, spec: spec) {
                 try output.crop(width: crop.width, height: crop.height, crop.crop)
             }
-            outputs.append(try finish(output, spec))
+            outputs.append(try finish(output, spec, encoding))
         }
         return outputs
     }
 
     /// The end of every output: sRGB, the output format (auto: PNG with
     /// alpha, else JPEG), alpha flattened when the format has none, encode.
-    private func finish(_ render: VipsRender, _ spec: VariantSpec) throws(RenderError) -> RenderedImage {
+    private func finish(_ render: VipsRender, _ spec: VariantSpec,
+                        _ encoding: (VariantSpec, VariantSpec.Format) -> EncoderSetting) throws(RenderError) -> RenderedImage {
         try render.toSRGB()
         let hasAlpha = render.info.hasAlpha
         let format = RenderPlan.outputFormat(spec.format, hasAlpha: hasAlpha)
         let flatten = RenderPlan.flattens(format, hasAlpha: hasAlpha)
         if flatten { try render.flatten(onto: spec.background) }
         let size = render.info
-        let data = try render.save(format, encoderSetting(spec, format))
+        let data = try render.save(format, encoding(spec, format))
         return RenderedImage(data: data, width: size.width, height: size.height, format: format, hasAlpha: hasAlpha && !flatten)
     }
 

@@ -60,9 +60,18 @@ internal import GRDB
     @_spi(Benchmarks) public var mustRevalidate = false
     /// The origin said `immutable`.
     @_spi(Benchmarks) public var immutable = false
-    /// A variant whose encoding in a better format (behind an answer) did
-    /// not save enough bytes: it is never tried again (`no_gain`, schema v11).
-    @_spi(Benchmarks) public var noGain = false
+    /// Where a variant stands with format upgrades (`upgrade`, schema v11).
+    @_spi(Benchmarks) public var upgrade = UpgradeState.open
+
+    /// A variant's format upgrade (README "What browsers get").
+    @_spi(Benchmarks) public enum UpgradeState: Int, Sendable, Codable {
+        /// A cold encoding: an upgrade may be tried.
+        case open = 0
+        /// The better encoding did not save enough bytes: never tried again.
+        case noGain = 1
+        /// These are the better bytes.
+        case upgraded = 2
+    }
     /// ``rendition`` of the provider's original (any size).
     package static let originalRendition = Int(Int32.max)
 
@@ -103,7 +112,7 @@ extension CacheEntry {
     static let columnNames = ["key", "url", "host", "kind", "parent_key", "spec", "blob", "content_type", "declared_type",
                               "size", "sha256", "source_sha256", "width", "height", "etag", "last_modified", "expires_at",
                               "fresh_for", "created_at", "accessed_at", "hit_count", "color", "thumbhash", "fetched_url", "rendition",
-                              "stale_while_revalidate", "stale_if_error", "directives", "no_gain"]
+                              "stale_while_revalidate", "stale_if_error", "directives", "upgrade"]
     static let columns = columnNames.joined(separator: ", ")
     static func columns(of table: String) -> String { columnNames.map { "\(table).\($0)" }.joined(separator: ", ") }
 
@@ -139,7 +148,7 @@ extension CacheEntry {
         let bits: Int = row[27]
         mustRevalidate = bits & Self.mustRevalidateBit != 0
         immutable = bits & Self.immutableBit != 0
-        noGain = (row[28] as Int) != 0
+        upgrade = UpgradeState(rawValue: row[28]) ?? .open
     }
 
     /// The row of `key`, live or evicted (below the horizon, not yet reclaimed).
@@ -162,7 +171,7 @@ extension CacheEntry {
         [key, url, host, kind.rawValue, parentKey, spec, blob, contentType, declaredType, size, sha256, sourceSHA256,
          width, height, etag, lastModified, expiresAt?.timeIntervalSince1970, freshFor, createdAt.timeIntervalSince1970,
          accessedAt.timeIntervalSince1970, hitCount, color, thumbHash, fetchedURL, rendition,
-         staleWhileRevalidate, staleIfError, directiveBits, noGain ? 1 : 0]
+         staleWhileRevalidate, staleIfError, directiveBits, upgrade.rawValue]
     }
 
     /// INSERT, or UPDATE of the row with the same key when `replacing`.

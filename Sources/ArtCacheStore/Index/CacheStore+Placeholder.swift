@@ -75,16 +75,16 @@ extension CacheStore {
 }
 
 extension CacheStore {
-    /// Records that the variant `key` (while it holds the bytes `sha256`)
-    /// gains nothing from a better format: it is not encoded again. False
-    /// when the row is gone or holds other bytes now.
+    /// Records where the variant `key` (while it holds the bytes `sha256`)
+    /// stands with format upgrades. False when the row is gone or holds
+    /// other bytes now.
     @discardableResult
-    package func markNoGain(key: String, sha256: String) async throws -> Bool {
+    package func setUpgrade(key: String, sha256: String, _ state: CacheEntry.UpgradeState) async throws -> Bool {
         await behind.waitUntilWritten(key)
         return try await Blocking.run {
             try self.db.write { db in
-                try db.execute(sql: "UPDATE entry SET no_gain = 1 WHERE key = ? AND sha256 = ? AND kind = 'variant'",
-                               arguments: [key, sha256])
+                try db.execute(sql: "UPDATE entry SET upgrade = ? WHERE key = ? AND sha256 = ? AND kind = 'variant'",
+                               arguments: [state.rawValue, key, sha256])
                 return db.changesCount > 0
             }
         }

@@ -214,11 +214,13 @@ enum Schema {
                 """)
         }
         migrator.registerMigration("v11-format-upgrades") { db in
-            // Browsers first (issue 35): a variant whose better-format
-            // encoding behind the answer did not save enough bytes remembers
-            // it, so it is never encoded again (1: no gain). A new render of
-            // the variant (new original bytes) writes the row again with 0.
-            try db.execute(sql: "ALTER TABLE entry ADD COLUMN no_gain INTEGER NOT NULL DEFAULT 0")
+            // Browsers first (issue 35): where a variant stands with format
+            // upgrades behind answers (CacheEntry.UpgradeState): 0 open (a
+            // cold encoding, an upgrade may be tried), 1 no gain (tried: the
+            // better encoding did not save enough bytes, never tried again),
+            // 2 upgraded (these are the better bytes). A new render of the
+            // variant (new original bytes) writes the row again with 0.
+            try db.execute(sql: "ALTER TABLE entry ADD COLUMN upgrade INTEGER NOT NULL DEFAULT 0")
         }
         return migrator
     }
