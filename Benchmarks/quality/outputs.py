@@ -161,7 +161,6 @@ package enum QualityTable {{
         case (.avif, .cold): avifCold[size]
         }}
     }}
-    }}
 
     /// JPEG at q80 (qualities are JPEG's own).
 {tables}}}

@@ -133,7 +133,6 @@ package enum QualityTable {
         case (.avif, .cold): avifCold[size]
         }
     }
-    }
 
     /// JPEG at q80 (qualities are JPEG's own).
     private static let jpeg = Rows(
