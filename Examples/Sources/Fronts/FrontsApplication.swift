@@ -255,12 +255,69 @@ struct FrontsRequestContext: RequestContext {
     }
 }
 
-/// Runs `body`, cancelled if `channel` closes before it ends. The close
-/// callback holds only a box emptied when `body` ends.
+/// Runs `body`, cancelled if `channel` closes before it ends. One close
+/// callback per connection (``ConnectionRequests``), registered by its first
+/// image request: a keep-alive connection's requests leave nothing behind on
+/// it when they end.
 func cancelled<T: Sendable>(onClose channel: any Channel, _ body: @escaping @Sendable () async -> T) async -> T {
     let work = Task { await body() }
-    let box = Mutex<Task<T, Never>?>(work)
-    channel.closeFuture.whenComplete { _ in box.withLock { $0?.cancel() } }
-    defer { box.withLock { $0 = nil } }
+    let requests = ConnectionRequests.of(channel)
+    let id = requests.add { work.cancel() }
+    defer { requests.remove(id) }
     return await withTaskCancellationHandler { await work.value } onCancel: { work.cancel() }
+}
+
+/// The image requests running on one connection, cancelled together when it
+/// closes. Kept in ``ConnectionRequests/open`` while the connection is open.
+final class ConnectionRequests: Sendable {
+    private struct State {
+        var next = 0
+        var cancels: [Int: @Sendable () -> Void] = [:]
+        var closed = false
+    }
+    private let state = Mutex(State())
+    private static let open = Mutex<[ObjectIdentifier: ConnectionRequests]>([:])
+
+    /// The connection's registry, made (and its close callback registered) on first use.
+    static func of(_ channel: any Channel) -> ConnectionRequests {
+        let id = ObjectIdentifier(channel)
+        let (requests, made) = open.withLock { open -> (ConnectionRequests, Bool) in
+            if let known = open[id] { return (known, false) }
+            let made = ConnectionRequests()
+            open[id] = made
+            return (made, true)
+        }
+        if made {
+            channel.closeFuture.whenComplete { _ in
+                _ = open.withLock { $0.removeValue(forKey: id) }
+                requests.close()
+            }
+        }
+        return requests
+    }
+
+    /// Adds a request's cancel; a connection already closed cancels it at once.
+    func add(_ cancel: @escaping @Sendable () -> Void) -> Int {
+        let id = state.withLock { s -> Int? in
+            guard !s.closed else { return nil }
+            s.next += 1
+            s.cancels[s.next] = cancel
+            return s.next
+        }
+        guard let id else { cancel(); return 0 }
+        return id
+    }
+
+    func remove(_ id: Int) {
+        _ = state.withLock { $0.cancels.removeValue(forKey: id) }
+    }
+
+    private func close() {
+        let cancels = state.withLock { s -> [@Sendable () -> Void] in
+            s.closed = true
+            defer { s.cancels.removeAll() }
+            return Array(s.cancels.values)
+        }
+        for cancel in cancels { cancel() }
+    }
 }
