@@ -99,7 +99,7 @@ for r in $(seq $ROUNDS); do
   la="p50 $(pct 50) ms, p99 $(pct 99) ms"; types_a=$(cat "$WORK/types.txt")
   upgrades_idle
   read -r t b < <(fetch_accept "$WORK/artcache-browsers.txt" "$CHROME_ACCEPT"); tc="$t"; bc=$b; types_c=$(cat "$WORK/types.txt")
-  UPG=$(curl -s "http://127.0.0.1:$SERVE_PORT/metrics" | awk -F'[{}" ]+' '/^artcache_format_upgrades_total/ {printf "%s %s, ", $3, $5}')
+  UPG=$(curl -s "http://127.0.0.1:$SERVE_PORT/metrics" | sed -n 's/^artcache_format_upgrades_total{outcome="\([a-z_]*\)"} \([0-9]*\).*/\1 \2, /p' | tr -d '\n')
   # A sample for quality: the first 20 photographs at 300 px (the 300 px half of the list).
   mkdir -p "$WORK/q-artcache"; rm -f "$WORK"/q-artcache/*
   tail -n "$N_E2E" "$WORK/artcache-browsers.txt" | head -20 | awk '{print NR - 1, $0}' | while read -r i u; do
@@ -124,7 +124,7 @@ for i in range(n):
     out = os.path.join(folder, str(i))
     if not os.path.exists(out): continue
     src = os.path.join(work, "www/e2e/%d.jpg" % i)
-    ref = pyvips.Image.thumbnail(src, 300, height=300, crop="centre", kernel="lanczos3")
+    ref = pyvips.Image.thumbnail(src, 300, height=300, crop="centre")   # libvips' reduce: Lanczos-3
     ref.write_to_file(out + ".ref.png")
     pyvips.Image.new_from_file(out).colourspace("srgb").extract_band(0, n=3).write_to_file(out + ".png")
     r = subprocess.run(["ssimulacra_main", out + ".ref.png", out + ".png"], capture_output=True, text=True)

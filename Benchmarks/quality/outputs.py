@@ -86,15 +86,7 @@ package enum QualityTable {{
     /// One encoder setting: the codec's own quality and its effort knob (WebP
     /// method 0-6; AVIF aom speed 0-9, which is libvips `heifsave`'s
     /// `effort = 9 - speed`; JPEG: 0).
-    package struct Setting: Sendable, Equatable {{
-        package let quality: Int
-        package let effort: Int
-
-        package init(quality: Int, effort: Int) {{
-            self.quality = quality
-            self.effort = effort
-        }}
-    }}
+    package typealias Setting = EncoderSetting
 
     /// The setting for `codec` that matches JPEG quality `jpegQuality` (1-100,
     /// interpolated between measured points, clamped) at `size`, with the

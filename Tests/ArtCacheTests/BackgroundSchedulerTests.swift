@@ -157,6 +157,25 @@ struct BackgroundSchedulerTests {
 
     /// close(): what waits is dropped (onDrop), what runs is cancelled and
     /// awaited; later submits are refused.
+    @Test func formatUpgradesRunOneAtATimeAndLeaveSlotsToTheOtherKinds() async {
+        let scheduler = BackgroundScheduler(settings: Self.settings(concurrency: 4))
+        let gate = Gate()
+        for i in 0..<3 {
+            scheduler.submit(BackgroundJobKey(.formatUpgrade, key: "u\(i)")) { await gate.wait() }
+        }
+        await scheduler.waitForLoad { $0.running == 1 }
+        #expect(scheduler.counts[.formatUpgrade]?.queued == 2 && scheduler.counts[.formatUpgrade]?.running == 1)
+        // The other slots are the other kinds'.
+        for i in 0..<3 {
+            scheduler.submit(BackgroundJobKey(.revalidation, key: "r\(i)")) { await gate.wait() }
+        }
+        await scheduler.waitForLoad { $0.running == 4 }
+        #expect(scheduler.counts[.revalidation]?.running == 3 && scheduler.counts[.formatUpgrade]?.running == 1)
+        gate.release()
+        await scheduler.waitUntilIdle()
+        #expect(scheduler.counts[.formatUpgrade]?.finished == 3 && scheduler.counts[.revalidation]?.finished == 3)
+    }
+
     @Test func closeDropsWhatWaitsAndCancelsWhatRuns() async {
         let scheduler = BackgroundScheduler(settings: Self.settings(concurrency: 2))
         let sawCancellation = Locked(0)

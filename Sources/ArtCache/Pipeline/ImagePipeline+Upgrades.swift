@@ -90,8 +90,9 @@ extension ImagePipeline {
             guard let original = try await store.lookup(key: url.key, counting: false),
                   cold.sourceSHA256 == nil || cold.sourceSHA256 == original.entry.sha256 else { return }
             let rendered = try await timed(.render) {
-                try await renderer.render(original.data, spec: target, priority: PriorityHandle(.veryLow, background: true),
-                                          tier: .behind)
+                // The lowest priority without the background share: answers
+                // render first; an upgrade uses the time they leave.
+                try await renderer.render(original.data, spec: target, priority: PriorityHandle(.veryLow), tier: .behind)
             }
             try Task.checkCancellation()
             if Double(rendered.data.count) <= Double(cold.size) * Self.upgradeGain {

@@ -21,6 +21,13 @@ package enum BackgroundKind: String, CaseIterable, Sendable, Hashable {
 
     /// Position in per-kind tables.
     var index: Int { Self.allCases.firstIndex(of: self)! }
+
+    /// Most jobs of this kind running at once (nil: up to `[background]
+    /// concurrency`). A format upgrade is optional work that renders at the
+    /// lowest priority without the background share (it waits while
+    /// answers render): one at a time, so upgrades waiting for the render
+    /// pool never hold the slots revalidations and the reclaimer need.
+    var maxRunning: Int? { self == .formatUpgrade ? 1 : nil }
 }
 
 /// A job's identity: a job whose key is already queued or running is not

@@ -240,6 +240,7 @@ package final class BackgroundScheduler: @unchecked Sendable {
         let kinds = state.queues.count
         for offset in 1...kinds {
             let k = (state.lastKind + offset) % kinds
+            if let cap = BackgroundKind.allCases[k].maxRunning, state.counts[k].running >= cap { continue }
             for level in ImagePriority.allCases.map(\.rawValue).reversed() {
                 guard let id = state.queues[k][level].first(in: state.waiting),
                       let job = state.waiting.removeValue(forKey: id) else { continue }

@@ -76,7 +76,6 @@ extension RenderPlan {
         case .auto, .jpeg, .png: return EncoderSetting(quality: spec.quality, effort: 0)
         }
         let size = QualityTable.SizeClass(longEdge: max(spec.width, spec.height))
-        let setting = QualityTable.setting(codec, jpegQuality: spec.quality, size: size, tier: tier)
-        return EncoderSetting(quality: setting.quality, effort: setting.effort)
+        return QualityTable.setting(codec, jpegQuality: spec.quality, size: size, tier: tier)
     }
 }
