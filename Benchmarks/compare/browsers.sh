@@ -14,7 +14,7 @@
 #     vs the same with Accept: image/jpeg (each warmed first), and nginx
 #     proxy_cache keyed by the format class (README "What browsers get") in
 #     front of the same serve, with Chrome's Accept.
-CHROME_ACCEPT='image/avif,image/webp,image/apng,image/svg+xml,image/*,*/*;q=0.8'
+# CHROME_ACCEPT: set by run.
 
 # The e2e photographs (as P2 makes them, if P2 did not run).
 browsers_photos() {
