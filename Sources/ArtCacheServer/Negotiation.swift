@@ -108,7 +108,8 @@ struct FormatPolicy: Sendable {
     }
 
     static let coldSlack = 1.10
-    static let upgradeGain = 0.85
+    /// The job's own rule (``ImagePipeline/upgradeGain``): proposed where the table says it holds on average.
+    static let upgradeGain = ImagePipeline.upgradeGain
 
     var avif: Use
     var webp: Use

@@ -61,16 +61,7 @@ extension ServiceHarness {
 enum RawHTTP {
     /// Connects to 127.0.0.1:`port`, sends a GET for `path`, returns the socket.
     static func send(port: Int, path: String) throws -> Int32 {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        guard fd >= 0 else { throw POSIXError(.EIO) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_port = in_port_t(UInt16(port).bigEndian)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        let connected = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-        }
-        guard connected == 0 else { close(fd); throw POSIXError(.ECONNREFUSED) }
+        let fd = try connectLoopback(port: port, timeout: 0)  // 0: no receive timeout, as before
         let request = "GET \(path) HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"
         _ = request.withCString { write(fd, $0, strlen($0)) }
         return fd

@@ -24,16 +24,16 @@ extension ImagePipeline {
         package var upgrading: Bool
     }
 
-    /// `request` (its format: the cold one) unless the variant in `better`
-    /// is stored already, then that one. A cold answer whose variant has not
-    /// been found "no gain" queues its upgrade.
+    /// `request` (its format: the cold one) unless `better` is another
+    /// format whose variant is stored already, then that one. A cold answer
+    /// whose row is still open queues its upgrade.
     package func negotiatedImage(_ request: ImageRequest, better: VariantSpec.Format?) async throws(ArtCacheError) -> NegotiatedImage {
         guard let better, request.size != nil else {
             return NegotiatedImage(response: try await image(request), upgrading: false)
         }
-        var upgraded = request
-        upgraded.format = better
         if better != request.format {
+            var upgraded = request
+            upgraded.format = better
             if let hit = cachedImage(for: upgraded) { return NegotiatedImage(response: hit, upgrading: false) }
             if try await isStored(upgraded) { return NegotiatedImage(response: try await image(upgraded), upgrading: false) }
         }
@@ -47,9 +47,11 @@ extension ImagePipeline {
         guard let better, request.size != nil else {
             return cachedImage(for: request).map { NegotiatedImage(response: $0, upgrading: false) }
         }
-        var upgraded = request
-        upgraded.format = better
-        if better != request.format, let hit = cachedImage(for: upgraded) { return NegotiatedImage(response: hit, upgrading: false) }
+        if better != request.format {
+            var upgraded = request
+            upgraded.format = better
+            if let hit = cachedImage(for: upgraded) { return NegotiatedImage(response: hit, upgrading: false) }
+        }
         guard let cold = cachedImage(for: request) else { return nil }
         return NegotiatedImage(response: cold, upgrading: upgrade(cold, of: request, to: better))
     }
