@@ -7,6 +7,14 @@ static inline uint8_t clamp_byte(float v) {
     return (uint8_t) v;
 }
 
+/* x86-64 with glibc: a second copy for x86-64-v3 (AVX2, FMA), chosen once
+ * at load time (an ifunc); 600->300 RGB measured 3.65 -> 2.72 ms here. The
+ * default copy is the baseline build, for any x86-64. Not under the
+ * sanitizers (an ifunc resolver runs before their runtimes start). */
+#if defined(__x86_64__) && defined(__linux__) && defined(__clang__) && !__has_feature(thread_sanitizer) \
+    && !__has_feature(address_sanitizer)
+__attribute__((target_clones("arch=x86-64-v3", "default")))
+#endif
 void cpix_resample(const uint8_t *src, int sw, int channels, uint8_t *dst, int tw, int th,
                    const int32_t *hstart, const int32_t *hcount, const float *hweights, int htaps,
                    const int32_t *vstart, const int32_t *vcount, const float *vweights, int vtaps,

@@ -176,6 +176,27 @@ struct BackgroundSchedulerTests {
         #expect(scheduler.counts[.formatUpgrade]?.finished == 3 && scheduler.counts[.revalidation]?.finished == 3)
     }
 
+    @Test func formatUpgradesWaitUntilNoForegroundRequestIsLeft() async {
+        let scheduler = BackgroundScheduler(settings: Self.settings(concurrency: 4))
+        scheduler.foregroundBegan()
+        scheduler.foregroundBegan()
+        let ran = Locked(0)
+        scheduler.submit(BackgroundJobKey(.formatUpgrade, key: "u")) { ran.withLock { $0 += 1 } }
+        // Other kinds are not held back.
+        scheduler.submit(BackgroundJobKey(.revalidation, key: "r")) {}
+        await scheduler.waitUntilIdle(.revalidation)
+        #expect(scheduler.counts[.formatUpgrade]?.queued == 1 && scheduler.counts[.formatUpgrade]?.running == 0)
+        scheduler.foregroundEnded()
+        #expect(scheduler.counts[.formatUpgrade]?.queued == 1, "one request is still in flight")
+        scheduler.foregroundEnded()
+        await scheduler.waitUntilIdle(.formatUpgrade)
+        #expect(ran.withLock { $0 } == 1 && scheduler.foregroundCount == 0)
+        // Submitted while quiet: starts at once.
+        scheduler.submit(BackgroundJobKey(.formatUpgrade, key: "v")) { ran.withLock { $0 += 1 } }
+        await scheduler.waitUntilIdle(.formatUpgrade)
+        #expect(ran.withLock { $0 } == 2)
+    }
+
     @Test func closeDropsWhatWaitsAndCancelsWhatRuns() async {
         let scheduler = BackgroundScheduler(settings: Self.settings(concurrency: 2))
         let sawCancellation = Locked(0)

@@ -178,6 +178,9 @@ public final class ImagePipeline: Sendable {
             let resolved = try resolve(request)
             let reload = request.options.contains(.reloadIgnoringCache)
             if !reload, let hit = memory.image(forKey: resolved.memoryKey, freshAt: Date()) { return hit.with(source: .memory) }
+            // An answer someone waits for: format upgrades wait until none is left.
+            if !priority.background { background.foregroundBegan() }
+            defer { if !priority.background { background.foregroundEnded() } }
             let mode = FetchMode(request.options)
             reachedDisk = mode != .reload
             let response: ImageResponse

@@ -28,6 +28,12 @@ package enum BackgroundKind: String, CaseIterable, Sendable, Hashable {
     /// answers render): one at a time, so upgrades waiting for the render
     /// pool never hold the slots revalidations and the reclaimer need.
     var maxRunning: Int? { self == .formatUpgrade ? 1 : nil }
+
+    /// Jobs of this kind start only while no foreground request is being
+    /// downloaded or rendered (``BackgroundScheduler/foregroundBegan()``):
+    /// a format upgrade is optional work, and one AVIF at the slow effort
+    /// holds a core for 20–300 ms, which a burst of cold answers needs.
+    var waitsForQuiet: Bool { self == .formatUpgrade }
 }
 
 /// A job's identity: a job whose key is already queued or running is not

@@ -82,6 +82,8 @@ package final class BackgroundScheduler: @unchecked Sendable {
         var nextID = 0
         /// The kind (index) of the job started last: the next turn goes to the kinds after it.
         var lastKind = BackgroundKind.allCases.count - 1
+        /// Foreground requests downloading or rendering now (``foregroundBegan()``).
+        var foreground = 0
         var closed = false
     }
 
@@ -130,6 +132,31 @@ package final class BackgroundScheduler: @unchecked Sendable {
         for job in dropped { job.onDrop?() }
         return outcome
     }
+
+    /// A foreground request (an answer someone waits for, not a job of
+    /// this scheduler) starts downloading or rendering: kinds that wait for
+    /// quiet (``BackgroundKind/waitsForQuiet``: format upgrades) start no
+    /// job until every such request has ended (``foregroundEnded()``).
+    /// A job of such a kind already running is not stopped.
+    package func foregroundBegan() {
+        locked { state.foreground += 1 }
+    }
+
+    /// The end of a request counted by ``foregroundBegan()``; at the last
+    /// one, waiting jobs of the quiet kinds may start.
+    package func foregroundEnded() {
+        locked {
+            state.foreground = max(0, state.foreground - 1)
+            if state.foreground == 0, state.counts.indices.contains(where: { k in
+                BackgroundKind.allCases[k].waitsForQuiet && state.counts[k].queued > 0
+            }) {
+                startWhileRoom()
+            }
+        }
+    }
+
+    /// Foreground requests downloading or rendering now.
+    package var foregroundCount: Int { locked { state.foreground } }
 
     /// Whether a job with `key` waits or runs.
     package func contains(_ key: BackgroundJobKey) -> Bool { locked { state.keys[key] != nil } }
@@ -240,7 +267,9 @@ package final class BackgroundScheduler: @unchecked Sendable {
         let kinds = state.queues.count
         for offset in 1...kinds {
             let k = (state.lastKind + offset) % kinds
-            if let cap = BackgroundKind.allCases[k].maxRunning, state.counts[k].running >= cap { continue }
+            let kind = BackgroundKind.allCases[k]
+            if let cap = kind.maxRunning, state.counts[k].running >= cap { continue }
+            if kind.waitsForQuiet, state.foreground > 0 { continue }
             for level in ImagePriority.allCases.map(\.rawValue).reversed() {
                 guard let id = state.queues[k][level].first(in: state.waiting),
                       let job = state.waiting.removeValue(forKey: id) else { continue }
