@@ -73,8 +73,8 @@ struct ProfilePipelineTests {
     }
 
     /// A rendition the origin does not have (404) falls back to the URL given,
-    /// and the profile is left out for that host for fallback_ttl.
-    @Test func aFailedRenditionFallsBackAndIsRemembered() async throws {
+    /// and the profile is left out for that URL (not its host) for fallback_ttl.
+    @Test func aFailedRenditionFallsBackAndIsRememberedForThatURL() async throws {
         let h = try await Self.harness()
         defer { h.origin.stop() }
         h.origin.register("a60x60bb.jpg", .init(body: try Fixtures.image(width: 60, height: 60, suffix: ".jpg"),
@@ -85,10 +85,63 @@ struct ProfilePipelineTests {
         #expect(a.source == .network)
         #expect(h.origin.requestCount("/img/a120x120bb.jpg") == 1)
         #expect(h.origin.requestCount("/img/a60x60bb.jpg") == 1, "fell back to the URL given")
-        // Within fallback_ttl the profile is not tried for this host.
+        // Another URL of the same host still gets its rendition tried.
         _ = try await h.pipeline.image(ImageRequest(url: h.url("/img/b60x60bb.jpg"), width: 120, height: 120))
-        #expect(h.origin.requestCount("/img/b120x120bb.jpg") == 0)
+        #expect(h.origin.requestCount("/img/b120x120bb.jpg") == 1)
         #expect(h.origin.requestCount("/img/b60x60bb.jpg") == 1)
+        // Within fallback_ttl the failed URL's rendition is not tried again.
+        _ = try await h.pipeline.image(ImageRequest(url: h.url("/img/a60x60bb.jpg"), width: 240, height: 240,
+                                                    options: [.reloadIgnoringCache]))
+        #expect(h.origin.requestCount("/img/a240x240bb.jpg") == 0)
+        #expect(h.origin.requestCount("/img/a60x60bb.jpg") == 2)
+        try await h.pipeline.close()
+    }
+
+    /// A rendition that answers 200 with bytes that are not an image (an
+    /// HTML page) falls back to the URL given, like a 404.
+    @Test func aRenditionThatIsNotAnImageFallsBack() async throws {
+        let h = try await Self.harness()
+        defer { h.origin.stop() }
+        h.origin.register("c60x60bb.jpg", .init(body: try Fixtures.image(width: 60, height: 60, suffix: ".jpg"),
+                                                contentType: "image/jpeg", cacheControl: "max-age=3600"))
+        h.origin.register("c120x120bb.jpg", .init(body: Data("<!doctype html><html><body>gone</body></html>".utf8),
+                                                  contentType: "image/jpeg", cacheControl: "max-age=3600"))
+        let c = try await h.pipeline.image(ImageRequest(url: h.url("/img/c60x60bb.jpg"), width: 120, height: 120))
+        #expect(c.source == .network && c.error == nil)
+        #expect(h.origin.requestCount("/img/c120x120bb.jpg") == 1)
+        #expect(h.origin.requestCount("/img/c60x60bb.jpg") == 1, "fell back to the URL given")
+        await h.store.waitForWritesBehind()
+        let entry = try #require(try await h.store.entry(forURL: h.url("/img/c60x60bb.jpg")))
+        #expect(entry.fetchedURL == nil || entry.fetchedURL == h.url("/img/c60x60bb.jpg"))
+        try await h.pipeline.close()
+    }
+
+    /// A stored original smaller than a request needs, whose larger
+    /// rendition fails on the network (a transfer past the download
+    /// timeout): what is stored answers, and nothing is lost.
+    @Test func aNetworkFailureWhileUpgradingServesTheStoredOriginal() async throws {
+        let h = try await LoopbackHarness { configuration in
+            try! configuration.profiles.set("slowloop", line: "hosts=127.0.0.1 path=/slow/ size=dimensions max=1000")
+            configuration.download.timeout = 1
+            configuration.download.retries = 0
+        }
+        defer { h.origin.stop() }
+        h.origin.register("d60x60bb.jpg", .init(body: try Fixtures.image(width: 60, height: 60, suffix: ".jpg"),
+                                                contentType: "image/jpeg", cacheControl: "max-age=3600"))
+        // 256 bytes every 20 ms: 1 MiB would take 80 s; the download gives up after 1 s.
+        h.origin.register("d120x120bb.jpg", .init(body: Data(repeating: 0xFF, count: 1 << 20), contentType: "image/jpeg",
+                                                  cacheControl: "max-age=3600"))
+        let given = h.url("/slow/20/d60x60bb.jpg")
+        let small = try await h.pipeline.image(ImageRequest(url: given, width: 60, height: 60))
+        #expect(small.source == .network && (small.width, small.height) == (60, 60))
+        await h.store.waitForWritesBehind()
+        let before = try #require(try await h.store.entry(forURL: given))
+        let larger = try await h.pipeline.image(ImageRequest(url: given, width: 120, height: 120))
+        #expect(h.origin.requestCount("/slow/20/d120x120bb.jpg") == 1, "the larger rendition was tried")
+        #expect(larger.error == nil)
+        #expect(h.origin.requestCount("/slow/20/d60x60bb.jpg") == 1, "the stored original answered: not fetched again")
+        let after = try #require(try await h.store.entry(forURL: given))
+        #expect(after.sha256 == before.sha256, "nothing stored was lost or replaced")
         try await h.pipeline.close()
     }
 

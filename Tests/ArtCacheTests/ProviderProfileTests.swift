@@ -54,7 +54,12 @@ struct ProviderProfileTests {
 
     @Test func githubQueryKeepsTheRest() {
         check("github", [
-            ("https://avatars.githubusercontent.com/u/583231?v=4", 96, "https://avatars.githubusercontent.com/u/583231?v=4", nil),
+            // avatar_url names no size (the origin gives 460): asked at the size the output needs.
+            ("https://avatars.githubusercontent.com/u/583231?v=4", 96, "https://avatars.githubusercontent.com/u/583231?v=4&s=96", 96),
+            ("https://avatars.githubusercontent.com/u/583231?v=4", 64, "https://avatars.githubusercontent.com/u/583231?v=4&s=64", 64),
+            ("https://avatars.githubusercontent.com/u/583231?v=4", 460, "https://avatars.githubusercontent.com/u/583231?v=4", 460),
+            ("https://avatars.githubusercontent.com/u/583231?v=4", 2000, "https://avatars.githubusercontent.com/u/583231?v=4", 460),
+            ("https://avatars.githubusercontent.com/u/583231?v=4", 0, "https://avatars.githubusercontent.com/u/583231?v=4", 460),
             ("https://avatars.githubusercontent.com/u/583231?v=4&s=48", 96, "https://avatars.githubusercontent.com/u/583231?v=4&s=96", 96),
             ("https://avatars.githubusercontent.com/u/583231?s=48&v=4", 96, "https://avatars.githubusercontent.com/u/583231?v=4&s=96", 96),
             ("https://avatars.githubusercontent.com/u/1?s=40", 2000, "https://avatars.githubusercontent.com/u/1?s=460", 460),
@@ -68,6 +73,7 @@ struct ProviderProfileTests {
         check("gravatar", [
             (hash, 80, hash, 80),
             (hash, 160, hash + "?s=160", 160),
+            (hash, 40, hash + "?s=40", 40),  // no s=: the size the output needs
             (hash + "?s=32&d=identicon", 64, hash + "?d=identicon&s=64", 64),
             ("https://secure.gravatar.com/avatar/abc?s=10", 5000, "https://secure.gravatar.com/avatar/abc?s=2048", 2048),
             ("https://gravatar.com/userimage/1/abc.jpg", 100, nil, nil),

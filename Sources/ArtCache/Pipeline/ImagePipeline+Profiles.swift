@@ -11,8 +11,10 @@ import Foundation
 /// and its size. A stored original smaller than a request needs is replaced
 /// by the larger rendition (its variants go with the old bytes and are
 /// rendered again on demand). A rendition that fails (4xx, not an image)
-/// falls back to the URL given, and the profile is left out for that host
-/// for `[profiles] fallback_ttl`.
+/// falls back to the URL given, and the profile is left out for that URL
+/// (its key) for `[profiles] fallback_ttl`: one deleted avatar does not turn
+/// the profile off for every image of its host. At most
+/// ``profileFallbackMax`` URLs are remembered (expired ones go first).
 extension ImagePipeline {
     /// What a request for `url` needing `pixels` fetches through a profile.
     struct RenditionPlan: Sendable {
@@ -27,11 +29,14 @@ extension ImagePipeline {
         }
     }
 
+    /// URLs whose failed rendition is remembered, at most.
+    static let profileFallbackMax = 10_000
+
     /// The plan for `url` at `pixels`, or nil when no profile reads the URL,
-    /// its profile is fallen back for this host, or it would fetch the URL given.
+    /// its rendition failed within `fallback_ttl`, or it would fetch the URL given.
     func renditionPlan(_ url: NormalizedURL, pixels: Int?) -> RenditionPlan? {
         guard let pixels, let profile = configuration.profiles.profile(for: url.string),
-              !isFallenBack(profile, host: url.host),
+              !isFallenBack(profile, url: url),
               let rendition = profile.rendition(of: url.string, pixels: pixels) else { return nil }
         let given = profile.rendition(of: url.string, pixels: 0)?.size
         guard rendition.url != url.string else { return nil }
@@ -46,7 +51,7 @@ extension ImagePipeline {
 
     /// Downloads the plan's rendition; nil when it failed in a way that
     /// falls back to the URL given (an HTTP 4xx, or bytes that are not an
-    /// image: remembered for the profile and host). Network failures and
+    /// image: remembered for the profile and URL). Network failures and
     /// cancellation are thrown.
     func fetchRendition(_ plan: RenditionPlan, for url: NormalizedURL, priority: PriorityHandle) async throws -> HTTPResponse? {
         do {
@@ -55,31 +60,43 @@ extension ImagePipeline {
                 _ = try await Self.check(response.body, declaredType: response.headers["content-type"])
                 return response
             }
-            fallBack(plan.profile, host: url.host, reason: "HTTP \(response.status)", url: plan.rendition.url)
+            fallBack(plan.profile, for: url, reason: "HTTP \(response.status)", url: plan.rendition.url)
             return nil
         } catch let error as DownloadError where error.code == .httpStatus && (400..<500).contains(error.status ?? 0) {
-            fallBack(plan.profile, host: url.host, reason: "HTTP \(error.status ?? 0)", url: plan.rendition.url)
+            fallBack(plan.profile, for: url, reason: "HTTP \(error.status ?? 0)", url: plan.rendition.url)
             return nil
         } catch is Sniffer.Refusal {
-            fallBack(plan.profile, host: url.host, reason: "not an image", url: plan.rendition.url)
+            fallBack(plan.profile, for: url, reason: "not an image", url: plan.rendition.url)
             return nil
         }
     }
 
-    private func fallBack(_ profile: ProviderProfile, host: String, reason: String, url: String) {
+    private func fallBack(_ profile: ProviderProfile, for given: NormalizedURL, reason: String, url: String) {
         let until = Date().addingTimeInterval(configuration.profiles.fallbackTTL)
-        profileFallbacks.withLock { $0[profile.name + " " + host] = until }
+        profileFallbacks.withLock { fallbacks in
+            if fallbacks.count >= Self.profileFallbackMax {
+                let now = Date()
+                fallbacks = fallbacks.filter { $0.value > now }
+                if fallbacks.count >= Self.profileFallbackMax { fallbacks.removeAll() }
+            }
+            fallbacks[Self.fallbackKey(profile, given)] = until
+        }
         logger.info("profile rendition failed: fetching the URL given", metadata: [
-            "profile": "\(profile.name)", "host": "\(host)", "url": "\(url)", "reason": "\(reason)",
+            "profile": "\(profile.name)", "given": "\(given)", "url": "\(url)", "reason": "\(reason)",
             "fallback_ttl": "\(configuration.profiles.fallbackTTL)"])
     }
 
-    private func isFallenBack(_ profile: ProviderProfile, host: String) -> Bool {
-        profileFallbacks.withLock { fallbacks in
-            guard let until = fallbacks[profile.name + " " + host] else { return false }
+    private func isFallenBack(_ profile: ProviderProfile, url: NormalizedURL) -> Bool {
+        let key = Self.fallbackKey(profile, url)
+        return profileFallbacks.withLock { fallbacks in
+            guard let until = fallbacks[key] else { return false }
             if until > Date() { return true }
-            fallbacks[profile.name + " " + host] = nil
+            fallbacks[key] = nil
             return false
         }
+    }
+
+    private static func fallbackKey(_ profile: ProviderProfile, _ url: NormalizedURL) -> String {
+        profile.name + " " + url.key.hex
     }
 }

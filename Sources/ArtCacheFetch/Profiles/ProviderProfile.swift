@@ -73,7 +73,7 @@ package struct ProviderProfile: Sendable, Hashable {
         try! ProviderProfile(name: "itunes", text: "hosts=*.mzstatic.com size=dimensions max=3000"),
         try! ProviderProfile(name: "twitter", text: "hosts=pbs.twimg.com,pbs-0.twimg.com path=/profile_images/ "
                              + "size=suffixes:_mini=24,_normal=48,_bigger=73,_400x400=400,=original"),
-        try! ProviderProfile(name: "github", text: "hosts=avatars.githubusercontent.com size=query:s max=460"),
+        try! ProviderProfile(name: "github", text: "hosts=avatars.githubusercontent.com size=query:s:460 max=460"),
         try! ProviderProfile(name: "gravatar", text: "hosts=gravatar.com,*.gravatar.com path=/avatar/ size=query:s:80 max=2048"),
     ]
 
@@ -95,8 +95,13 @@ package struct ProviderProfile: Sendable, Hashable {
             let items = components.percentEncodedQueryItems ?? []
             let given = items.last(where: { $0.name == name }).map { Int($0.value ?? "") }
             if case .some(.none) = given { return nil }  // s=abc: not a size this rule reads
-            guard let current = given.flatMap({ $0 }) ?? absent else { return Rendition(url: url, size: nil) }
-            let size = Swift.min(max, Swift.max(current, pixels))
+            let named = given.flatMap { $0 }
+            guard let current = named ?? absent else { return Rendition(url: url, size: nil) }
+            // A URL that names no size (GitHub's `avatar_url`: the origin's
+            // default, `absent`) was not sized by anyone: the rendition is
+            // the one the output needs, smaller than the default too. A size
+            // the URL names is a floor (never below what was given).
+            let size = named == nil && pixels > 0 ? Swift.min(max, pixels) : Swift.min(max, Swift.max(current, pixels))
             guard size != current else { return Rendition(url: url, size: current) }
             components.percentEncodedQueryItems = items.filter { $0.name != name } + [URLQueryItem(name: name, value: String(size))]
             return components.string.map { Rendition(url: $0, size: size) }
