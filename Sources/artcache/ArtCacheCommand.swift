@@ -21,4 +21,8 @@ struct ArtCacheCommand: AsyncParsableCommand {
             VerifyCommand.self, ServeCommand.self, HealthCommand.self, SignCommand.self, ManifestCommand.self,
         ]
     )
+
+    /// Global options given before the subcommand name (`artcache --cache-dir DIR stats`);
+    /// each subcommand reads them through ``GlobalOptions/inheriting(_:)``.
+    @OptionGroup var global: GlobalOptions
 }

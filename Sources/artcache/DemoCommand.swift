@@ -14,7 +14,10 @@ struct DemoCommand: AsyncParsableCommand {
         commandName: "demo",
         abstract: "Prefetch an iTunes-shaped result set from a loopback origin serving the bundled samples; print the summary and stats.")
 
-    @OptionGroup var global: GlobalOptions
+    @OptionGroup var own: GlobalOptions
+    @ParentCommand var root: ArtCacheCommand
+    /// The global options given after the subcommand name, else before it.
+    var global: GlobalOptions { own.inheriting(root.global) }
 
     /// Sample body, the Content-Type a misconfigured origin sends with it.
     static let samples: [(file: String, declared: String?, title: String)] = [

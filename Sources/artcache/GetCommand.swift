@@ -9,7 +9,10 @@ struct GetCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "get", abstract: "Fetch one URL through the cache and write the original's bytes.")
 
-    @OptionGroup var global: GlobalOptions
+    @OptionGroup var own: GlobalOptions
+    @ParentCommand var root: ArtCacheCommand
+    /// The global options given after the subcommand name, else before it.
+    var global: GlobalOptions { own.inheriting(root.global) }
     @Argument(help: "The image URL.") var url: String
     @Option(name: .shortAndLong, help: "Write the bytes to FILE (default: stdout).") var output: String?
     @Flag(help: "Print the blob's path and metadata as JSON instead of the bytes.") var json = false

@@ -6,7 +6,8 @@ import ArtCache
 import Foundation
 import Logging
 
-/// Options every subcommand accepts (after the subcommand name too).
+/// Options every subcommand accepts, before or after the subcommand name
+/// (`artcache --cache-dir DIR stats` and `artcache stats --cache-dir DIR`).
 struct GlobalOptions: ParsableArguments {
     @Option(name: .long, help: ArgumentHelp("Configuration file.", discussion: "Lookup: \(Configuration.lookupOrder). \(Configuration.trustRule).",
                                             valueName: "path"))
@@ -17,6 +18,16 @@ struct GlobalOptions: ParsableArguments {
 
     @Flag(name: .shortAndLong, help: "Log what happens to stderr.")
     var verbose = false
+
+    /// These options, each one not given here taken from `parent` (the
+    /// root command's: given before the subcommand name).
+    func inheriting(_ parent: GlobalOptions) -> GlobalOptions {
+        var merged = self
+        merged.config = config ?? parent.config
+        merged.cacheDir = cacheDir ?? parent.cacheDir
+        merged.verbose = verbose || parent.verbose
+        return merged
+    }
 
     func configuration() throws -> Configuration {
         let environment = ProcessInfo.processInfo.environment

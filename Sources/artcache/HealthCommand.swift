@@ -14,7 +14,10 @@ struct HealthCommand: AsyncParsableCommand {
             libvips renders a 1x1 image. Prints one line: ok, or unhealthy and why.
             """)
 
-    @OptionGroup var global: GlobalOptions
+    @OptionGroup var own: GlobalOptions
+    @ParentCommand var root: ArtCacheCommand
+    /// The global options given after the subcommand name, else before it.
+    var global: GlobalOptions { own.inheriting(root.global) }
 
     @Option(help: ArgumentHelp("A running service to ask, e.g. http://127.0.0.1:8080 (its /health).", valueName: "url"))
     var url: String?

@@ -15,7 +15,10 @@ struct ManifestCommand: AsyncParsableCommand {
             --json prints the manifest (README, "manifest --json").
             """)
 
-    @OptionGroup var global: GlobalOptions
+    @OptionGroup var own: GlobalOptions
+    @ParentCommand var root: ArtCacheCommand
+    /// The global options given after the subcommand name, else before it.
+    var global: GlobalOptions { own.inheriting(root.global) }
     @Argument(help: "A result set file, or - for stdin.") var file: String
     @Option(help: "Display sizes, comma-separated (default: [thumbnails] sizes).") var sizes: String?
     @Option(help: "Force the result-set format: itunes, github-users, github-repos, twitter, urls.") var format: ResultSetFormat?

@@ -18,7 +18,10 @@ struct PrefetchCommand: AsyncParsableCommand {
             anything failed or was refused.
             """)
 
-    @OptionGroup var global: GlobalOptions
+    @OptionGroup var own: GlobalOptions
+    @ParentCommand var root: ArtCacheCommand
+    /// The global options given after the subcommand name, else before it.
+    var global: GlobalOptions { own.inheriting(root.global) }
 
     @Argument(help: "Result set files, or - for stdin.") var inputs: [String] = []
     @Option(help: "Force the input format: \(ResultSetFormat.allCases.map(\.rawValue).joined(separator: ", ")).")

@@ -11,7 +11,10 @@ struct PurgeCommand: AsyncParsableCommand {
         abstract: "Remove items from the cache.",
         discussion: "Filters combine (an item must match all). Removing an original removes its variants.")
 
-    @OptionGroup var global: GlobalOptions
+    @OptionGroup var own: GlobalOptions
+    @ParentCommand var root: ArtCacheCommand
+    /// The global options given after the subcommand name, else before it.
+    var global: GlobalOptions { own.inheriting(root.global) }
 
     @Flag(help: "Remove everything.") var all = false
     @Option(name: .customLong("older-than"), help: "Not accessed for at least DURATION (e.g. 30d, 12h).")

@@ -18,7 +18,10 @@ struct ServeCommand: AsyncParsableCommand {
             SIGTERM or SIGINT stops accepting, finishes in-flight requests and closes the cache.
             """)
 
-    @OptionGroup var global: GlobalOptions
+    @OptionGroup var own: GlobalOptions
+    @ParentCommand var root: ArtCacheCommand
+    /// The global options given after the subcommand name, else before it.
+    var global: GlobalOptions { own.inheriting(root.global) }
 
     @Option(help: "HOST:PORT to listen on (overrides [service] listen; port 0 picks a free one).")
     var listen: String?

@@ -16,7 +16,10 @@ struct SignCommand: AsyncParsableCommand {
             Keys: \(ServiceSettings.keysOrder) (the package's: sudo env CREDENTIALS_DIRECTORY=/etc/artcache artcache sign URL).
             """)
 
-    @OptionGroup var global: GlobalOptions
+    @OptionGroup var own: GlobalOptions
+    @ParentCommand var root: ArtCacheCommand
+    /// The global options given after the subcommand name, else before it.
+    var global: GlobalOptions { own.inheriting(root.global) }
 
     @Argument(help: "The source image URL.")
     var url: String

@@ -9,7 +9,10 @@ struct StatsCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "stats", abstract: "Show what the cache holds and how it has been used.")
 
-    @OptionGroup var global: GlobalOptions
+    @OptionGroup var own: GlobalOptions
+    @ParentCommand var root: ArtCacheCommand
+    /// The global options given after the subcommand name, else before it.
+    var global: GlobalOptions { own.inheriting(root.global) }
 
     @Flag(help: "Print stable JSON (documented in the README).")
     var json = false

@@ -13,7 +13,10 @@ struct ThumbCommand: AsyncParsableCommand {
         commandName: "thumb",
         abstract: "Make (or reuse) a thumbnail variant of URL, downloading the original if needed.")
 
-    @OptionGroup var global: GlobalOptions
+    @OptionGroup var own: GlobalOptions
+    @ParentCommand var root: ArtCacheCommand
+    /// The global options given after the subcommand name, else before it.
+    var global: GlobalOptions { own.inheriting(root.global) }
     @Argument(help: "The image URL.") var url: String
     @Option(help: "Bounding box WIDTHxHEIGHT, e.g. 100x100.") var size: String
     @Option(help: "contain (fit inside), cover (fill and crop the centre) or smart (crop by attention).")

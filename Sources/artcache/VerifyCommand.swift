@@ -10,7 +10,10 @@ struct VerifyCommand: AsyncParsableCommand {
         commandName: "verify",
         abstract: "Check the index against the blobs; exit 1 while problems remain.")
 
-    @OptionGroup var global: GlobalOptions
+    @OptionGroup var own: GlobalOptions
+    @ParentCommand var root: ArtCacheCommand
+    /// The global options given after the subcommand name, else before it.
+    var global: GlobalOptions { own.inheriting(root.global) }
 
     @Flag(help: "Fix problems: drop bad rows, delete orphan blobs and dead writers' temp files.")
     var repair = false

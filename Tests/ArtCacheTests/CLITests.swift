@@ -29,6 +29,29 @@ struct CLITests {
         #expect(text.stdout.contains("4 originals, 4 variants"))
     }
 
+    /// `--cache-dir`, `--config` and `-v` work before the subcommand name as
+    /// well as after it (README); after it wins when both are given.
+    @Test func globalOptionsBeforeOrAfterTheSubcommand() async throws {
+        let dir = TempDir()
+        let (first, second) = (dir.file("first"), dir.file("second"))
+        _ = try await CLI.run(["--cache-dir", first, "--count", "2"], executable: CLI.stress)
+        let before = try await CLI.run(["--cache-dir", first, "stats", "--json"])
+        #expect(before.status == 0, "\(before.stderr)")
+        let stats = try #require(try JSONSerialization.jsonObject(with: Data(before.stdout.utf8)) as? [String: Any])
+        #expect(stats["entries"] as? Int == 2, "read the cache named before the subcommand")
+        let after = try await CLI.json(["stats", "--cache-dir", first, "--json"])
+        #expect(after["entries"] as? Int == 2)
+        let both = try await CLI.json(["--cache-dir", second, "stats", "--cache-dir", first, "--json"])
+        #expect(both["entries"] as? Int == 2, "the one after the subcommand wins")
+        let config = dir.write("c.conf", "[cache]\ndirectory = \"\(first)\"\n")
+        let viaConfig = try await CLI.json(["--config", config, "stats", "--json"])
+        #expect(viaConfig["entries"] as? Int == 2, "--config before the subcommand")
+        let missing = try await CLI.run(["--config", dir.file("absent.conf"), "stats"])
+        #expect(missing.status != 0 && missing.stderr.contains("absent.conf"))
+        let verbose = try await CLI.run(["-v", "--cache-dir", first, "stats"])
+        #expect(verbose.status == 0, "-v before the subcommand: \(verbose.stderr)")
+    }
+
     @Test func purgeDryRunThenPurge() async throws {
         let dir = TempDir()
         let cache = dir.file("cache")
