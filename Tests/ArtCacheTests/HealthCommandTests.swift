@@ -19,6 +19,53 @@ struct HealthCommandTests {
         }
     }
 
+    /// A name that resolves to several addresses (`localhost`: `::1`, then
+    /// `127.0.0.1`, where both exist): each is tried in turn. The address
+    /// list is injected (here `localhost` is 127.0.0.1 only).
+    @Test func everyAddressIsTriedInTurn() async throws {
+        let refused = try HeldPort()
+        let origin = try await OriginServer.start()
+        defer { origin.stop() }
+        let (refusedPort, livePort) = (refused.port, origin.port)
+        let answer = try await HealthProbe.check("http://localhost:\(livePort)/status/200", timeout: .seconds(5)) { _, _ in
+            [.loopback(port: refusedPort), .loopback(port: livePort)]
+        }
+        #expect(answer.status == 200)
+        await #expect(throws: ArtCacheError.self) {
+            _ = try await HealthProbe.check("http://localhost:\(refusedPort)/", timeout: .seconds(5)) { _, _ in
+                [.loopback(port: refusedPort)]
+            }
+        }
+        do {
+            _ = try await HealthProbe.check("http://localhost:\(refusedPort)/", timeout: .seconds(5)) { _, _ in
+                [.loopback(port: refusedPort), .loopback(port: refusedPort)]
+            }
+        } catch {
+            #expect(error.code == .network(.connect), "the last address's failure: \(error)")
+        }
+        withExtendedLifetime(refused) {}
+    }
+
+    /// The timeout covers the whole check, not each address or each read:
+    /// three addresses that accept and never answer take one timeout.
+    @Test func oneDeadlineForTheWholeCheck() async throws {
+        let silent = try (0..<3).map { _ in try SilentListener() }
+        defer { silent.forEach { $0.close() } }
+        let ports = silent.map(\.port)
+        let started = ContinuousClock.now
+        do {
+            _ = try await HealthProbe.check("http://localhost:\(ports[0])/", timeout: .milliseconds(600)) { _, _ in
+                ports.map { .loopback(port: $0) }
+            }
+            Issue.record("a silent service answered")
+        } catch {
+            #expect(error.code == .network(.timeout), "\(error)")
+        }
+        let elapsed = ContinuousClock.now - started
+        #expect(elapsed >= .milliseconds(550), "waited for the deadline: \(elapsed)")
+        #expect(elapsed < .milliseconds(1500), "one deadline, not one per address (3 x 600 ms): \(elapsed)")
+    }
+
     @Test func answersAreReadFromTheStatusLineAndTheBody() throws {
         let ok = try HealthProbe.parse(Array("HTTP/1.1 200 OK\r\ncontent-length: 3\r\n\r\nok\n".utf8), from: "x")
         #expect(ok == .init(status: 200, summary: "ok"))
@@ -67,4 +114,30 @@ struct HealthCommandTests {
         let timeout = try await CLI.run(["health", "--url", held.baseURL, "--timeout", "0"])
         #expect(timeout.status == 64, "a bad option is a usage error: \(timeout.stderr)")
     }
+}
+
+/// A loopback socket that listens and never accepts: connects succeed (the
+/// kernel's backlog) and nothing is ever answered.
+private final class SilentListener: @unchecked Sendable {
+    // @unchecked Sendable: `fd` is set once in init; `close()` runs once, at the test's end.
+    let fd: Int32
+    let port: Int
+
+    init() throws {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let bound = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                bind(fd, $0, length) == 0 && getsockname(fd, $0, &length) == 0
+            }
+        }
+        guard fd >= 0, bound, listen(fd, 8) == 0 else { throw ArtCacheError(.network(.connect), "cannot listen on 127.0.0.1:0") }
+        self.fd = fd
+        port = Int(UInt16(bigEndian: address.sin_port))
+    }
+
+    func close() { _ = Glibc.close(fd) }
 }
