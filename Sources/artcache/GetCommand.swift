@@ -38,6 +38,15 @@ struct GetCommand: AsyncParsableCommand {
         @Nullable var thumbhash: String?
     }
 
+    /// A cached original's type was repaired when it was stored: its
+    /// declared type disagrees with its bytes by the rule the download
+    /// used (``Sniffer/isMismatch(declared:sniffed:)``), so `repaired` says
+    /// so on every `get`, not only the first.
+    static func repairedWhenStored(_ image: ImageResponse) -> Bool {
+        guard image.error == nil, let entry = image.entry, entry.kind == .original else { return false }
+        return Sniffer.isMismatch(declared: entry.declaredType, sniffed: Sniffer.sniff(image.data))
+    }
+
     /// The documented `source` values: cached, revalidated, stale, downloaded, uncacheable.
     static func source(_ image: ImageResponse) -> String {
         switch image.source {
@@ -67,7 +76,8 @@ struct GetCommand: AsyncParsableCommand {
                     print(try Output.json(Info(
                         url: entry?.url ?? url, key: entry?.key ?? "", fetchedUrl: entry.map { $0.fetchedURL ?? $0.url }, path: path,
                         source: Self.source(image), contentType: image.contentType,
-                        declaredType: entry?.declaredType, bytes: image.data.count, repaired: image.repaired,
+                        declaredType: entry?.declaredType, bytes: image.data.count,
+                        repaired: image.repaired || Self.repairedWhenStored(image),
                         etag: entry?.etag, lastModified: entry?.lastModified, expiresAt: entry?.expiresAt,
                         width: info?.width ?? (image.width > 0 ? image.width : nil), height: info?.height ?? (image.height > 0 ? image.height : nil),
                         color: info?.color, thumbhash: info?.thumbHashBase64)))

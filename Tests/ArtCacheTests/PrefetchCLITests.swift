@@ -102,6 +102,29 @@ struct PrefetchCLITests {
         #expect(missing.stderr.contains("HTTP status 404"))
     }
 
+    /// `repaired` in `get --json` is the stored original's, not only the
+    /// first download's: a PNG served as image/jpeg says so when cached too.
+    @Test func getSaysRepairedForACachedOriginal() async throws {
+        let dir = TempDir()
+        let origin = try await OriginServer.start()
+        defer { origin.stop() }
+        origin.register("wrong.png", .init(body: try Fixtures.image(bands: 3, suffix: ".png"), contentType: "image/jpeg",
+                                           cacheControl: "max-age=3600"))
+        origin.register("right.png", .init(body: try Fixtures.image(bands: 3, suffix: ".png"), contentType: "image/png",
+                                           cacheControl: "max-age=3600"))
+        let cache = dir.file("cache")
+        let first = try await CLI.json(["get", origin.url("/img/wrong.png"), "--json", "--cache-dir", cache])
+        #expect(first["repaired"] as? Bool == true && first["content_type"] as? String == "image/png")
+        let cached = try await CLI.json(["get", origin.url("/img/wrong.png"), "--json", "--cache-dir", cache])
+        #expect(cached["source"] as? String == "cached")
+        #expect(cached["repaired"] as? Bool == true, "the cached original's type was repaired too")
+        #expect(cached["declared_type"] as? String == "image/jpeg")
+        let right = try await CLI.json(["get", origin.url("/img/right.png"), "--json", "--cache-dir", cache])
+        let rightCached = try await CLI.json(["get", origin.url("/img/right.png"), "--json", "--cache-dir", cache])
+        #expect(right["repaired"] as? Bool == false && rightCached["repaired"] as? Bool == false)
+        #expect(origin.requestCount("/img/wrong.png") == 1)
+    }
+
     @Test func retryDrainsTheQueue() async throws {
         let dir = TempDir()
         let cache = dir.file("cache")
