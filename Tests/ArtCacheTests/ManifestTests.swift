@@ -64,6 +64,65 @@ struct ManifestTests {
         try await h.pipeline.close()
     }
 
+    /// Permanent failures are `failed` with their typed reason and never
+    /// queued again: 404 and not-an-image from the negative table, a source
+    /// or an address literal the policy refuses at once (no download).
+    @Test func permanentFailuresAreFailedAndNotQueuedAgain() async throws {
+        let h = try await LoopbackHarness { configuration in
+            configuration.download.retries = 0
+            configuration.download.allowedNetworks = [IPNetwork("127.0.0.1/32")!]
+            configuration.download.allowedSources = [HostPattern("127.0.0.1")!, HostPattern("127.0.0.2")!]
+        }
+        defer { h.origin.stop() }
+        let (gone, html) = (h.url("/status/404"), h.url("/html200"))
+        await #expect(throws: ArtCacheError.self) { _ = try await h.pipeline.image(ImageRequest(url: gone)) }
+        await #expect(throws: ArtCacheError.self) { _ = try await h.pipeline.image(ImageRequest(url: html)) }
+        let blockedSource = "http://blocked.invalid/a.jpg"
+        let blockedAddress = "http://127.0.0.2:\(h.origin.port)/img/a.jpg"
+        let set = ResultSet(format: .urls, urls: [gone, html, blockedSource, blockedAddress])
+        let manifest = try await h.pipeline.manifest(for: set, sizes: [ImageSize(width: 64, height: 64)])
+        #expect(manifest.items.map(\.status) == [.failed, .failed, .failed, .failed])
+        #expect(manifest.items.map(\.reason) == ["http_404", "not_an_image", "blocked_source", "blocked_address"])
+        let warmUps = h.pipeline.background.counts[.warmUp]
+        #expect(warmUps?.queued == 0 && warmUps?.running == 0 && warmUps?.finished == 0, "nothing was queued")
+        // Asked again: still failed, still nothing queued or fetched.
+        let again = try await h.pipeline.manifest(for: set, sizes: [ImageSize(width: 64, height: 64)])
+        #expect(again.items.map(\.reason) == manifest.items.map(\.reason))
+        #expect(h.pipeline.background.counts[.warmUp]?.finished == 0)
+        #expect(h.origin.requestCount("/status/404") == 1 && h.origin.requestCount("/html200") == 1)
+        try await h.pipeline.close()
+    }
+
+    /// A host that resolves to a blocked address is refused at connect time;
+    /// that answer is remembered like a 404, so a manifest says `failed`
+    /// (`blocked_address`) and the item is not queued again.
+    @Test func aBlockedAddressFoundAtConnectTimeIsRemembered() async throws {
+        let h = try await LoopbackHarness { configuration in
+            configuration.download.retries = 0
+            configuration.download.allowedNetworks = []  // loopback refused at connect time
+        }
+        defer { h.origin.stop() }
+        let url = "http://localhost:\(h.origin.port)/img/a.jpg"
+        do {
+            _ = try await h.pipeline.image(ImageRequest(url: url))
+            Issue.record("a loopback source was fetched")
+        } catch {
+            #expect(error.code == .network(.blockedAddress), "\(error)")
+        }
+        let manifest = try await h.pipeline.manifest(for: ResultSet(format: .urls, urls: [url]), sizes: [ImageSize(width: 64, height: 64)])
+        #expect(manifest.items.first?.status == .failed && manifest.items.first?.reason == "blocked_address")
+        #expect(h.pipeline.background.counts[.warmUp]?.queued == 0 && h.pipeline.background.counts[.warmUp]?.finished == 0)
+        // Remembered: asked again, the typed refusal comes from the table.
+        do {
+            _ = try await h.pipeline.image(ImageRequest(url: url))
+            Issue.record("a loopback source was fetched")
+        } catch {
+            #expect(error.code == .network(.blockedAddress), "\(error)")
+        }
+        #expect(h.origin.totalRequests == 0, "no request ever reached the origin")
+        try await h.pipeline.close()
+    }
+
     @Test func signedReferencesAreServicePathsThatVerify() async throws {
         let h = try await LoopbackHarness()
         defer { h.origin.stop() }
@@ -106,7 +165,8 @@ struct ManifestTests {
     }
 
     /// Each result-set kind gives its items in result order with its ids,
-    /// and its manifest lists them so (nothing cached here: all pending).
+    /// and its manifest lists them so (nothing cached; the public hosts are
+    /// outside allowed_sources, so every item is failed at once, never fetched).
     @Test func everyResultSetKindHasItsIds() async throws {
         let dir = TempDir()
         let pipeline = try await Fixtures.pipeline(dir.path) { $0.download.allowedSources = [HostPattern("127.0.0.1")!] }
@@ -127,7 +187,7 @@ struct ManifestTests {
             let manifest = try await pipeline.manifest(for: set, sizes: [ImageSize(width: 48, height: 48)])
             #expect(manifest.format == format)
             #expect(manifest.items.map(\.id) == ids && manifest.items.map(\.url) == set.items.map(\.url), "\(format)")
-            #expect(manifest.items.allSatisfy { $0.status == .pending && $0.variants["48x48"]?.count == 3 })
+            #expect(manifest.items.allSatisfy { $0.status == .failed && $0.reason == "blocked_source" && $0.variants["48x48"]?.count == 3 })
         }
         try await pipeline.close()
     }
@@ -136,14 +196,14 @@ struct ManifestTests {
         let dir = TempDir()
         let file = dir.write("set.txt", "https://example.com/a.jpg\n")
         let cache = dir.file("cache")
-        // The pending item goes to the prefetcher: refused before any lookup (tests never leave loopback).
+        // Its host is outside allowed_sources: failed at once, never queued (tests never leave loopback).
         let local = ["ARTCACHE_DOWNLOAD_ALLOWED_SOURCES": "127.0.0.1"]
         let printed = try await CLI.run(["manifest", file, "--sizes", "100x100,300x200", "--json", "--cache-dir", cache],
                                         environment: local)
         #expect(printed.status == 0, "\(printed.stderr)")
         let json = try JSONSerialization.jsonObject(with: Data(printed.stdout.utf8)) as? [String: Any]
         let item = try #require((json?["items"] as? [[String: Any]])?.first)
-        #expect(item["status"] as? String == "pending")
+        #expect(item["status"] as? String == "failed" && item["reason"] as? String == "blocked_source")
         #expect((item["variants"] as? [String: Any])?.keys.sorted() == ["100x100", "300x200"])
         let unsigned = try await CLI.run(["manifest", file, "--sign", "--cache-dir", cache], environment: local)
         #expect(unsigned.status == 78 && unsigned.stderr.contains("service.keys"))

@@ -74,13 +74,27 @@ extension ImagePipeline {
                     computeIntrinsicsBehind(of: entry)
                 }
             }
-            let failure = normalized.flatMap { failures[$0.string] } ?? failures[result.url]
-            let status: ImageManifest.Status = entry != nil ? .cached : failure != nil ? .failed : .pending
-            if status == .pending, normalized != nil { pending.append(result.url) }
+            // Why it failed, when it has: a network failure in the retry
+            // queue (tried again by `retry`), a refusal the policy decides
+            // from the URL alone, or a permanent answer remembered (404,
+            // 410, not an image, a blocked address): none is queued again.
+            var reason: String?
+            if entry == nil, let normalized {
+                reason = failures[normalized.string]?.reason ?? failures[result.url]?.reason ?? refusedByPolicy(normalized)
+                if reason == nil {
+                    do {
+                        reason = try await store.negative(forKey: normalized.key)?.reason
+                    } catch {
+                        throw ArtCacheError(any: error, context: result.url)
+                    }
+                }
+            }
+            let status: ImageManifest.Status = normalized == nil || reason != nil ? .failed : entry != nil ? .cached : .pending
+            if status == .pending { pending.append(result.url) }
             items.append(ImageManifest.Item(
                 index: index, id: result.id, url: result.url, fetchedURL: entry.map { $0.fetchedURL ?? $0.url },
-                status: normalized == nil ? .failed : status,
-                reason: normalized == nil ? "invalid_url" : status == .failed ? failure?.reason : nil,
+                status: status,
+                reason: normalized == nil ? "invalid_url" : reason,
                 width: info?.width, height: info?.height, color: info?.color, thumbhash: info?.thumbHashBase64,
                 placeholder: info?.placeholderDataURL(), variants: variants))
         }
@@ -92,6 +106,21 @@ extension ImagePipeline {
             for url in pending { warmUp(url, sizes: scaled, fit: fit) }
         }
         return ImageManifest(format: resultSet.format, items: items)
+    }
+
+    /// The refusal the download policy gives `url` before any connection
+    /// (`refused_scheme`, `blocked_source`, or `blocked_address` for an
+    /// address literal outside the allowed networks); nil when only a
+    /// download can tell.
+    func refusedByPolicy(_ url: NormalizedURL) -> String? {
+        let download = configuration.download
+        if url.scheme == "http", !download.allowHTTP { return ArtCacheError.NetworkReason.refusedScheme.rawValue }
+        if !download.sourcePolicy.allows(host: url.host) { return ArtCacheError.NetworkReason.blockedSource.rawValue }
+        let literal = url.host.hasPrefix("[") ? String(url.host.dropFirst().dropLast()) : url.host
+        if let address = IPAddress(literal), !download.addressPolicy.allows(address) {
+            return ArtCacheError.NetworkReason.blockedAddress.rawValue
+        }
+        return nil
     }
 
     /// Queues a `warm_up` job for `url`: its original, then each of `sizes`

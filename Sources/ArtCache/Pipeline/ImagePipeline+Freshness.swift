@@ -179,7 +179,8 @@ extension ImagePipeline {
         freshness.withLock { $0.negativeHits += 1 }
         let until = ISO8601DateFormatter().string(from: answer.until)
         let message = "\(answer.message) (remembered until \(until); `artcache purge --failures` forgets it)"
-        let code: ArtCacheError.Code = answer.status.map { .httpStatus($0) } ?? .notAnImage
+        let code: ArtCacheError.Code = answer.status.map { .httpStatus($0) }
+            ?? ArtCacheError.NetworkReason(rawValue: answer.reason).map { .network($0) } ?? .notAnImage
         throw ArtCacheError(code, message, underlying: RememberedFailure(answer: answer))
     }
 
@@ -189,8 +190,8 @@ extension ImagePipeline {
     }
 
     /// Keeps the retry queue and the negative answers in step with a failed
-    /// fetch: a network failure waits in the queue; 404, 410 and "not an
-    /// image" are remembered for negative_ttl; any other answer of the
+    /// fetch: a network failure waits in the queue; 404, 410, "not an
+    /// image" and a blocked address are remembered for negative_ttl; any other answer of the
     /// origin takes the URL out of the queue. A write that fails is logged
     /// (the fetch's error is what the caller gets).
     func recordFailure(of url: NormalizedURL, _ error: any Error) async {
@@ -201,6 +202,11 @@ extension ImagePipeline {
                                                  limit: configuration.download.retryQueueMax)
                 } else if error.code == .httpStatus, let status = error.status, status == 404 || status == 410 {
                     try await remember(url, reason: error.reason, message: error.message, status: status)
+                } else if error.code == .blockedAddress {
+                    // Decided by policy on the address its host resolved to:
+                    // permanent while remembered (a manifest says `failed`
+                    // and queues it no more; `purge --failures` forgets it).
+                    try await remember(url, reason: error.reason, message: error.message, status: nil)
                 } else if error.code != .cancelled {
                     try await store.dequeueRetry(url: url.string)
                 }
