@@ -124,6 +124,17 @@ enum SniffFixtures {
         SniffCase(name: "CUR", bytes: icoHeader(type: 2, count: 1) + [UInt8](repeating: 0, count: 40), format: .ico),
         SniffCase(name: "ICO with zero entries", bytes: icoHeader(type: 1, count: 0), format: .unknown),
         SniffCase(name: "PSD", bytes: ascii("8BPS") + [0, 1, 0, 0, 0, 0, 0, 0], format: .psd),
+        // Images in formats not taken: unsupported, not "not an image" (issue 36).
+        SniffCase(name: "QOI", bytes: ascii("qoif") + be32(2) + be32(2) + [3, 0] + [UInt8](repeating: 0, count: 8), format: .qoi),
+        SniffCase(name: "JPEG 2000 (JP2)", bytes: [0, 0, 0, 0x0C, 0x6A, 0x50, 0x20, 0x20, 0x0D, 0x0A, 0x87, 0x0A] + be32(20) + ascii("ftypjp2 "),
+                  format: .jp2),
+        SniffCase(name: "JPEG 2000 codestream (J2K)", bytes: [0xFF, 0x4F, 0xFF, 0x51, 0x00, 0x29], format: .jp2),
+        SniffCase(name: "TGA v2 (footer)", bytes: [0, 0, 10] + [UInt8](repeating: 0, count: 15) + [UInt8](repeating: 7, count: 40)
+                  + le32(0) + le32(0) + ascii("TRUEVISION-XFILE.") + [0], format: .tga),
+        SniffCase(name: "TGA v1 (header, 2x2 true colour)", bytes: [0, 0, 2, 0, 0, 0, 0, 0] + le16(0) + le16(0) + le16(2) + le16(2)
+                  + [24, 0] + [UInt8](repeating: 9, count: 12), format: .tga),
+        SniffCase(name: "TGA-like header with too few bytes", bytes: [0, 0, 2, 0, 0, 0, 0, 0] + le16(0) + le16(0) + le16(200) + le16(200)
+                  + [24, 0] + [UInt8](repeating: 9, count: 12), format: .unknown),
         SniffCase(name: "PDF", bytes: ascii("%PDF-1.7\n%\u{e2}\u{e3}\n1 0 obj\n"), format: .pdf),
         // JPEG XL
         SniffCase(name: "JXL codestream", bytes: [0xFF, 0x0A, 0xFA, 0x7F, 0x01, 0x90, 0x08], format: .jxl),
@@ -261,7 +272,7 @@ struct SnifferTests {
 
     @Test("Format tables")
     func formatTables() {
-        #expect(SniffedFormat.allCases.count == 21)
+        #expect(SniffedFormat.allCases.count == 24)
         let images: Set<SniffedFormat> = [.jpeg, .png, .apng, .gif, .webp, .bmp, .tiff, .ico, .heic, .heif, .avif, .jxl, .svg]
         for format in SniffedFormat.allCases {
             #expect(format.isImage == images.contains(format), "\(format)")
@@ -271,6 +282,7 @@ struct SnifferTests {
         #expect(Set(SniffedFormat.allCases.map(\.mimeType)).count == SniffedFormat.allCases.count)
         #expect(SniffedFormat.ico.mimeType == "image/x-icon")
         #expect(SniffedFormat.psd.mimeType == "image/vnd.adobe.photoshop")
+        #expect(SniffedFormat.allCases.filter(\.isUnsupportedImage) == [.psd, .jp2, .tga, .qoi])
         #expect(SniffedFormat.empty.mimeType == "application/x-empty")
         #expect(SniffedFormat.unknown.mimeType == "application/octet-stream")
         #expect(SniffedFormat.jxl.displayName == "JPEG XL")
@@ -360,7 +372,7 @@ struct SnifferTests {
         "AVIF sequence": .avif, // animated
         "PDF": .pdf,
         "PSD": .psd,
-        "TGA": .unknown, // TGA has no magic bytes
+        "TGA": .tga, // no magic bytes: a v2 file's footer
         "empty (0 bytes)": .empty,
         "HTML": .html,
         "JSON": .json,

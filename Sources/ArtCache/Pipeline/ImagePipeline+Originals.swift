@@ -149,7 +149,10 @@ extension ImagePipeline {
             checked = try await Self.check(response.body, declaredType: declared)
         } catch let refusal as Sniffer.Refusal {
             stages.record(.sniffHash, since: sniffing)
-            throw ArtCacheError(.notAnImage, "\(url): \(refusal.message)", underlying: refusal)
+            // An image in a format not taken is `unsupported` (not remembered
+            // as "not an image": the origin is right, this build is not).
+            throw ArtCacheError(refusal.isUnsupportedImage ? .unsupported : .notAnImage, "\(url): \(refusal.message)",
+                                underlying: refusal)
         }
         if policy.noStore {
             stages.record(.sniffHash, since: sniffing)

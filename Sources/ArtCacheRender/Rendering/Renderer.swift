@@ -92,7 +92,7 @@ private struct RenderCounters: Sendable {
         case .heic, .heif, .avif: CVIPS_LOADER_HEIF
         case .svg: settings.allowSVG ? CVIPS_LOADER_SVG : 0
         case .bmp, .ico: settings.allowMagick ? CVIPS_LOADER_MAGICK : 0
-        case .jxl, .psd, .pdf, .html, .json, .xml, .text, .empty, .unknown: 0
+        case .jxl, .psd, .jp2, .tga, .qoi, .pdf, .html, .json, .xml, .text, .empty, .unknown: 0
         }
         return Int32(bits)
     }

@@ -32,6 +32,12 @@ extension Sniffer {
         if prefix.has(ascii: "8BPS") {
             return SniffResult(format: .psd)
         }
+        if prefix.has(ascii: "qoif") {
+            return SniffResult(format: .qoi)
+        }
+        if prefix.has([0x00, 0x00, 0x00, 0x0C, 0x6A, 0x50, 0x20, 0x20, 0x0D, 0x0A, 0x87, 0x0A]) || prefix.has([0xFF, 0x4F, 0xFF, 0x51]) {
+            return SniffResult(format: .jp2)
+        }
         if prefix.has(ascii: "%PDF-") {
             return SniffResult(format: .pdf)
         }
@@ -44,7 +50,29 @@ extension Sniffer {
         if isICO(prefix) {
             return SniffResult(format: .ico)
         }
+        if isTGA(prefix: prefix, whole: whole) {
+            return SniffResult(format: .tga)
+        }
         return nil
+    }
+
+    // MARK: TGA
+
+    /// TGA has no magic number: a v2 file ends with the footer
+    /// `TRUEVISION-XFILE.\0`; a v1 file is recognised only by a strict check
+    /// of its 18-byte header (no colour map, a true-colour or grey image
+    /// type, a usual depth, and as many bytes as an uncompressed image needs).
+    static func isTGA(prefix: SniffBytes, whole: SniffBytes) -> Bool {
+        let footer = Array("TRUEVISION-XFILE.".utf8) + [0]
+        if whole.count >= 18 + 26, whole.has(footer, at: whole.count - footer.count) { return true }
+        guard prefix.count >= 18 else { return false }
+        let idLength = Int(prefix[0]), colourMapType = prefix[1], imageType = prefix[2]
+        let mapBytes = (0..<5).map { prefix[3 + $0] }
+        let width = Int(prefix[12]) | Int(prefix[13]) << 8, height = Int(prefix[14]) | Int(prefix[15]) << 8
+        let depth = Int(prefix[16]), descriptor = prefix[17]
+        guard colourMapType == 0, mapBytes.allSatisfy({ $0 == 0 }), [2, 3].contains(imageType),
+              [8, 16, 24, 32].contains(depth), width > 0, height > 0, descriptor & 0xC0 == 0 else { return false }
+        return whole.count >= 18 + idLength + width * height * depth / 8
     }
 
     // MARK: PNG

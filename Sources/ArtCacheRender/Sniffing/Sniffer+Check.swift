@@ -15,6 +15,8 @@ extension Sniffer {
         package let sniffed: SniffedFormat?
         package let declared: String?
         package var message: String { "\(sniffed?.displayName ?? "unknown") served as \(declared ?? "no content type")" }
+        /// An image in a format not taken (PSD, JPEG 2000, TGA, QOI): `unsupported`.
+        package var isUnsupportedImage: Bool { sniffed?.isUnsupportedImage ?? false }
     }
 
     /// The one check every stored or served body goes through: sniff the

@@ -35,6 +35,13 @@ import Foundation
     // Recognised, but not images we serve.
     /// Adobe Photoshop document.
     case psd
+    /// JPEG 2000: a JP2 file or a bare J2K codestream (libvips reads it only
+    /// through libopenjp2, which this build does not use: `unsupported`).
+    case jp2
+    /// Truevision TGA (a v2 file's footer, or a strict check of its header).
+    case tga
+    /// The Quite OK Image format.
+    case qoi
     /// PDF document.
     case pdf
     /// HTML document (typically an error page from a proxy or CDN).
@@ -55,8 +62,18 @@ import Foundation
         switch self {
         case .jpeg, .png, .apng, .gif, .webp, .bmp, .tiff, .ico, .heic, .heif, .avif, .jxl, .svg:
             return true
-        case .psd, .pdf, .html, .json, .xml, .text, .empty, .unknown:
+        case .psd, .jp2, .tga, .qoi, .pdf, .html, .json, .xml, .text, .empty, .unknown:
             return false
+        }
+    }
+
+    /// Image formats recognised but not taken: refused as `unsupported`,
+    /// not `not_an_image`, and not remembered by the negative cache (the
+    /// origin serves an image; a build that takes the format could).
+    @_spi(Benchmarks) public var isUnsupportedImage: Bool {
+        switch self {
+        case .psd, .jp2, .tga, .qoi: true
+        default: false
         }
     }
 
@@ -77,6 +94,9 @@ import Foundation
         case .jxl: return "image/jxl"
         case .svg: return "image/svg+xml"
         case .psd: return "image/vnd.adobe.photoshop"
+        case .jp2: return "image/jp2"
+        case .tga: return "image/x-tga"
+        case .qoi: return "image/qoi"
         case .pdf: return "application/pdf"
         case .html: return "text/html"
         case .json: return "application/json"
@@ -104,6 +124,9 @@ import Foundation
         case .jxl: return "JPEG XL"
         case .svg: return "SVG"
         case .psd: return "PSD"
+        case .jp2: return "JPEG 2000"
+        case .tga: return "TGA"
+        case .qoi: return "QOI"
         case .pdf: return "PDF"
         case .html: return "HTML"
         case .json: return "JSON"
