@@ -6,7 +6,8 @@ import Foundation
 /// RFC 5952 form), no trailing dot on the host, default port dropped, dot
 /// segments removed, percent-encoded unreserved characters decoded and other
 /// escapes in upper case, an empty query and the fragment dropped, empty path
-/// as `/`.
+/// as `/`. Otherwise the path and query are kept as given: only characters a
+/// URL may not hold are escaped, escapes already there are not escaped again.
 @_spi(Benchmarks) public struct NormalizedURL: Hashable, Sendable, CustomStringConvertible {
     @_spi(Benchmarks) public let string: String
     /// Lowercased host, without brackets for IPv6.
@@ -26,9 +27,10 @@ import Foundation
     @_spi(Benchmarks) public init(_ text: String) throws(ArtCacheError) {
         let trimmed = text.trimmingCharacters(in: .whitespacesAndNewlines)
         guard !trimmed.isEmpty else { throw ArtCacheError(.invalidURL, "empty URL") }
-        guard let components = URLComponents(string: trimmed) else {
-            throw ArtCacheError(.invalidURL, "not a valid URL: \(trimmed)")
-        }
+        // Escaped here, then parsed strictly: with a character it does not
+        // take, `URLComponents(string:)` escapes the whole URL again.
+        guard let components = URLComponents(string: Self.escapingWhatMustBeEscaped(trimmed), encodingInvalidCharacters: false)
+        else { throw ArtCacheError(.invalidURL, "not a valid URL: \(trimmed)") }
         guard let scheme = components.scheme?.lowercased(), scheme == "http" || scheme == "https" else {
             throw ArtCacheError(.invalidURL, "only http and https URLs can be cached: \(trimmed)")
         }
@@ -132,6 +134,45 @@ extension NormalizedURL {
         var value: UInt64 = 0
         for (index, number) in numbers.enumerated() { value |= number << (8 * (3 - index)) }
         return UInt32(value | last)
+    }
+
+    /// `url` with what must be escaped after its authority escaped and
+    /// nothing else: bytes a URL may not hold (space, `"`, `<`, `>`, `[`,
+    /// `\`, `]`, `^`, `` ` ``, `{`, `|`, `}`, controls, non-ASCII as UTF-8)
+    /// as `%XX`, and a `%` not followed by two hex digits as `%25`; escapes
+    /// already there are kept as given. The fragment is cut (the key drops
+    /// it). The authority is left as written: its checks refuse what it may not hold.
+    ///
+    /// Foundation's `URLComponents(string:)` escapes such a URL again as a
+    /// whole, `%` included: `?x=%41&id=[x]` became `?x=%2541&id=%5Bx%5D`,
+    /// another resource fetched and cached under another key.
+    static func escapingWhatMustBeEscaped(_ url: String) -> String {
+        let bytes = Array(url.utf8)
+        guard let colon = bytes.firstIndex(of: UInt8(ascii: ":")),
+              bytes[colon...].starts(with: "://".utf8) else { return url }
+        let afterAuthority = bytes[(colon + 3)...].firstIndex { "/?#".utf8.contains($0) } ?? bytes.count
+        let end = bytes[afterAuthority...].firstIndex(of: UInt8(ascii: "#")) ?? bytes.count
+        var out = Array(bytes[..<afterAuthority])
+        out.reserveCapacity(end + 16)
+        var index = afterAuthority
+        while index < end {
+            let byte = bytes[index]
+            if byte == UInt8(ascii: "%") {
+                let escape = index + 2 < end && hexDigit(bytes[index + 1]) != nil && hexDigit(bytes[index + 2]) != nil
+                out += escape ? [byte] : Array("%25".utf8)
+            } else if isAllowedAfterAuthority(byte) {
+                out.append(byte)
+            } else {
+                out += [UInt8(ascii: "%"), upperHex(byte >> 4), upperHex(byte & 0x0F)]
+            }
+            index += 1
+        }
+        return String(decoding: out, as: UTF8.self)
+    }
+
+    /// RFC 3986 path and query bytes: unreserved, sub-delims, `:`, `@`, `/`, `?` (and `%` of an escape).
+    private static func isAllowedAfterAuthority(_ c: UInt8) -> Bool {
+        isUnreserved(c) || "!$&'()*+,;=:@/?".utf8.contains(c)
     }
 
     /// Decodes escapes of unreserved characters (`%41` → `A`, `%7E` → `~`) and

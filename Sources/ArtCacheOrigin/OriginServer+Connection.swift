@@ -6,6 +6,8 @@ import Glibc
 /// One parsed request head.
 struct OriginRequest {
     var path: String
+    /// The request target as received (path and query, escapes as sent).
+    var target: String
     var headers: [String: String]  // lowercased names
     var wantsClose: Bool { headers["connection"]?.lowercased() == "close" }
 }
@@ -21,6 +23,7 @@ extension OriginServer {
             mutate { s in
                 s.requests[request.path, default: 0] += 1
                 s.requestLog.append(request.path)
+                s.targetLog.append(request.target)
                 s.active += 1
                 s.maxActive = max(s.maxActive, s.active)
                 s.activeByHost[host, default: 0] += 1
@@ -50,7 +53,7 @@ extension OriginServer {
                 }
                 let target = String(requestLine[1])
                 let path = String(target.split(separator: "?", maxSplits: 1, omittingEmptySubsequences: false).first ?? "")
-                return OriginRequest(path: path, headers: headers)
+                return OriginRequest(path: path, target: target, headers: headers)
             }
             guard buffer.count < 65536 else { return nil }
             let n = recv(fd, &chunk, chunk.count, 0)

@@ -55,6 +55,7 @@ public final class OriginServer: Sendable {
         var resources: [String: Resource] = [:]
         var requests: [String: Int] = [:]
         var requestLog: [String] = []
+        var targetLog: [String] = []
         var gateOpen = false
         var active = 0
         var maxActive = 0
@@ -153,6 +154,8 @@ public final class OriginServer: Sendable {
     public var totalRequests: Int { state.withLock { $0.requests.values.reduce(0, +) } }
     /// Every request's path, in the order they arrived.
     public var requestLog: [String] { state.withLock { $0.requestLog } }
+    /// The request targets received, in order, as sent (query and escapes included).
+    public var requestTargets: [String] { state.withLock { $0.targetLog } }
     /// Lets every `/gate/` request, held or future, through.
     public func openGate() { mutate { $0.gateOpen = true } }
     /// Returns once `count` requests have arrived.
