@@ -115,6 +115,16 @@ public enum SyntheticImage {
         }
     }
 
+    /// TIFF fixtures (`cvips_test_tiff`): a sub-IFD pyramid, or the
+    /// gradient in a wider integer format spanning its whole range.
+    public enum TIFFKind: Int32, CaseIterable, Sendable {
+        case subIFDPyramid = 0, unsigned16 = 1, signed16 = 2, unsigned32 = 3, signed32 = 4
+    }
+
+    public static func tiff(_ kind: TIFFKind, width: Int = 400, height: Int = 300) throws -> Data {
+        try generate("a \(kind) TIFF") { cvips_test_tiff(Int32(width), Int32(height), kind.rawValue, $0, $1) }
+    }
+
     public static func pixels(_ data: Data) throws -> Pixels {
         guard cvips_init("artcache-fixtures") == 0 else { throw Failure(description: "libvips failed to start") }
         var buffer: UnsafeMutableRawPointer?

@@ -259,3 +259,32 @@ done:
     g_object_unref(parent);
     return status;
 }
+
+int cvips_test_tiff(int width, int height, int kind, void **out, size_t *out_length) {
+    void *png = NULL;
+    size_t png_length = 0;
+    *out = NULL;
+    *out_length = 0;
+    if (cvips_test_image(width, height, 3, ".png", &png, &png_length)) return -1;
+    VipsImage *base = vips_image_new();
+    VipsImage **t = (VipsImage **) vips_object_local_array(VIPS_OBJECT(base), 4);
+    int status = -1;
+    if (!(t[0] = vips_image_new_from_buffer(png, png_length, "", NULL))) goto done;
+    switch (kind) {
+    case 0:
+        status = vips_tiffsave_buffer(t[0], out, out_length, "tile", TRUE, "tile_width", 64, "tile_height", 64,
+                                      "pyramid", TRUE, "subifd", TRUE, NULL);
+        goto done;
+    case 1: if (vips_linear1(t[0], &t[1], 257, 0, NULL) || vips_cast(t[1], &t[2], VIPS_FORMAT_USHORT, NULL)) goto done; break;
+    case 2: if (vips_linear1(t[0], &t[1], 257, -32768, NULL) || vips_cast(t[1], &t[2], VIPS_FORMAT_SHORT, NULL)) goto done; break;
+    case 3: if (vips_linear1(t[0], &t[1], 16843009.0, 0, NULL) || vips_cast(t[1], &t[2], VIPS_FORMAT_UINT, NULL)) goto done; break;
+    case 4: if (vips_linear1(t[0], &t[1], 16843009.0, -2147483648.0, NULL) || vips_cast(t[1], &t[2], VIPS_FORMAT_INT, NULL)) goto done; break;
+    default: goto done;
+    }
+    if (vips_copy(t[2], &t[3], "interpretation", VIPS_INTERPRETATION_sRGB, NULL)) goto done;
+    status = vips_tiffsave_buffer(t[3], out, out_length, NULL);
+done:
+    g_object_unref(base);
+    g_free(png);
+    return status;
+}

@@ -81,6 +81,49 @@ static VipsInteresting interesting_of(int crop) {
          : crop == CVIPS_CROP_ATTENTION ? VIPS_INTERESTING_ATTENTION : VIPS_INTERESTING_NONE;
 }
 
+/* An integer image libvips' colour conversions would clip — signed 8, 16
+ * and 32 bits, unsigned 32, and unsigned 16 not tagged RGB16/GREY16 (those
+ * they scale) — scaled from its format's whole range to 0...255 and tagged
+ * sRGB (3 bands or more) or B_W. Others are returned as they are. */
+static int to_eight_bit(VipsImage *parent, VipsImage *in, VipsImage **out) {
+    VipsInterpretation interpretation = vips_image_get_interpretation(in);
+    double scale, offset;
+    switch (vips_image_get_format(in)) {
+    case VIPS_FORMAT_CHAR: scale = 1; offset = 128; break;
+    case VIPS_FORMAT_USHORT:
+        if (interpretation == VIPS_INTERPRETATION_RGB16 || interpretation == VIPS_INTERPRETATION_GREY16) {
+            *out = in;
+            return 0;
+        }
+        scale = 1 / 257.0; offset = 0; break;
+    case VIPS_FORMAT_SHORT: scale = 1 / 257.0; offset = 32768 / 257.0; break;
+    case VIPS_FORMAT_UINT: scale = 255 / 4294967295.0; offset = 0; break;
+    case VIPS_FORMAT_INT: scale = 255 / 4294967295.0; offset = 2147483648.0 * 255 / 4294967295.0; break;
+    default:
+        *out = in;
+        return 0;
+    }
+    VipsImage **t = (VipsImage **) vips_object_local_array(VIPS_OBJECT(parent), 3);
+    if (vips_linear1(in, &t[0], scale, offset + 0.5, NULL) || vips_cast_uchar(t[0], &t[1], NULL)) return -1;
+    VipsInterpretation target = vips_image_get_bands(t[1]) >= 3 ? VIPS_INTERPRETATION_sRGB : VIPS_INTERPRETATION_B_W;
+    if (vips_copy(t[1], &t[2], "interpretation", target, NULL)) return -1;
+    *out = t[2];
+    return 0;
+}
+
+/* A TIFF: its first page's full-size image (page 0, subifd -1: libvips'
+ * pyramid shortcut would pick the smallest sub-IFD level with size=down),
+ * its integer samples scaled to 8 bits, then thumbnailed. */
+static int thumbnail_tiff(cvips_render *r, const void *bytes, size_t count, VipsImage **out, int width, int height,
+                          VipsInteresting interesting) {
+    VipsImage **loaded = next_slot(r);
+    if (!(*loaded = vips_image_new_from_buffer(bytes, count, "", "page", 0, "subifd", -1,
+                                               "fail_on", VIPS_FAIL_ON_TRUNCATED, NULL))) return -1;
+    VipsImage *eight;
+    if (to_eight_bit(r->parent, *loaded, &eight)) return -1;
+    return vips_thumbnail_image(eight, out, width, "height", height, "size", VIPS_SIZE_DOWN, "crop", interesting, NULL);
+}
+
 int cvips_render_thumbnail(cvips_render *r, const cvips_image *source, const void *buffer, size_t length,
                            int allowed_loaders, int width, int height, int crop) {
     if (past_deadline(r)) return CVIPS_TIMEOUT;
@@ -93,15 +136,19 @@ int cvips_render_thumbnail(cvips_render *r, const cvips_image *source, const voi
     } else {
         const void *bytes = source ? source->buffer : buffer;
         size_t count = source ? source->length : length;
+        const char *loader = source ? source->loader : vips_foreign_find_load_buffer(bytes, count);
         if (!source) {
-            const char *loader = vips_foreign_find_load_buffer(bytes, count);
             if (!loader || !(cvips__loader_bit(loader) & allowed_loaders & ~CVIPS_LOADER_MAGICK)) {
                 vips_error_clear();
                 return CVIPS_UNSUPPORTED;
             }
         }
-        failed = vips_thumbnail_buffer((void *) bytes, count, out, width, "height", height, "size", VIPS_SIZE_DOWN,
-                                       "crop", interesting, "option_string", "fail_on=truncated", NULL);
+        if (loader && cvips__loader_bit(loader) == CVIPS_LOADER_TIFF) {
+            failed = thumbnail_tiff(r, bytes, count, out, width, height, interesting);
+        } else {
+            failed = vips_thumbnail_buffer((void *) bytes, count, out, width, "height", height, "size", VIPS_SIZE_DOWN,
+                                           "crop", interesting, "option_string", "fail_on=truncated", NULL);
+        }
     }
     if (failed) return CVIPS_DECODE;
     r->current = *out;

@@ -55,4 +55,13 @@ int cvips_test_managed_thumbnail(const void *buffer, size_t length, int width, i
 int cvips_test_pixels(const void *buffer, size_t length, int *width, int *height, int *bands,
                       void **out, size_t *out_length);
 
+/* TIFF fixtures (issue 36): the cvips_test_image gradient (3 bands, values
+ * 0...255, width x height) as a TIFF of `kind`:
+ *   0: a tiled pyramid with sub-IFDs (each level half the one before);
+ *   1: unsigned 16-bit, tagged only sRGB (not RGB16): x * 257;
+ *   2: signed 16-bit: x * 257 - 32768;  3: unsigned 32-bit: x * 16843009;
+ *   4: signed 32-bit: x * 16843009 - 2^31.
+ * Each integer kind spans its whole range as the 8-bit image spans 0...255. */
+int cvips_test_tiff(int width, int height, int kind, void **out, size_t *out_length);
+
 #endif
