@@ -10,7 +10,8 @@ import Foundation
 @_spi(Benchmarks) public struct HTTPValidators: Sendable, Equatable, Codable {
     @_spi(Benchmarks) public var etag: String?
     @_spi(Benchmarks) public var lastModified: String?
-    /// When the origin's freshness ends; nil means no expiry was given.
+    /// When the freshness ends (RFC 9111, `HTTPCachePolicy`); nil only in
+    /// rows stored before every response got one (dated when read).
     @_spi(Benchmarks) public var expiresAt: Date?
     /// The freshness lifetime the origin gave (0 for `no-cache`); what a
     /// later 304 without caching headers renews.

@@ -46,6 +46,9 @@ package struct DownloadError: Error, Sendable, Equatable, CustomStringConvertibl
     /// `timeout`, the way `connect_timeout` names it; the host breaker
     /// counts it like a refused connect.
     package var timedOutConnecting = false
+    /// For a 404 or 410: how long its own Cache-Control / Expires let it be
+    /// remembered (0: not at all); nil when they say nothing.
+    package var freshFor: TimeInterval?
 
     package init(_ code: Code, _ message: String, status: Int? = nil, retryAfter: TimeInterval? = nil) {
         self.code = code

@@ -117,8 +117,10 @@ package final class Downloader: Sendable {
             throw DownloadError(.tooManyRedirects, "\(request.url): redirect (\(result.status)) not followed",
                                 status: result.status)
         }
-        throw DownloadError(.httpStatus, "\(request.url): HTTP status \(result.status)", status: result.status,
-                            retryAfter: HTTPCachePolicy.retryAfter(result.headers["retry-after"]))
+        var error = DownloadError(.httpStatus, "\(request.url): HTTP status \(result.status)", status: result.status,
+                                  retryAfter: HTTPCachePolicy.retryAfter(result.headers["retry-after"]))
+        if result.status == 404 || result.status == 410 { error.freshFor = HTTPCachePolicy.negativeLifetime(result.headers) }
+        throw error
     }
 
     /// Full-jitter exponential backoff; an origin's Retry-After wins, capped

@@ -68,10 +68,10 @@ extension OriginServer {
         let resources = state.withLock { $0.resources }
         func image(_ name: String) -> Bool {
             guard let resource = resources[name] else { return send(fd, status: 404) }
-            guard resource.status == 200 else { return send(fd, status: resource.status) }
-            var headers: [(String, String)] = []
-            if let etag = resource.etag { headers.append(("ETag", etag)) }
+            var headers: [(String, String)] = resource.headers.sorted { $0.key < $1.key }
             if let cacheControl = resource.cacheControl { headers.append(("Cache-Control", cacheControl)) }
+            guard resource.status == 200 else { return send(fd, status: resource.status, headers: headers) }
+            if let etag = resource.etag { headers.append(("ETag", etag)) }
             if let etag = resource.etag, request.headers["if-none-match"] == etag {
                 mutate { $0.notModified += 1 }
                 return send(fd, status: 304, headers: resource.bare304 ? [("ETag", etag)] : headers)

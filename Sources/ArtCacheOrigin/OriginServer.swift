@@ -35,12 +35,17 @@ public final class OriginServer: Sendable {
         /// 304 answers carry the ETag only (no Cache-Control).
         public var bare304: Bool
         /// Not 200: this status with an empty body (an origin failing behind
-        /// a URL that answered before: 503, 404...).
+        /// a URL that answered before: 503, 404...), with the Cache-Control
+        /// and `headers`.
         public var status: Int
+        /// More response headers (`Age`, `Date`, `Expires`, `Last-Modified`...),
+        /// sent with every answer for this resource.
+        public var headers: [String: String] = [:]
 
         public init(body: Data, contentType: String?, cacheControl: String? = nil, etag: String? = nil, bare304: Bool = false,
-                    status: Int = 200) {
+                    status: Int = 200, headers: [String: String] = [:]) {
             self.status = status
+            self.headers = headers
             self.body = body
             self.contentType = contentType
             self.cacheControl = cacheControl

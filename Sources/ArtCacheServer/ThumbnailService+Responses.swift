@@ -45,8 +45,9 @@ extension ThumbnailService {
         var signed: Bool
         var upgrading: Bool
         var created: Date
-        /// The second the answer was built in, for an image with an expiry:
-        /// its `max-age` counts down, so its answer is rebuilt each second.
+        /// The second the answer was built in, for an image whose `max-age`
+        /// counts down (less than `cache_max_age` left): its answer is
+        /// rebuilt each second. 0 while the cap is what it says.
         var second: Int
     }
 
@@ -60,9 +61,12 @@ extension ThumbnailService {
               let entry = image.entry, !entry.sha256.isEmpty else {
             return build(image, ifNoneMatch: ifNoneMatch, negotiated: negotiated, signed: signed, upgrading: upgrading)
         }
+        let now = Date()
+        let cap = upgrading ? min(settings.cacheMaxAge, Self.upgradingMaxAge) : settings.cacheMaxAge
+        let countsDown = image.freshUntil.map { $0.timeIntervalSince(now) < cap } ?? false
         let key = PreparedKey(sha256: entry.sha256, contentType: image.contentType, source: image.source,
                               negotiated: negotiated, signed: signed, upgrading: upgrading, created: entry.createdAt,
-                              second: image.freshUntil == nil ? 0 : Int(Date().timeIntervalSince1970))
+                              second: countsDown ? Int(now.timeIntervalSince1970) : 0)
         let prepared: Prepared
         if let known = preparedHits.withLock({ $0[key] }) {
             prepared = known

@@ -51,6 +51,14 @@ public struct CacheSettings: Sendable, Equatable {
     /// past its expiry, then the error is (`[cache] stale_if_error`; the
     /// origin's `stale-if-error=` wins). A network failure serves it without limit.
     public var staleIfError: TimeInterval = 7 * 86400
+    /// The longest heuristic freshness (`[cache] heuristic_max`): a
+    /// response with no Cache-Control lifetime and no Expires is fresh for
+    /// 10% of the time since its Last-Modified, at most this (RFC 9111 §4.2.2).
+    public var heuristicMax: TimeInterval = 86400
+    /// How long a response with no Cache-Control lifetime, no Expires and
+    /// no Last-Modified is fresh (`[cache] default_ttl`). 0: revalidated
+    /// before each use.
+    public var defaultTTL: TimeInterval = 86400
     /// Permission bits of the folders artcache creates (`[cache] mode`);
     /// files get the same bits without execute. Default 0o700: owner only.
     public var mode = 0o700

@@ -66,6 +66,8 @@ package struct ConfigKey: Sendable {
         ConfigKey(section: "cache", name: "writer_nice", kind: .integer(min: 0, max: 19), defaultValue: .integer(cache.writerNice)),
         ConfigKey(section: "cache", name: "stale_while_revalidate", kind: .duration(min: 0, max: .year), defaultValue: .duration(cache.staleWhileRevalidate)),
         ConfigKey(section: "cache", name: "stale_if_error", kind: .duration(min: 0, max: .year), defaultValue: .duration(cache.staleIfError)),
+        ConfigKey(section: "cache", name: "heuristic_max", kind: .duration(min: 0, max: .year), defaultValue: .duration(cache.heuristicMax)),
+        ConfigKey(section: "cache", name: "default_ttl", kind: .duration(min: 0, max: .year), defaultValue: .duration(cache.defaultTTL)),
         ConfigKey(section: "cache", name: "write_behind_max", kind: .integer(min: 0, max: 100_000), defaultValue: .integer(cache.writeBehindMax)),
         // [download]
         ConfigKey(section: "download", name: "concurrency", kind: .integer(min: 1, max: 1024), defaultValue: .integer(download.concurrency)),

@@ -66,6 +66,8 @@ extension Configuration {
         cache.writerNice = read.integer("cache.writer_nice")
         cache.staleWhileRevalidate = read.duration("cache.stale_while_revalidate")
         cache.staleIfError = read.duration("cache.stale_if_error")
+        cache.heuristicMax = read.duration("cache.heuristic_max")
+        cache.defaultTTL = read.duration("cache.default_ttl")
         cache.sync = CacheSettings.Sync(rawValue: read.string("cache.sync")) ?? cache.sync
         let modeText = read.string("cache.mode")
         guard let mode = CacheSettings.parseMode(modeText) else {

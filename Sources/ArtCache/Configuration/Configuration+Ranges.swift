@@ -28,6 +28,7 @@ extension Configuration {
             "background.max_queued": Double(background.maxQueued), "background.max_bytes": Double(background.maxBytes),
             "background.concurrency": Double(background.concurrency), "cache.stale_while_revalidate": cache.staleWhileRevalidate,
             "cache.stale_if_error": cache.staleIfError,
+            "cache.heuristic_max": cache.heuristicMax, "cache.default_ttl": cache.defaultTTL,
             "thumbnails.quality": Double(thumbnails.quality), "thumbnails.max_source_pixels": Double(thumbnails.maxSourcePixels),
             "thumbnails.max_frames": Double(thumbnails.maxFrames), "thumbnails.max_output": Double(thumbnails.maxOutput),
             "thumbnails.render_timeout": thumbnails.renderTimeout, "thumbnails.concurrency": Double(thumbnails.concurrency),

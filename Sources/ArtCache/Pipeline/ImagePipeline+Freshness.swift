@@ -67,6 +67,38 @@ extension ImagePipeline {
         StaleRules(entry: entry, settings: configuration.cache)
     }
 
+    /// `[cache] heuristic_max` and `default_ttl`: the freshness of responses
+    /// that give none.
+    var heuristics: HTTPCachePolicy.Heuristics {
+        HTTPCachePolicy.Heuristics(max: configuration.cache.heuristicMax, defaultTTL: configuration.cache.defaultTTL)
+    }
+
+    /// An original stored before heuristic freshness, without an expiry
+    /// (it was fresh for ever), gets one by the same rule as a new response:
+    /// from its stored Last-Modified and its store time. Written when read,
+    /// once per row (no bulk rewrite); a failed write only means the next
+    /// read computes it again.
+    func dated(_ entry: CacheEntry) async -> CacheEntry {
+        guard entry.kind == .original, entry.expiresAt == nil else { return entry }
+        var entry = entry
+        let lifetime = entry.freshFor
+            ?? heuristics.lifetime(lastModified: entry.lastModified.flatMap(HTTPDate.parse), date: entry.createdAt)
+        entry.freshFor = lifetime
+        entry.expiresAt = entry.createdAt.addingTimeInterval(lifetime)
+        do {
+            try await store.adoptExpiry(key: entry.cacheKey, expiresAt: entry.createdAt.addingTimeInterval(lifetime),
+                                        freshFor: lifetime)
+        } catch {
+            logger.debug("cannot store the heuristic expiry", metadata: ["key": "\(entry.key)", "error": "\(error)"])
+        }
+        return entry
+    }
+
+    /// ``dated(_:)`` for a stored image.
+    func dated(_ hit: CachedImage) async -> CachedImage {
+        hit.entry.expiresAt == nil ? CachedImage(entry: await dated(hit.entry), data: hit.data) : hit
+    }
+
     /// An expired stored original: answered stale at once within its
     /// stale-while-revalidate window (when `staleOK`), else revalidated now.
     /// A failure the origin gave lately (negative_ttl) fails it at once.
@@ -106,10 +138,17 @@ extension ImagePipeline {
                 logger.debug("origin error, serving stale", metadata: ["url": "\(url)", "reason": "\(error.reason)"])
                 return stale(hit, cause: .originError)
             }
+            if error.code == .httpStatus, error.status == 404 || error.status == 410 {
+                // Gone at the origin: the stored bytes and their variants go
+                // too (else they are served stale again); the caller
+                // remembers the answer (negative_ttl).
+                await forget(url)
+            }
             throw error  // recorded by the caller (original(), or the revalidation behind)
         }
         if response.status == 304 {
-            let validators = HTTPCachePolicy.afterNotModified(response.headers, stored: hit.entry.validators, now: now)
+            let validators = HTTPCachePolicy.afterNotModified(response.headers, stored: hit.entry.validators, now: now,
+                                                              heuristics: heuristics)
             try await store.refresh(key: url.key, validators: validators, now: now)
             freshness.withLock { $0.revalidated304 += 1 }
             let entry = try await store.entry(forKey: url.key) ?? hit.entry
@@ -122,6 +161,19 @@ extension ImagePipeline {
         freshness.withLock { $0.revalidated200 += 1 }
         if response.body != hit.data { memory.removeFamily(of: url.key.hex) }
         return outcome
+    }
+
+    /// Removes `url`'s original and its variants, from the index and from
+    /// this process's memory tier. A failure is logged: the error the
+    /// origin gave is the answer either way.
+    private func forget(_ url: NormalizedURL) async {
+        memory.removeFamily(of: url.key.hex)
+        do {
+            _ = try await store.purge(PurgeRequest(url: url.string))
+        } catch {
+            logger.error("cannot remove an original its origin says is gone", metadata: ["url": "\(url)", "error": "\(error)"])
+        }
+        memory.removeFamily(of: url.key.hex)
     }
 
     private func stale(_ hit: CachedImage, cause: StaleCause) -> FetchOutcome {
@@ -146,9 +198,10 @@ extension ImagePipeline {
         do {
             let handle = PriorityHandle(.low, background: true)
             _ = try await originals.run(key: "revalidate:" + url.key.hex, priority: handle) { [self] priority in
-                guard let hit = try await store.lookup(key: url.key, counting: false) else {
+                guard let stored = try await store.lookup(key: url.key, counting: false) else {
                     throw ArtCacheError(.notCached, "\(url): evicted before its revalidation")
                 }
+                let hit = await dated(stored)
                 let now = Date()
                 if hit.entry.isFresh(at: now) {
                     return FetchOutcome(source: .cached, entry: hit.entry, data: hit.data, repaired: false, downloadedBytes: 0)
@@ -201,7 +254,7 @@ extension ImagePipeline {
                     try await store.enqueueRetry(url: url.string, reason: error.reason, message: error.message,
                                                  limit: configuration.download.retryQueueMax)
                 } else if error.code == .httpStatus, let status = error.status, status == 404 || status == 410 {
-                    try await remember(url, reason: error.reason, message: error.message, status: status)
+                    try await remember(url, reason: error.reason, message: error.message, status: status, freshFor: error.freshFor)
                 } else if error.code == .blockedAddress {
                     // Decided by policy on the address its host resolved to:
                     // permanent while remembered (a manifest says `failed`
@@ -218,8 +271,11 @@ extension ImagePipeline {
         }
     }
 
-    private func remember(_ url: NormalizedURL, reason: String, message: String, status: Int?) async throws {
-        let ttl = configuration.download.negativeTTL
+    /// `freshFor`: what the failed response's own Cache-Control / Expires
+    /// allow; it shortens negative_ttl, never lengthens it.
+    private func remember(_ url: NormalizedURL, reason: String, message: String, status: Int?,
+                          freshFor: TimeInterval? = nil) async throws {
+        let ttl = min(configuration.download.negativeTTL, freshFor ?? .infinity)
         guard ttl > 0 else { return try await store.dequeueRetry(url: url.string) }
         try await store.recordNegative(url: url.string, reason: reason, message: message, status: status, ttl: ttl)
         // Past their time and over `negative_max`: dropped behind the answers.

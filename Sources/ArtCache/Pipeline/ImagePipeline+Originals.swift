@@ -106,7 +106,8 @@ extension ImagePipeline {
     private func load(_ url: NormalizedURL, reload: Bool, behind: Bool, plan: RenditionPlan?, staleOK: Bool,
                       priority: PriorityHandle) async throws -> FetchOutcome {
         let now = Date()
-        if !reload, let hit = try await store.lookup(key: url.key, counting: false) {
+        if !reload, let stored = try await store.lookup(key: url.key, counting: false) {
+            let hit = await dated(stored)
             // Smaller than this request needs: the larger rendition replaces it
             // (unless it fails, or the network is down; then what is stored serves).
             if let plan, !holds(hit.entry, enoughFor: plan) {
@@ -141,7 +142,7 @@ extension ImagePipeline {
     func keep(_ response: HTTPResponse, url: NormalizedURL, now: Date, behind: Bool,
                       fetched: CacheStore.FetchedRendition? = nil) async throws -> FetchOutcome {
         let declared = response.headers["content-type"]
-        let policy = HTTPCachePolicy(headers: response.headers, now: now)
+        let policy = HTTPCachePolicy(headers: response.headers, now: now, heuristics: heuristics)
         // Sniffed, then hashed for the store (`sniff_hash`): the store takes the hash.
         let sniffing = ContinuousClock.now
         let checked: Sniffer.Checked

@@ -41,7 +41,8 @@ extension ImagePipeline {
         return try await variants.run(key: mode.prefix + key.hex, priority: priority) { [self] priority in
             var original: FetchOutcome?
             if mode != .reload, let hit = try await store.lookup(key: key, counting: false) {
-                let parent = try await store.entry(forKey: url.key)
+                var parent = try await store.entry(forKey: url.key)
+                if let stored = parent { parent = await dated(stored) }
                 // (A variant rendered from other bytes than its original's can
                 // only be seen while the new original is still written behind.)
                 if let parent, parent.isFresh(at: Date()) || mode == .cacheOnly,

@@ -97,7 +97,9 @@ internal import GRDB
     static let immutableBit = 2
     var directiveBits: Int { (mustRevalidate ? Self.mustRevalidateBit : 0) | (immutable ? Self.immutableBit : 0) }
 
-    /// True while the origin's freshness lasts (no expiry recorded: always fresh).
+    /// True while the origin's freshness lasts (no expiry recorded: always
+    /// fresh; only rows stored before heuristic freshness lack one, and the
+    /// pipeline gives them one when it reads them).
     package func isFresh(at now: Date = Date()) -> Bool {
         guard let expiresAt else { return true }
         return expiresAt > now
@@ -198,4 +200,9 @@ extension CacheEntry {
 @_spi(Benchmarks) public struct CachedImage: Sendable {
     @_spi(Benchmarks) public let entry: CacheEntry
     @_spi(Benchmarks) public let data: Data
+
+    package init(entry: CacheEntry, data: Data) {
+        self.entry = entry
+        self.data = data
+    }
 }

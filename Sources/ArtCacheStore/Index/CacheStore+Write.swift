@@ -142,6 +142,15 @@ extension CacheStore {
         }
     }
 
+    /// Gives a row stored without an expiry (before heuristic freshness)
+    /// the one computed for it when it was read; a row that has one keeps it.
+    package func adoptExpiry(key: CacheKey, expiresAt: Date, freshFor: TimeInterval) async throws {
+        try await db.write { db in
+            try db.execute(sql: "UPDATE entry SET expires_at = ?, fresh_for = ? WHERE key = ? AND expires_at IS NULL",
+                           arguments: [expiresAt.timeIntervalSince1970, freshFor, key.hex])
+        }
+    }
+
     /// nil (inline) for blobs up to `inline_max`, else a new file path.
     func blobPath(for key: CacheKey, size: Int) -> String? {
         Int64(size) <= settings.inlineMax ? nil : blobs.newBlobPath(for: key)
