@@ -8,7 +8,15 @@ import Testing
 /// item 7): the `artcache` process that opens it is killed while its blob
 /// migration runs (seen in the index, not guessed from a clock); the next
 /// open resumes it, and `verify --hash` finds every row with its bytes.
-@Suite("Store v1 → v2 migration: kill -9 during a 100,000-row upgrade", .serialized)
+///
+/// About 5 minutes on 2 cores at 100,000 rows (100k blob files written,
+/// then hashed): too slow for the default `swift test` (CI's budget for the
+/// whole suite is ~7 minutes), so it runs when asked:
+/// `MIGRATION_KILL_ROWS=100000 swift test --filter MigrationKillTests`
+/// (skipped, visibly, otherwise).
+@Suite("Store v1 → v2 migration: kill -9 during a 100,000-row upgrade", .serialized,
+       .enabled(if: ProcessInfo.processInfo.environment["MIGRATION_KILL_ROWS"] != nil,
+                "slow (~5 min): set MIGRATION_KILL_ROWS=100000 to run it"))
 struct MigrationKillTests {
     static let rows = Int(ProcessInfo.processInfo.environment["MIGRATION_KILL_ROWS"] ?? "") ?? 100_000
 

@@ -85,6 +85,20 @@ class StaticHandler(http.server.SimpleHTTPRequestHandler):
     def log_message(self, *args):
         pass
 
+    # Files say how long they keep (as artwork CDNs do) unless a route sets
+    # its own Cache-Control: without it, RFC 9111's heuristic (10% of the
+    # time since Last-Modified) makes files written by a case stale at once.
+    def send_header(self, keyword, value):
+        if keyword.lower() == "cache-control":
+            self._cache_control_sent = True
+        super().send_header(keyword, value)
+
+    def end_headers(self):
+        if not getattr(self, "_cache_control_sent", False):
+            super().send_header("Cache-Control", "max-age=86400")
+        self._cache_control_sent = False
+        super().end_headers()
+
     def handle_one_request(self):
         try:
             super().handle_one_request()
