@@ -38,7 +38,8 @@ struct FreshnessRFCTests {
         #expect(try await lifetime("shared.jpg") == 600, "s-maxage wins")
         #expect(try await lifetime("plain.jpg") == 3600, "default_ttl, not fresh for ever")
         let dated = try #require(try await lifetime("dated.jpg"))
-        #expect(dated >= Self.day && dated < Self.day + 1, "10% of ten days: \(dated)")
+        // 10% of ten days, plus a tenth of however long the run took to reach the origin (its Date).
+        #expect(dated >= Self.day && dated < Self.day + 60, "10% of ten days: \(dated)")
         #expect(try await h.store.entry(forURL: h.url("/img/private.jpg")) == nil, "private: not stored for sharing")
         // Asked again: the private one is downloaded again, the others are not.
         for name in resources.keys { _ = try await h.pipeline.original(h.url("/img/" + name)) }

@@ -63,7 +63,11 @@ struct HealthCommandTests {
         }
         let elapsed = ContinuousClock.now - started
         #expect(elapsed >= .milliseconds(550), "waited for the deadline: \(elapsed)")
-        #expect(elapsed < .milliseconds(1500), "one deadline, not one per address (3 x 600 ms): \(elapsed)")
+        // One deadline: the first address used it up, so the others were
+        // never tried (a timeout per address would have connected to each).
+        // Seen in the listeners' backlogs, not on a clock (a loaded run
+        // queues the check behind other blocking work).
+        #expect(silent.map(\.hasPendingConnection) == [true, false, false])
     }
 
     @Test func answersAreReadFromTheStatusLineAndTheBody() throws {
@@ -140,4 +144,10 @@ private final class SilentListener: @unchecked Sendable {
     }
 
     func close() { _ = Glibc.close(fd) }
+
+    /// A connection waits in the backlog (someone connected; nobody accepted).
+    var hasPendingConnection: Bool {
+        var poller = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+        return poll(&poller, 1, 0) > 0 && poller.revents & Int16(POLLIN) != 0
+    }
 }
