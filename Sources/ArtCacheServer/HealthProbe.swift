@@ -126,8 +126,9 @@ package enum HealthProbe {
             var poller = pollfd(fd: fd, events: Int16(events), revents: 0)
             let ready = poll(&poller, 1, left)
             if ready > 0 { return true }
-            if ready < 0 && errno == EINTR { continue }
-            if ready == 0 { return false }
+            // A timeout of poll(2) ends up to a millisecond early (whole
+            // milliseconds): only the deadline itself ends the wait.
+            if ready == 0 || errno == EINTR { continue }
             return true  // an error on the socket: the next call reports it
         }
     }
