@@ -26,6 +26,9 @@ public struct ArtCacheError: Error, Sendable, CustomStringConvertible {
         case storage
         /// The cache's disk is full: nothing was stored; purge or free space.
         case storageFull
+        /// The cache was written by a newer artcache (a schema this build
+        /// does not know): refused, and left as it is.
+        case incompatibleSchema
         /// A `cacheOnly` request whose image is not in the cache.
         case notCached
         /// The request was cancelled (its task, or the pipeline closing).
@@ -86,6 +89,7 @@ public struct ArtCacheError: Error, Sendable, CustomStringConvertible {
         case .decode: "decode"
         case .storage: "storage"
         case .storageFull: "storage_full"
+        case .incompatibleSchema: "incompatible_schema"
         case .notCached: "not_cached"
         case .cancelled: "cancelled"
         case .configuration: "configuration"

@@ -33,7 +33,7 @@ struct ServiceFailure: Error, Sendable {
         case .tooLarge: status = .contentTooLarge
         case .notCached: status = .notFound
         case .cancelled: status = .serviceUnavailable
-        case .storage, .configuration: status = .internalServerError
+        case .storage, .configuration, .incompatibleSchema: status = .internalServerError
         case .storageFull:
             // 507: the service's own disk is full; a retry may work after eviction or a purge.
             status = HTTPResponse.Status(code: 507, reasonPhrase: "Insufficient Storage")

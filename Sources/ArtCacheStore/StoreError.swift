@@ -62,7 +62,8 @@ extension ArtCacheError {
         let code: Code = switch error.code {
         case .invalidURL: .invalidURL
         case .invalidRequest: .invalidRequest
-        case .missingParent, .staleSource, .io, .database, .incompatibleSchema: .storage
+        case .missingParent, .staleSource, .io, .database: .storage
+        case .incompatibleSchema: .incompatibleSchema
         case .storageFull: .storageFull
         // The cache closes when its pipeline does: to a caller, its request was cancelled.
         case .closed: .cancelled

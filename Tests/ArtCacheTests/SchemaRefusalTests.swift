@@ -68,5 +68,16 @@ struct SchemaRefusalTests {
         #expect(entries == 2)
         #expect(applied == current + [future])
         try check.close()
+
+        // The library says the same code (`ArtCacheError.Code.incompatibleSchema`), and the CLI fails with it.
+        do {
+            let pipeline = try await ImagePipeline.open(configuration: Fixtures.configuration(dir.path))
+            try await pipeline.close()
+            Issue.record("a newer cache was opened")
+        } catch {
+            #expect(error.code == .incompatibleSchema && error.reason == "incompatible_schema", "\(error)")
+        }
+        let stats = try await CLI.run(["stats", "--cache-dir", dir.path])
+        #expect(stats.status == 1 && stats.stderr.contains("newer artcache"), "\(stats.stderr)")
     }
 }
