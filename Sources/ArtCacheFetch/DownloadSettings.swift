@@ -55,4 +55,17 @@ public struct DownloadSettings: Sendable, Equatable {
     package var addressPolicy: AddressPolicy { AddressPolicy(allowedNetworks: allowedNetworks) }
     /// Which hosts sources may come from under these settings.
     package var sourcePolicy: SourcePolicy { SourcePolicy(patterns: allowedSources) }
+
+    /// The refusal these settings give `url` before any connection: plain
+    /// http when `allow_http` is off, a host outside `allowed_sources`; nil
+    /// when only a download can tell (the downloader and manifests both ask).
+    package func refusal(of url: NormalizedURL, as given: String) -> DownloadError? {
+        if url.scheme == "http", !allowHTTP {
+            return DownloadError(.refusedScheme, "\(given): plain http is refused by configuration (download.allow_http = false)")
+        }
+        guard sourcePolicy.allows(host: url.host) else {
+            return DownloadError(.blockedSource, "\(given): refused: host \(url.host) is not in download.allowed_sources")
+        }
+        return nil
+    }
 }

@@ -54,12 +54,7 @@ package final class Downloader: Sendable {
         } catch {
             throw DownloadError(.invalidURL, error.message)
         }
-        if normalized.scheme == "http", !settings.allowHTTP {
-            throw DownloadError(.refusedScheme, "\(url): plain http is refused by configuration (download.allow_http = false)")
-        }
-        guard settings.sourcePolicy.allows(host: normalized.host) else {
-            throw DownloadError(.blockedSource, "\(url): refused: host \(normalized.host) is not in download.allowed_sources")
-        }
+        if let refusal = settings.refusal(of: normalized, as: url) { throw refusal }
         let request = TransferRequest(url: normalized.string, host: normalized.host,
                                       ifNoneMatch: HTTPValidators.replayable(validators?.etag),
                                       ifModifiedSince: HTTPValidators.replayable(validators?.lastModified),

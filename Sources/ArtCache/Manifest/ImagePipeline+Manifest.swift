@@ -114,8 +114,7 @@ extension ImagePipeline {
     /// download can tell.
     func refusedByPolicy(_ url: NormalizedURL) -> String? {
         let download = configuration.download
-        if url.scheme == "http", !download.allowHTTP { return ArtCacheError.NetworkReason.refusedScheme.rawValue }
-        if !download.sourcePolicy.allows(host: url.host) { return ArtCacheError.NetworkReason.blockedSource.rawValue }
+        if let refusal = download.refusal(of: url, as: url.string) { return refusal.reason }
         let literal = url.host.hasPrefix("[") ? String(url.host.dropFirst().dropLast()) : url.host
         if let address = IPAddress(literal), !download.addressPolicy.allows(address) {
             return ArtCacheError.NetworkReason.blockedAddress.rawValue
