@@ -7,7 +7,7 @@ import Testing
 /// Issue 34: the CLI runs as root beside the service, in folders others can
 /// write. A `cache.conf` it finds (rather than is given) is read only when
 /// it is root's or the caller's and nobody else can write it.
-@Suite("cache.conf ownership", .timeLimit(.minutes(1)))
+@Suite("cache.conf ownership", .timeLimit(.minutes(3)))
 struct ConfigTrustTests {
     static let isRoot = geteuid() == 0
     /// `nobody`: another user, for the tests that give files away (root only).

@@ -7,7 +7,7 @@ import Testing
 /// (`LoadCredential=keys:/etc/artcache/keys`), not through the environment.
 /// The tests hand it over themselves: `CREDENTIALS_DIRECTORY` is a folder of
 /// theirs, as systemd's would be.
-@Suite("Keys as credentials", .timeLimit(.minutes(1)))
+@Suite("Keys as credentials", .timeLimit(.minutes(3)))
 struct CredentialKeysTests {
     static func hex(_ byte: String, _ count: Int = 32) -> String { String(repeating: byte, count: count) }
     static func key(_ byte: UInt8, _ count: Int = 32) -> [UInt8] { [UInt8](repeating: byte, count: count) }
