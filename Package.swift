@@ -38,7 +38,8 @@ let package = Package(
         // libvips through pkg-config, plus a tiny non-variadic, glib-free shim.
         .systemLibrary(name: "CVipsSystem", pkgConfig: "vips",
                        providers: [.apt(["libvips-dev"])]),
-        .target(name: "CVipsShim", dependencies: ["CVipsSystem"]),
+        // libtiff (libvips' TIFF reader) only to ask which compressions it has.
+        .target(name: "CVipsShim", dependencies: ["CVipsSystem"], linkerSettings: [.linkedLibrary("tiff")]),
         // libcurl through pkg-config, plus a shim for curl_easy_setopt & co.
         .systemLibrary(name: "CCurlSystem", pkgConfig: "libcurl",
                        providers: [.apt(["libcurl4-openssl-dev"])]),

@@ -28,6 +28,8 @@ let package = Package(
             name: name,
             dependencies: ["FuzzSupport", .product(name: "ArtCache", package: "artcache"),
                            .product(name: "ArtCacheStages", package: "artcache")]
+                // The service's request-head reader (RawHitHandler) reads what clients send.
+                + (name == "fuzz-headers" ? [.product(name: "ArtCacheServer", package: "artcache")] : [])
         )
     }
 )

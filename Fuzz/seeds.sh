@@ -89,6 +89,12 @@ sniffer = {
     "tiff-le.tif": b"II*\x00\x08\x00\x00\x00\x00\x00",
     "tiff-be.tif": b"MM\x00*\x00\x00\x00\x08\x00\x00",
     "bigtiff.tif": b"II+\x00\x08\x00\x00\x00\x10\x00\x00\x00\x00\x00\x00\x00",
+    # One directory (width, height, 3 x 12 bits at an offset, tiles, planar): TIFFDirectory's fields.
+    "tiff-ifd.tif": b"II*\x00" + le32(8) + le16(6)
+        + b"".join(le16(tag) + le16(3) + le32(1) + le16(v) + le16(0) for tag, v in [(256, 16), (257, 8), (259, 1), (262, 2), (284, 2)])
+        + le16(258) + le16(3) + le32(3) + le32(8 + 2 + 6 * 12 + 4) + le32(0) + le16(12) * 3,
+    "bigtiff-ifd.tif": b"II+\x00" + le16(8) + le16(0) + le32(16) + le32(0) + le32(2) + le32(0)
+        + b"".join(le16(tag) + le16(16) + le32(1) + le32(0) + le32(v) + le32(0) for tag, v in [(256, 16), (257, 8)]) + le32(0) * 2,
     "bmp.bmp": bmp,
     "ico.ico": ico,
     "cur.cur": b"\x00\x00\x02\x00" + ico[4:],
@@ -193,6 +199,15 @@ headers = [
 ]
 for index, value in enumerate(headers):
     put("fuzz-headers", f"headers-{index:02}.txt", value)
+# ... and request heads, as RawRequestHead reads a connection's bytes.
+heads = [
+    "GET /sig/100x100/aHR0cHM6Ly9oL2EuanBn HTTP/1.1\r\nHost: h\r\nAccept: image/avif,image/webp,*/*;q=0.8\r\n"
+    "If-None-Match: \"abc\"\r\nConnection: keep-alive\r\n\r\nGET /a/b/c HTTP/1.1\r\n",
+    "GET /a/b/c HTTP/1.1\r\nAccept:\t x \t\r\nAccept: y\r\n\r\n",
+    "GET /a/b/c HTTP/1.1\r\nX: a\r\n b\r\n\r\n",
+]
+for index, value in enumerate(heads):
+    put("fuzz-headers", f"head-{index:02}.txt", value)
 PY
 
 # The repository's own example configuration.

@@ -54,7 +54,7 @@ final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler {
     private var context: ChannelHandlerContext?
     private var timer: Scheduled<Void>?
     /// A request is being read: its first byte came, its end has not.
-    private var reading = false
+    private(set) var reading = false
     private var readStarted = NIODeadline.now()
     /// Requests read (head passed on) whose answer has not ended.
     private var open = 0
@@ -80,6 +80,7 @@ final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler {
         self.context = context
         service.connections.withLock { $0[ObjectIdentifier(context.channel)] = watch }
         // Sees the request's first byte, before the HTTP decoder.
+        try? context.pipeline.syncOperations.addHandler(RawHitHandler(service: service, owner: self), position: .first)
         try? context.pipeline.syncOperations.addHandler(ByteWatch(owner: self), position: .first)
         idleSince = .now()
         arm()
@@ -129,6 +130,17 @@ final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler {
             arm()
         }
         return true
+    }
+
+    /// Requests were answered from their bytes (``RawHitHandler``): no
+    /// request is open unless part of the next one has come (`partLeft`).
+    func answeredInPlace(partLeft: Bool) {
+        if partLeft {
+            readStarted = .now()
+        } else {
+            reading = false
+            if open == 0 { idleSince = .now() }
+        }
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {

@@ -33,6 +33,36 @@ extension ThumbnailService {
         var status: HTTPResponse.Status
         var headers: HTTPFields
         var body: ByteBuffer?
+        /// The status line and headers as HTTP/1.1 sends them, `Server`
+        /// included and `Date` not (it is the second's): built once for a
+        /// kept memory hit (``RawHitHandler`` sends it as it is).
+        var head: ByteBuffer?
+
+        init(status: HTTPResponse.Status, headers: HTTPFields, body: ByteBuffer?) {
+            self.status = status
+            self.headers = headers
+            self.body = body
+        }
+
+        /// ``head``: the status line, the headers (with `Server`, and a
+        /// `Content-Length` where the answer has a body and did not say it),
+        /// not the blank line. `Date` and the blank line follow it.
+        func serializedHead() -> ByteBuffer {
+            var out = ByteBuffer()
+            out.reserveCapacity(384)
+            out.writeString("HTTP/1.1 \(status.code) \(status.reasonPhrase)\r\n")
+            for field in headers {
+                out.writeString(field.name.rawName)
+                out.writeStaticString(": ")
+                out.writeString(field.value)
+                out.writeStaticString("\r\n")
+            }
+            if headers[.server] == nil { out.writeStaticString("Server: artcache\r\n") }
+            if headers[.contentLength] == nil, status.code != 304, status.code >= 200 {
+                out.writeString("Content-Length: \(body?.readableBytes ?? 0)\r\n")
+            }
+            return out
+        }
     }
 
     /// What a stored image's answer depends on besides its bytes (named by
@@ -71,7 +101,9 @@ extension ThumbnailService {
         if let known = preparedHits.withLock({ $0[key] }) {
             prepared = known
         } else {
-            prepared = build(image, ifNoneMatch: nil, negotiated: negotiated, signed: signed, upgrading: upgrading)
+            var built = build(image, ifNoneMatch: nil, negotiated: negotiated, signed: signed, upgrading: upgrading)
+            built.head = built.serializedHead()
+            prepared = built
             preparedHits.withLock { memo in
                 if memo.count >= Self.preparedCountMax { memo.removeAll(keepingCapacity: true) }
                 memo[key] = prepared

@@ -1,5 +1,6 @@
 #include "cvips_internal.h"
 #include <string.h>
+#include <tiffio.h>
 
 /* Renders that are not thumbnails of one image: the contact sheet of a
  * result set, and the solid placeholders. */
@@ -82,4 +83,9 @@ done:
     vips_error_clear();
     g_object_unref(parent);
     return status;
+}
+
+int cvips_tiff_codec_configured(int scheme) {
+    if (scheme < 0 || scheme > 0xFFFF) return 0;
+    return TIFFIsCODECConfigured((uint16_t) scheme) ? 1 : 0;
 }

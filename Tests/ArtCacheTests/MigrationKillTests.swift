@@ -27,8 +27,38 @@ struct MigrationKillTests {
             : Fixtures.pngLike(size: 64 + index % 64, seed: UInt8(index % 251))
     }
 
+    /// Each row's bytes and their SHA-256, made once per distinct content
+    /// (some 16,000 of them): the rows repeat them.
+    static func contents() -> [Int: (data: Data, sha256: String)] {
+        var made: [Int: (data: Data, sha256: String)] = [:]
+        for index in 0..<min(rows, 500 * 251 + 1) {
+            let id = contentID(index)
+            if made[id] == nil {
+                let bytes = data(index)
+                made[id] = (bytes, CacheKey.sha256Hex(bytes))
+            }
+        }
+        return made
+    }
+
+    /// Rows with the same ID have the same bytes (``data(_:)``).
+    static func contentID(_ index: Int) -> Int {
+        index.isMultiple(of: 500) ? -1 - index % 251 : (index % 64) * 251 + index % 251
+    }
+
+    /// Writes `bytes` as a new file (plain open/write/close: FileManager's
+    /// createFile was most of building 100,000 of them).
+    static func writeFile(_ path: String, _ bytes: Data) throws {
+        let fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o644)
+        guard fd >= 0 else { throw StoreError.io("cannot create \(path)", errno: errno) }
+        defer { close(fd) }
+        let written = bytes.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
+        guard written == bytes.count else { throw StoreError.io("cannot write \(path)", errno: errno) }
+    }
+
     /// A store v1 cache (schema up to v3, every blob a file in `objects/ab/cd/`).
     static func makeV1Cache(_ path: String) async throws {
+        let contents = Self.contents()
         try FileManager.default.createDirectory(atPath: path + "/tmp", withIntermediateDirectories: true)
         let pool = try DatabasePool(path: path + "/index.sqlite")
         try Schema.migrator.migrate(pool, upTo: "v3-fresh-for")
@@ -43,14 +73,12 @@ struct MigrationKillTests {
                 let key = try NormalizedURL(url).key.hex
                 let folder = "objects/\(key.prefix(2))/\(key.dropFirst(2).prefix(2))"
                 let blob = "\(folder)/\(key)-0123abcd"
-                let bytes = data(index)
+                let (bytes, sha256) = contents[contentID(index)]!
                 if folders.insert(folder).inserted {
                     try FileManager.default.createDirectory(atPath: path + "/" + folder, withIntermediateDirectories: true)
                 }
-                guard FileManager.default.createFile(atPath: path + "/" + blob, contents: bytes) else {
-                    throw StoreError(.io, "cannot write \(blob)")
-                }
-                try insert.execute(arguments: [key, url, blob, bytes.count, CacheKey.sha256Hex(bytes), Double(index)])
+                try writeFile(path + "/" + blob, bytes)
+                try insert.execute(arguments: [key, url, blob, bytes.count, sha256, Double(index)])
             }
         }
         try pool.close()

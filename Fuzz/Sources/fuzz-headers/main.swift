@@ -1,17 +1,39 @@
 // The HTTP header parsers of HTTPCachePolicy.swift. Input: up to three lines,
 // the Cache-Control, Expires and Retry-After values (a missing line is a
 // missing header); every line is also parsed as an HTTP date and as a
-// header line.
+// header line. The whole input is also read as the start of a connection's
+// bytes by the service's request-head reader.
 import Foundation
+import NIOCore
 import FuzzSupport
 @testable import ArtCache
 @_spi(Benchmarks) @testable import ArtCacheCore
 @_spi(Benchmarks) @testable import ArtCacheFetch
 @_spi(Benchmarks) @testable import ArtCacheRender
+@testable import ArtCacheServer
 
 let now = Date(timeIntervalSince1970: 1_700_000_000)
 
 runFuzzer { data in
+    // RawRequestHead: a head it reads lies within the bytes, starts the
+    // bytes, and reads the same from any buffer holding them.
+    let bytes = ByteBuffer(bytes: data)
+    switch RawRequestHead.parse(bytes, maxHead: 4096) {
+    case .some(.some(let head)):
+        require(head.length >= 18 && head.length <= min(data.count, 4096 + 2), "head length \(head.length) of \(data.count)")
+        require(head.path.hasPrefix("/") && !head.path.utf8.contains(0x20), "path \(head.path)")
+        var longer = bytes
+        longer.writeString("GET / HTTP/1.1\r\n")
+        if case .some(.some(let again)) = RawRequestHead.parse(longer, maxHead: 4096) {
+            require(again.length == head.length && again.path == head.path, "more bytes after a head changed it")
+        } else {
+            require(false, "more bytes after a head lost it")
+        }
+    case .some(.none):
+        require(data.count <= 4096 + 2, "incomplete at \(data.count) bytes, over the head limit")
+    case .none:
+        break
+    }
     let lines = text(data).split(separator: "\n", maxSplits: 2, omittingEmptySubsequences: false).map(String.init)
     var headers: [String: String] = [:]
     if lines.count > 0 { headers["cache-control"] = lines[0] }

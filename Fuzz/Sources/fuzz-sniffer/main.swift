@@ -30,6 +30,13 @@ runFuzzer { data in
         require(!extent.width.multipliedReportingOverflow(by: extent.height).overflow, "HEIF extent \(extent) overflows")
     }
 
+    // The TIFF directory reader the renderer asks before libvips.
+    if let directory = TIFFDirectory(data) {
+        require(directory == TIFFDirectory(offsetSlice(data)), "a Data slice reads another TIFF directory")
+        require(directory.width >= 0 && directory.height >= 0, "negative TIFF size \(directory.width)x\(directory.height)")
+        _ = directory.undecodable(codecConfigured: { $0 != 34712 })
+    }
+
     // The one check every stored body goes through.
     do throws(Sniffer.Refusal) {
         let checked = try Sniffer.check(data, declaredType: "image/png; charset=binary")

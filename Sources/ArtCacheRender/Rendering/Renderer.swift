@@ -146,6 +146,7 @@ private struct RenderCounters: Sendable {
         if !Self.isGzip(data) {
             format = Sniffer.sniff(data).format
             _ = try allowedLoaders(for: format!)
+            try Self.refuseUndecodable(data, format: format!)
         }
         for spec in specs { try checkOutput(spec) }
         return format
@@ -202,6 +203,7 @@ private struct RenderCounters: Sendable {
         guard let first = specs.first else { return [] }
         let sniffed = sniffedFormat ?? Sniffer.sniff(data).format
         let loaders = try allowedLoaders(for: sniffed)
+        try Self.refuseUndecodable(data, format: sniffed)
         for spec in specs { try checkOutput(spec) }
         let deadline = ContinuousClock.now + .seconds(settings.renderTimeout)
         if settings.fastJPEG, JPEGFastPath.handles(sniffed, specs: specs),
@@ -321,7 +323,24 @@ private struct RenderCounters: Sendable {
     func open(_ data: Data, format: SniffedFormat? = nil) throws(RenderError) -> VipsImage {
         try Self.start()
         let sniffed = format ?? Sniffer.sniff(data).format
-        return try VipsImage(data, format: sniffed, loaders: try allowedLoaders(for: sniffed))
+        let loaders = try allowedLoaders(for: sniffed)
+        try Self.refuseUndecodable(data, format: sniffed)
+        return try VipsImage(data, format: sniffed, loaders: loaders)
+    }
+
+    /// A valid image in a variant libvips has no reader for (a TIFF: 12-bit
+    /// samples, tiled separate planes, a compression its libtiff lacks) is
+    /// refused as `unsupported` before libvips, which would call it corrupt.
+    static func refuseUndecodable(_ data: Data, format: SniffedFormat) throws(RenderError) {
+        guard format == .tiff, let directory = TIFFDirectory(data),
+              let why = directory.undecodable(codecConfigured: tiffCodecConfigured)
+        else { return }
+        throw RenderError(.unsupported, "TIFF: \(why)")
+    }
+
+    /// Whether libvips' libtiff decodes TIFF compression `scheme`.
+    static func tiffCodecConfigured(_ scheme: Int) -> Bool {
+        cvips_tiff_codec_configured(Int32(clamping: scheme)) != 0
     }
 
     /// The loader mask for `format`, or the typed refusal when none may decode it.

@@ -161,4 +161,9 @@ int cvips_render_rgba(cvips_render *render, void **out, size_t *out_length);
 int cvips_contact_sheet(const void *const *buffers, const size_t *lengths, int count, int cell, int columns,
                         void **out, size_t *out_length);
 
+/* Whether the libtiff libvips reads TIFFs with has a decoder for
+ * compression `scheme` (TIFFIsCODECConfigured): a valid TIFF in a scheme
+ * it lacks is unsupported, not corrupt. */
+int cvips_tiff_codec_configured(int scheme);
+
 #endif
