@@ -124,10 +124,9 @@ public final class ThumbnailService: Sendable {
         let bytes = response.body.contentLength ?? 0
         metrics.answered(status: response.status.code, tier: tier, seconds: seconds, bytes: bytes)
         guard settings.accessLog else { return response }
-        logger.info("request", metadata: Self.accessMetadata(method: request.method.rawValue, path: request.uri.path,
-                                                           status: response.status.code, tier: tier, bytes: bytes,
-                                                           seconds: seconds, error: response.headers[.artcacheError]),
-                    source: Self.logSource)
+        logger.access(AccessLine(method: request.method.rawValue, path: request.uri.path, status: response.status.code,
+                                 tier: tier, bytes: bytes, seconds: seconds, error: response.headers[.artcacheError]),
+                      source: Self.logSource)
         return response
     }
 
@@ -172,10 +171,9 @@ public final class ThumbnailService: Sendable {
         let bytes = prepared.body?.readableBytes ?? 0
         metrics.memoryHit(status: prepared.status.code, seconds: seconds, bytes: bytes)
         if settings.accessLog {
-            logger.info("request", metadata: Self.accessMetadata(method: "GET", path: path, status: prepared.status.code,
-                                                               tier: "memory", bytes: bytes, seconds: seconds,
-                                                               error: prepared.headers[.artcacheError]),
-                        source: Self.logSource)
+            logger.access(AccessLine(method: "GET", path: path, status: prepared.status.code, tier: "memory", bytes: bytes,
+                                     seconds: seconds, error: prepared.headers[.artcacheError]),
+                          source: Self.logSource)
         }
         return prepared
     }
@@ -183,18 +181,6 @@ public final class ThumbnailService: Sendable {
     /// The access log's `source` (swift-log would derive it from `#fileID`
     /// at every call, parsing a string per request).
     static let logSource = "ArtCacheServer"
-
-    /// An access log line's fields. Numbers go in as values, not text: the
-    /// log handler formats them (``LogWriter``: on its own thread), so a
-    /// request pays for the dictionary, not for formatting.
-    static func accessMetadata(method: String, path: String, status: Int, tier: String, bytes: Int, seconds: Double,
-                               error: String?) -> Logger.Metadata {
-        [
-            "method": .string(method), "path": .string(path.utf8.count <= 120 ? path : String(path.prefix(120))),
-            "status": .stringConvertible(status), "tier": .string(tier), "bytes": .stringConvertible(bytes),
-            "ms": .stringConvertible(Int(seconds * 1000)), "error": .string(error ?? ""),
-        ]
-    }
 
     /// Not in memory: admission, deadline, disk, then the network.
     private func miss(_ parsed: Negotiated, request: Request, connection: ConnectionWatch?) async -> (Response, String) {

@@ -78,6 +78,51 @@ struct LogWriterTests {
         ])
     }
 
+    /// An access line queued as it is prints what its metadata prints:
+    /// the same keys, in order, the same values (a long path cut alike).
+    @Test(arguments: [
+        AccessLine(method: "GET", path: "/s/100x100/aHR0cA", status: 200, tier: "memory", bytes: 2401, seconds: 0.0004, error: nil),
+        AccessLine(method: "GET", path: "/" + String(repeating: "p", count: 300), status: 404, tier: "network", bytes: 0,
+                   seconds: 1.25, error: "http_404"),
+    ])
+    func anAccessLinePrintsAsItsMetadata(_ line: AccessLine) {
+        var keys = LogWriter.SortedKeys()
+        var direct: [UInt8] = [], structured: [UInt8] = []
+        LogWriter.append(LogWriter.Record(date: Date(), level: .info, label: "l", message: "request", metadata: [:], source: "S",
+                                          access: line), timestamp: "T", keys: &keys, to: &direct)
+        LogWriter.append(LogWriter.Record(date: Date(), level: .info, label: "l", message: "request", metadata: line.metadata,
+                                          source: "S"), timestamp: "T", keys: &keys, to: &structured)
+        #expect(String(decoding: direct, as: UTF8.self) == String(decoding: structured, as: UTF8.self))
+        #expect(String(decoding: direct, as: UTF8.self).hasPrefix("T info l: bytes=\(line.bytes) error=\(line.error ?? "") method=GET ms="))
+    }
+
+    /// Through `serve`'s handler the line is queued as it is; through any
+    /// other handler (or one with metadata of its own) it is metadata.
+    @Test func theAccessLogQueuesItsLineOnlyThroughServesOwnWriter() throws {
+        var fds: [Int32] = [0, 0]
+        #expect(pipe(&fds) == 0)
+        defer { close(fds[0]) }
+        let writer = LogWriter(fd: fds[1], capacity: 10)
+        let line = AccessLine(method: "GET", path: "/a/b/c", status: 200, tier: "memory", bytes: 5, seconds: 0.001, error: nil)
+        let logger = Logger(label: "artcache.test") { BufferedLogHandler(label: $0, writer: writer) }
+        logger.access(line, source: "S")
+        var tagged = logger
+        tagged[metadataKey: "request_id"] = "r1"
+        tagged.access(line, source: "S")
+        var quiet = logger
+        quiet.logLevel = .warning
+        quiet.access(line, source: "S")
+        writer.stop()
+        close(fds[1])
+        var chunk = [UInt8](repeating: 0, count: 4096)
+        let count = read(fds[0], &chunk, chunk.count)
+        let lines = String(decoding: chunk[..<max(0, count)], as: UTF8.self).split(separator: "\n").map { String($0.split(separator: " ", maxSplits: 1)[1]) }
+        #expect(lines == [
+            "info artcache.test: bytes=5 error= method=GET ms=1 path=/a/b/c status=200 tier=memory [S] request",
+            "info artcache.test: bytes=5 error= method=GET ms=1 path=/a/b/c request_id=r1 status=200 tier=memory [S] request",
+        ])
+    }
+
     @Test(arguments: [0, 7, 10, 200, -42, Int.max, Int.min])
     func numbersPrintAsTheirDescription(_ number: Int) {
         var bytes: [UInt8] = []

@@ -28,6 +28,8 @@ package final class LogWriter: @unchecked Sendable {
         var message: Logger.Message
         var metadata: Logger.Metadata
         var source: String
+        /// An access line's fields, printed after `metadata` (``AccessLine``).
+        var access: AccessLine? = nil
     }
 
     private struct State {
@@ -221,6 +223,7 @@ package final class LogWriter: @unchecked Sendable {
         } else if !record.metadata.isEmpty {
             keys.append(record.metadata, to: &bytes)
         }
+        record.access?.append(to: &bytes)
         bytes.append(contentsOf: " [".utf8)
         bytes.append(contentsOf: record.source.utf8)
         bytes.append(contentsOf: "] ".utf8)
