@@ -128,8 +128,9 @@ let package = Package(
         ),
         // A loopback HTTP/1.1 origin that misbehaves on purpose (cut bodies,
         // dribbled bodies, wrong types): serves the demo and the downloader
-        // tests. Raw sockets, because breaking the wire is its job.
-        .target(name: "ArtCacheOrigin"),
+        // tests. Raw sockets, because breaking the wire is its job. (Core
+        // only for its lock.)
+        .target(name: "ArtCacheOrigin", dependencies: ["ArtCacheCore"]),
         .executableTarget(
             name: "artcache",
             dependencies: [

@@ -1,3 +1,4 @@
+import ArtCacheCore
 import Foundation
 #if canImport(Glibc)
 import Glibc

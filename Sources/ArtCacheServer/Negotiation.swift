@@ -43,18 +43,14 @@ enum Negotiation {
     /// ``Accepted`` of an `Accept` header, remembered: browsers send a few
     /// distinct headers, so a hit pays a dictionary lookup, not a parse.
     final class Memo: Sendable {
-        private let known = Locked<[String: Accepted]>([:])
-        static let capacity = 256
+        private let known = BoundedMemo<String, Accepted>(capacity: 256)
 
         func accepted(_ accept: String?) -> Accepted {
             guard let accept else { return [] }
-            if let hit = known.withLock({ $0[accept] }) { return hit }
+            if let hit = known[accept] { return hit }
             let parsed = Accepted(accept: accept)
             guard accept.utf8.count <= 512 else { return parsed }  // never remember a hostile header
-            known.withLock { memo in
-                if memo.count >= Self.capacity { memo.removeAll(keepingCapacity: true) }
-                memo[accept] = parsed
-            }
+            known.store(parsed, for: accept)
             return parsed
         }
     }
@@ -146,20 +142,14 @@ struct FormatPolicy: Sendable {
     /// Choices per (accepted, size): the hit path asks this for every request.
     final class Memo: Sendable {
         private struct Key: Hashable { let accepted: Negotiation.Accepted; let width: Int; let height: Int }
-        private let known = Locked<[Key: Choice]>([:])
+        private let known = BoundedMemo<Key, Choice>(capacity: 4096)
         let policy: FormatPolicy
 
         init(_ policy: FormatPolicy) { self.policy = policy }
 
         func choice(_ accepted: Negotiation.Accepted, size: ImageSize) -> Choice {
             let key = Key(accepted: accepted, width: size.width, height: size.height)
-            if let hit = known.withLock({ $0[key] }) { return hit }
-            let made = policy.choice(accepted, size: size)
-            known.withLock { memo in
-                if memo.count >= 4096 { memo.removeAll(keepingCapacity: true) }
-                memo[key] = made
-            }
-            return made
+            return known.value(for: key) { policy.choice(accepted, size: size) }
         }
     }
 }

@@ -34,11 +34,7 @@ extension ThumbnailService {
         if let declared, declared > settings.manifestMaxBody { return failure(.bodyTooLarge, closing: true) }
         var sizes = pipeline.configuration.thumbnails.sizes.map { ImageSize(width: $0.width, height: $0.height) }
         if let text = request.uri.queryParameters.get("sizes") {
-            let parsed = text.split(separator: ",").map { part -> ImageSize? in
-                let fields = part.lowercased().split(separator: "x").compactMap { Int($0) }
-                guard fields.count == 2, fields.allSatisfy({ $0 >= 1 && $0 <= 10_000 }) else { return nil }
-                return ImageSize(width: fields[0], height: fields[1])
-            }
+            let parsed = text.split(separator: ",").map { ImageSize(String($0)) }
             guard !parsed.isEmpty, parsed.count <= 16, !parsed.contains(nil) else {
                 return failure(ServiceFailure(status: .badRequest, reason: "invalid_sizes"), closing: bodyComing)
             }

@@ -98,16 +98,13 @@ extension ThumbnailService {
                               negotiated: negotiated, signed: signed, upgrading: upgrading, created: entry.createdAt,
                               second: countsDown ? Int(now.timeIntervalSince1970) : 0)
         let prepared: Prepared
-        if let known = preparedHits.withLock({ $0[key] }) {
+        if let known = preparedHits[key] {
             prepared = known
         } else {
             var built = build(image, ifNoneMatch: nil, negotiated: negotiated, signed: signed, upgrading: upgrading)
             built.head = built.serializedHead()
             prepared = built
-            preparedHits.withLock { memo in
-                if memo.count >= Self.preparedCountMax { memo.removeAll(keepingCapacity: true) }
-                memo[key] = prepared
-            }
+            preparedHits.store(prepared, for: key)
         }
         if let asked = ifNoneMatch, let etag = prepared.headers[.eTag], Self.matches(asked, etag: etag) {
             var headers = prepared.headers

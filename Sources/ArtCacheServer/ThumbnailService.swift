@@ -30,7 +30,7 @@ public final class ThumbnailService: Sendable {
     let cancelOnDisconnect: Bool
     let logger: Logger
     /// Valid paths already parsed and verified (bounded; emptied when full).
-    let parsedPaths = Locked<[String: ParsedPath]>([:])
+    let parsedPaths = BoundedMemo<String, ParsedPath>(capacity: 4096)
     /// `/health`'s check, run at most once per `healthMaxAge`.
     let health: HealthCheck
     /// Where `logger` writes when `serve` runs it (its drops are counted in /metrics).
@@ -39,7 +39,7 @@ public final class ThumbnailService: Sendable {
     let channelHits = Atomic<Int>(0)
     /// The `200` answers of memory hits, headers and body built once and
     /// reused by every hit of the same bytes (bounded; emptied when full).
-    let preparedHits = Locked<[PreparedKey: Prepared]>([:])
+    let preparedHits = BoundedMemo<PreparedKey, Prepared>(capacity: ThumbnailService.preparedCountMax)
     /// The open connections' watches (``ConnectionGuard``), by channel: a
     /// request finds its connection's here, to be cancelled when it closes.
     let connections = Locked<[ObjectIdentifier: ConnectionWatch]>([:])
@@ -234,14 +234,11 @@ public final class ThumbnailService: Sendable {
     /// failures are typed.
     func parse(path: String, accept: String?) throws(ServiceFailure) -> Negotiated {
         let parsed: ParsedPath
-        if let known = parsedPaths.withLock({ $0[path] }) {
+        if let known = parsedPaths[path] {
             parsed = known
         } else {
             parsed = try parseUncached(path: path)
-            parsedPaths.withLock { memo in
-                if memo.count >= 4096 { memo.removeAll(keepingCapacity: true) }
-                memo[path] = parsed
-            }
+            parsedPaths.store(parsed, for: path)
         }
         var request = parsed.request
         guard parsed.negotiable, let size = request.size else {

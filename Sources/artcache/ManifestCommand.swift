@@ -61,12 +61,12 @@ struct ManifestCommand: AsyncParsableCommand {
     /// `100x100,300x300` → sizes; none given: the configured thumbnail sizes.
     static func sizes(_ text: String?, default configured: [VariantSpec]) throws -> [ImageSize] {
         guard let text else { return configured.map { ImageSize(width: $0.width, height: $0.height) } }
-        return try text.split(separator: ",").map { part in
-            let fields = part.lowercased().split(separator: "x")
-            guard fields.count == 2, let width = Int(fields[0]), let height = Int(fields[1]), width >= 1, height >= 1 else {
-                throw ValidationError("--sizes: \"\(part)\" is not WIDTHxHEIGHT")
+        guard !text.isEmpty else { throw ValidationError("--sizes: give at least one WIDTHxHEIGHT") }
+        return try text.split(separator: ",", omittingEmptySubsequences: false).map { part in
+            guard let size = ImageSize(String(part)) else {
+                throw ValidationError("--sizes: \"\(part)\" is not WIDTHxHEIGHT (each side 1 to \(ImageSize.maxSide))")
             }
-            return ImageSize(width: width, height: height)
+            return size
         }
     }
 }

@@ -18,7 +18,7 @@ struct BoundsTests {
                                                                    options: .placeholderOnFailure))
             #expect(response.source == .placeholder && response.width == side)
         }
-        #expect(h.pipeline.placeholders.withLock { $0.count } <= ImagePipeline.placeholderMemoLimit)
+        #expect(h.pipeline.placeholders.count <= ImagePipeline.placeholderMemoLimit)
         try await h.pipeline.close()
     }
 

@@ -50,19 +50,14 @@ extension ImagePipeline {
     func claimIntrinsics(_ entry: CacheEntry) -> Bool {
         guard entry.kind == .original, entry.thumbHash == nil, !entry.sha256.isEmpty else { return false }
         let job = entry.key + ":" + entry.sha256
-        return intrinsicsAttempts.withLock { attempted -> Bool in
-            guard !attempted.contains(job) else { return false }
-            if attempted.count >= Self.intrinsicsMemoLimit { attempted.removeAll(keepingCapacity: true) }
-            attempted.insert(job)
-            return true
-        }
+        return intrinsicsAttempts.claim(job, true)
     }
 
     /// Forgets a claim whose job did not run (dropped, or the row was not
     /// committed yet): the original's next read tries again.
     private func unclaimIntrinsics(_ entry: CacheEntry) {
         let job = entry.key + ":" + entry.sha256
-        _ = intrinsicsAttempts.withLock { $0.remove(job) }
+        intrinsicsAttempts.remove(job)
     }
 
     /// Queues the `placeholder` job for `entry` (an original's row) when

@@ -19,7 +19,7 @@ extension ImagePipeline {
         var format = request.format ?? settings.format
         if format == .auto { format = .jpeg }
         let key = "\(width)x\(height),\(format.rawValue)"
-        if let made = placeholders.withLock({ $0[key] }) {
+        if let made = placeholders[key] {
             return made.with(error: error)
         }
         let image: RenderedImage
@@ -30,10 +30,7 @@ extension ImagePipeline {
         }
         let response = ImageResponse(data: image.data, contentType: Sniffer.sniff(image.data).mimeType,
                                      width: image.width, height: image.height, source: .placeholder, cacheKey: nil)
-        placeholders.withLock { memo in
-            if memo.count >= Self.placeholderMemoLimit { memo.removeAll(keepingCapacity: true) }
-            memo[key] = response
-        }
+        placeholders.store(response, for: key)
         return response.with(error: error)
     }
 

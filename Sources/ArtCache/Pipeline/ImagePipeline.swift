@@ -29,11 +29,11 @@ public final class ImagePipeline: Sendable {
     let variants = Coalescer<VariantOutcome>()
     /// Placeholders made, by size and format (bounded by
     /// ``placeholderMemoLimit``; emptied when full: sizes come from requests).
-    let placeholders = Locked<[String: ImageResponse]>([:])
+    let placeholders = BoundedMemo<String, ImageResponse>(capacity: ImagePipeline.placeholderMemoLimit)
     static let placeholderMemoLimit = 64
     /// Requests already resolved (URL normalized, key hashed): a hot set of
     /// memory hits skips that work. Bounded; emptied when full.
-    let resolvedRequests = Locked<[ImageRequest: Resolved]>([:])
+    let resolvedRequests = BoundedMemo<ImageRequest, Resolved>(capacity: ImagePipeline.resolvedMemoLimit)
     static let resolvedMemoLimit = 4096
     /// The one owner of work behind answers: revalidations, placeholders,
     /// warm-ups, and the store's fold and reclaimer (README: "What runs in
@@ -41,7 +41,7 @@ public final class ImagePipeline: Sendable {
     package let background: BackgroundScheduler
     /// Originals whose intrinsics this process tried (ImagePipeline+Info).
     /// Bounded (``intrinsicsMemoLimit``; emptied when full).
-    let intrinsicsAttempts = Locked<Set<String>>([])
+    let intrinsicsAttempts = BoundedMemo<String, Bool>(capacity: ImagePipeline.intrinsicsMemoLimit)
     /// Format upgrades ended, by outcome (``upgradeCounts``).
     let upgrades = Locked(UpgradeCounts())
     static let intrinsicsMemoLimit = 65_536
@@ -139,13 +139,7 @@ public final class ImagePipeline: Sendable {
     }
 
     func resolve(_ request: ImageRequest) throws(ArtCacheError) -> Resolved {
-        if let known = resolvedRequests.withLock({ $0[request] }) { return known }
-        let resolved = try resolveUncached(request)
-        resolvedRequests.withLock { memo in
-            if memo.count >= Self.resolvedMemoLimit { memo.removeAll(keepingCapacity: true) }
-            memo[request] = resolved
-        }
-        return resolved
+        try resolvedRequests.value(for: request) { () throws(ArtCacheError) in try resolveUncached(request) }
     }
 
     private func resolveUncached(_ request: ImageRequest) throws(ArtCacheError) -> Resolved {

@@ -38,14 +38,12 @@ public struct VariantSpec: Sendable, Hashable, Codable {
         self.background = background
     }
 
-    /// From `WIDTHxHEIGHT` (e.g. `100x100`); nil when malformed or not positive.
+    /// From `WIDTHxHEIGHT` (e.g. `100x100`, read as ``ImageSize`` reads it);
+    /// nil when malformed or out of bounds.
     public init?(size: String, fit: Fit = .contain, format: Format = .auto, quality: Int = 80,
                  background: [Double] = [255, 255, 255]) {
-        let parts = size.lowercased().split(separator: "x")
-        guard parts.count == 2, let w = Int(parts[0]), let h = Int(parts[1]), w > 0, h > 0, (1...100).contains(quality) else {
-            return nil
-        }
-        self.init(width: w, height: h, fit: fit, format: format, quality: quality, background: background)
+        guard let parsed = ImageSize(size), (1...100).contains(quality) else { return nil }
+        self.init(width: parsed.width, height: parsed.height, fit: fit, format: format, quality: quality, background: background)
     }
 
     /// e.g. `100x100,contain,auto,q80,bgffffff`: the on-disk name of the
@@ -69,10 +67,25 @@ public struct ImageSize: Sendable, Hashable, CustomStringConvertible {
     /// A square box.
     public init(_ side: Int) { self.init(width: side, height: side) }
 
-    /// From `WIDTHxHEIGHT` (e.g. `100x100`); nil when malformed.
+    /// The largest side a size may name when parsed (the service's bound).
+    package static let maxSide = 10_000
+
+    /// From `WIDTHxHEIGHT` (e.g. `100x100`, `x` in either case): ASCII
+    /// digits only, each side 1 to 10,000; nil otherwise. The one parser of
+    /// sizes: service paths, manifests (HTTP and CLI) and variant specs.
     public init?(_ text: String) {
-        let parts = text.lowercased().split(separator: "x")
-        guard parts.count == 2, let w = Int(parts[0]), let h = Int(parts[1]) else { return nil }
+        func side(_ digits: Substring.UTF8View) -> Int? {
+            guard !digits.isEmpty, digits.count <= 5 else { return nil }
+            var value = 0
+            for byte in digits {
+                guard byte >= UInt8(ascii: "0"), byte <= UInt8(ascii: "9") else { return nil }
+                value = value * 10 + Int(byte - UInt8(ascii: "0"))
+            }
+            return (1...Self.maxSide).contains(value) ? value : nil
+        }
+        let parts = text.utf8.split(separator: UInt8(ascii: "x"), maxSplits: 2, omittingEmptySubsequences: false)
+        let split = parts.count == 2 ? parts : text.utf8.split(separator: UInt8(ascii: "X"), maxSplits: 2, omittingEmptySubsequences: false)
+        guard split.count == 2, let w = side(Substring(split[0]).utf8), let h = side(Substring(split[1]).utf8) else { return nil }
         self.init(width: w, height: h)
     }
 

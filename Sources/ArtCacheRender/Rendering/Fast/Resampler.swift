@@ -28,20 +28,13 @@ package enum Resampler {
     }
 
     /// The taps of the sizes seen last (artwork comes in few sizes): computed
-    /// once, not per image (they cost sines). At most `memoLimit` pairs.
-    private static let memo = Locked<[Int: Taps]>([:])
-    static let memoLimit = 256
+    /// once, not per image (they cost sines). At most 256 pairs.
+    private static let memo = BoundedMemo<Int, Taps>(capacity: 256)
 
     /// Taps taking `source` samples to `target` (target ≤ source), memoized.
     static func taps(source: Int, target: Int) -> Taps {
         let key = source << 32 | target
-        if let known = memo.withLock({ $0[key] }) { return known }
-        let made = computeTaps(source: source, target: target)
-        memo.withLock { memo in
-            if memo.count >= memoLimit { memo.removeAll(keepingCapacity: true) }
-            memo[key] = made
-        }
-        return made
+        return memo.value(for: key) { computeTaps(source: source, target: target) }
     }
 
     static func computeTaps(source: Int, target: Int) -> Taps {
