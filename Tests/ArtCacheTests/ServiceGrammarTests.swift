@@ -23,6 +23,17 @@ struct ServiceGrammarTests {
         #expect(ThumbnailOptions.original.description == "original")
     }
 
+    /// One table of the classes both ways: each name parses to a priority
+    /// whose class is that name; priorities beyond them print as the nearest.
+    @Test func priorityClassNamesGoBothWays() throws {
+        for name in ["high", "normal", "low"] {
+            let priority = try #require(try ThumbnailOptions(parsing: "pri=\(name)").priority)
+            #expect(ThumbnailOptions.className(priority) == name)
+        }
+        #expect(ImagePriority.allCases.map(ThumbnailOptions.className) == ["low", "low", "normal", "high", "high"])
+        #expect(throws: (any Error).self) { try ThumbnailOptions(parsing: "pri=veryHigh") }
+    }
+
     /// `pri=high|normal|low`: parsed anywhere among the tokens, written last,
     /// allowed with `original`, carried through presets; part of the signed
     /// text, so another class needs another signature.

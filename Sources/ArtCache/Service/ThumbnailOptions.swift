@@ -91,8 +91,8 @@ public struct ThumbnailOptions: Sendable, Hashable, CustomStringConvertible {
                 guard Self.isPresetName(value) else { throw Self.invalid(text, "preset names are [a-z0-9_-]+") }
                 self.preset = value
             case "pri":
-                guard let priority = Self.priorityClasses[value] else {
-                    throw Self.invalid(text, "pri must be one of high, normal, low")
+                guard let priority = Self.priorityClasses.first(where: { $0.name == value })?.priority else {
+                    throw Self.invalid(text, "pri must be one of \(Self.priorityClasses.map(\.name).joined(separator: ", "))")
                 }
                 self.priority = priority
             case "original":
@@ -106,13 +106,16 @@ public struct ThumbnailOptions: Sendable, Hashable, CustomStringConvertible {
         }
     }
 
-    /// The classes `pri=` names.
-    private static let priorityClasses: [String: ImagePriority] = ["high": .high, "normal": .normal, "low": .low]
+    /// The classes `pri=` names, highest first: the one table both ways.
+    private static let priorityClasses: [(name: String, priority: ImagePriority)] = [
+        ("high", .high), ("normal", .normal), ("low", .low),
+    ]
 
     /// The class `pri=` writes for `priority`: `high`, `normal` or `low`
     /// (the nearest class for a priority beyond them).
     package static func className(_ priority: ImagePriority) -> String {
-        priority >= .high ? "high" : priority <= .low ? "low" : "normal"
+        let classes = priorityClasses
+        return (classes.first { priority >= $0.priority } ?? classes[classes.count - 1]).name
     }
 
     /// `size,fit=…,f=…,q=…,p=…,pri=…` with only the parts set; `original`
