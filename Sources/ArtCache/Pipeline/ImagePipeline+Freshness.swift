@@ -105,12 +105,12 @@ extension ImagePipeline {
     func answerExpired(_ hit: CachedImage, url: NormalizedURL, now: Date, behind: Bool, staleOK: Bool,
                        priority: PriorityHandle) async throws -> FetchOutcome {
         try await refuseIfRemembered(url, now: now)
-        let pastExpiry = now.timeIntervalSince(hit.entry.expiresAt ?? now)
-        if staleOK, pastExpiry < staleRules(for: hit.entry).whileRevalidate {
+        let rules = staleRules(for: hit.entry)
+        if staleOK, now.timeIntervalSince(hit.entry.expiresAt ?? now) < rules.whileRevalidate {
             revalidateBehind(url)
             return stale(hit, cause: .whileRevalidate)
         }
-        return try await revalidate(url, hit: hit, now: now, behind: behind, priority: priority)
+        return try await revalidate(url, hit: hit, now: now, behind: behind, priority: priority, rules: rules)
     }
 
     /// Asks the origin whether `hit` still holds (conditional GET of the
@@ -119,9 +119,11 @@ extension ImagePipeline {
     /// index and in this process's memory tier). When the origin cannot be
     /// reached, or answers 5xx within stale-if-error, the stored bytes are
     /// the answer (unless the origin forbade stale answers).
+    ///
+    /// `rules`: the entry's stale rules when the caller has them already.
     func revalidate(_ url: NormalizedURL, hit: CachedImage, now: Date, behind: Bool,
-                    priority: PriorityHandle) async throws -> FetchOutcome {
-        let rules = staleRules(for: hit.entry)
+                    priority: PriorityHandle, rules known: StaleRules? = nil) async throws -> FetchOutcome {
+        let rules = known ?? staleRules(for: hit.entry)
         let pastExpiry = now.timeIntervalSince(hit.entry.expiresAt ?? now)
         let response: HTTPResponse
         do {

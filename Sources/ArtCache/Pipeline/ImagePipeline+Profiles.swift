@@ -35,10 +35,11 @@ extension ImagePipeline {
     /// The plan for `url` at `pixels`, or nil when no profile reads the URL,
     /// its rendition failed within `fallback_ttl`, or it would fetch the URL given.
     func renditionPlan(_ url: NormalizedURL, pixels: Int?) -> RenditionPlan? {
-        guard let pixels, let profile = configuration.profiles.profile(for: url.string),
+        // One parse of the URL for the match and both renditions.
+        guard let pixels, let (profile, components) = configuration.profiles.match(url.string),
               !isFallenBack(profile, url: url),
-              let rendition = profile.rendition(of: url.string, pixels: pixels) else { return nil }
-        let given = profile.rendition(of: url.string, pixels: 0)?.size
+              let rendition = profile.rendition(of: components, url: url.string, pixels: pixels) else { return nil }
+        let given = profile.rendition(of: components, url: url.string, pixels: 0)?.size
         guard rendition.url != url.string else { return nil }
         return RenditionPlan(profile: profile, rendition: rendition, givenSize: given)
     }

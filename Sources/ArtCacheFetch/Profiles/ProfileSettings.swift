@@ -50,7 +50,15 @@ public struct ProfileSettings: Sendable, Hashable {
 
     /// The profile for `url`, if any.
     package func profile(for url: String) -> ProviderProfile? {
-        guard let components = URLComponents(string: url) else { return nil }
-        return profiles.first { $0.matches(components) }
+        match(url)?.profile
+    }
+
+    /// The profile for `url` and the URL parsed (renditions read it again
+    /// without parsing it again), if any.
+    package func match(_ url: String) -> (profile: ProviderProfile, components: URLComponents)? {
+        guard let components = URLComponents(string: url), let profile = profiles.first(where: { $0.matches(components) }) else {
+            return nil
+        }
+        return (profile, components)
     }
 }

@@ -89,7 +89,14 @@ package struct ProviderProfile: Sendable, Hashable {
     /// original; nil when this profile does not read `url`. The URL given
     /// itself when it is already that rendition.
     package func rendition(of url: String, pixels: Int) -> Rendition? {
-        guard var components = URLComponents(string: url), matches(components) else { return nil }
+        guard let components = URLComponents(string: url), matches(components) else { return nil }
+        return rendition(of: components, url: url, pixels: pixels)
+    }
+
+    /// ``rendition(of:pixels:)`` of a URL already parsed into `parsed` and
+    /// matched (``ProfileSettings/match(_:)``): one parse for a plan.
+    package func rendition(of parsed: URLComponents, url: String, pixels: Int) -> Rendition? {
+        var components = parsed
         switch rule {
         case .query(let name, let absent):
             let items = components.percentEncodedQueryItems ?? []

@@ -196,10 +196,7 @@ extension CacheStore {
             return try extra(db, old, new)
         }
         // A put behind hashed its bytes when it was accepted (or its caller did).
-        if entry.sha256.isEmpty {
-            entry.sha256 = data.count > Self.hashInPlaceMax ? try await Blocking.run { CacheKey.sha256Hex(data) }
-                                                            : CacheKey.sha256Hex(data)
-        }
+        if entry.sha256.isEmpty { entry.sha256 = try await Self.hash(data) }
         if entry.isInline { put.inlineData = data } else { put.fileData = data }
         put.entry = entry
         let queued = ContinuousClock.now
