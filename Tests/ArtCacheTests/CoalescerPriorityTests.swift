@@ -12,7 +12,7 @@ import Testing
 struct CoalescerPriorityTests {
     @Test func raisingAndLoweringFromManyTasksWhileFlightsCompleteNeitherDeadlocksNorGoesStale() async throws {
         let (joins, joined) = AsyncStream.makeStream(of: String.self)
-        let coalescer = Coalescer<Int>(onJoin: { joined.yield($0) })
+        let coalescer = Coalescer<String, Int>(onJoin: { joined.yield($0) })
         var joinEvents = joins.makeAsyncIterator()
         let threads = WorkerThreads(count: 2, name: "artcache.test.priority")
         defer { threads.stop() }

@@ -10,7 +10,7 @@ import Foundation
 ///
 /// The operation runs at the highest priority of the callers waiting for it:
 /// it gets a `PriorityHandle` that follows them as they come, go and change.
-final class Coalescer<Value: Sendable>: Sendable {
+final class Coalescer<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     private struct Waiter {
         let continuation: CheckedContinuation<Value, Error>
         let priority: PriorityHandle
@@ -26,18 +26,18 @@ final class Coalescer<Value: Sendable>: Sendable {
         var highestPriority: ImagePriority { waiters.values.map(\.priority.value).max() ?? .veryLow }
     }
 
-    private let flights = Locked<[String: Flight]>([:])
+    private let flights = Locked<[Key: Flight]>([:])
     /// Called after a caller has joined (or started) the flight for a key (tests).
-    private let onJoin: @Sendable (String) -> Void
+    private let onJoin: @Sendable (Key) -> Void
 
-    init(onJoin: @escaping @Sendable (String) -> Void = { _ in }) {
+    init(onJoin: @escaping @Sendable (Key) -> Void = { _ in }) {
         self.onJoin = onJoin
     }
 
     /// Number of operations under way (for tests).
     var inFlight: Int { flights.withLock { $0.count } }
 
-    func run(key: String, priority: PriorityHandle,
+    func run(key: Key, priority: PriorityHandle,
              operation: @escaping @Sendable (PriorityHandle) async throws -> Value) async throws -> Value {
         let waiter = UUID()
         return try await withTaskCancellationHandler {
@@ -102,14 +102,14 @@ final class Coalescer<Value: Sendable>: Sendable {
     /// a handle while holding its lock, so the order has no cycle
     /// (`CoalescerPriorityTests` raises and lowers priorities from many
     /// tasks while flights complete).
-    private func updatePriority(key: String) {
+    private func updatePriority(key: Key) {
         flights.withLock { flights in
             guard let flight = flights[key] else { return }
             flight.priority.value = flight.highestPriority
         }
     }
 
-    private func finish(key: String, flightID: UUID, result: Result<Value, Error>) {
+    private func finish(key: Key, flightID: UUID, result: Result<Value, Error>) {
         let waiters = flights.withLock { flights -> [Waiter] in
             guard let flight = flights[key], flight.id == flightID else { return [] }
             flights[key] = nil
@@ -120,4 +120,24 @@ final class Coalescer<Value: Sendable>: Sendable {
             waiter.continuation.resume(with: result)
         }
     }
+}
+
+/// The flight of an original: requests with equal keys share one load.
+/// Requests of different modes never share work, nor does a load that must
+/// be fresh with one that may answer stale, nor loads of different
+/// renditions; a revalidation behind an answer has flights of its own.
+struct OriginalFlight: Hashable, Sendable {
+    enum Purpose: Hashable, Sendable {
+        case load(mode: FetchMode, staleOK: Bool, rendition: String?)
+        case revalidation
+    }
+
+    var key: CacheKey
+    var purpose: Purpose
+}
+
+/// The flight of a variant: one render per variant and mode.
+struct VariantFlight: Hashable, Sendable {
+    var key: CacheKey
+    var mode: FetchMode
 }

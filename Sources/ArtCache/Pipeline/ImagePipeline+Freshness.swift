@@ -199,7 +199,7 @@ extension ImagePipeline {
     private func revalidateStored(_ url: NormalizedURL) async {
         do {
             let handle = PriorityHandle(.low, background: true)
-            _ = try await originals.run(key: "revalidate:" + url.key.hex, priority: handle) { [self] priority in
+            _ = try await originals.run(key: OriginalFlight(key: url.key, purpose: .revalidation), priority: handle) { [self] priority in
                 guard let stored = try await store.lookup(key: url.key, counting: false) else {
                     throw ArtCacheError(.notCached, "\(url): evicted before its revalidation")
                 }

@@ -56,7 +56,7 @@ extension ImagePipeline {
             return FetchOutcome(source: .cached, entry: hit.entry, data: hit.data, repaired: false, downloadedBytes: 0)
         }
         let plan = renditionPlan(url, pixels: pixels)
-        let flight = mode.prefix + (staleOK ? "" : "fresh:") + url.key.hex + (plan.map { " " + $0.rendition.url } ?? "")
+        let flight = OriginalFlight(key: url.key, purpose: .load(mode: mode, staleOK: staleOK, rendition: plan?.rendition.url))
         return try await originals.run(key: flight, priority: priority) { [self] priority in
             do {
                 return try await load(url, reload: mode == .reload, behind: behind, plan: plan, staleOK: staleOK,

@@ -38,7 +38,7 @@ extension ImagePipeline {
                  priority: PriorityHandle) async throws -> VariantOutcome {
         let canonical = spec.canonical
         let key = CacheKey(parent: url.key, spec: canonical)
-        return try await variants.run(key: mode.prefix + key.hex, priority: priority) { [self] priority in
+        return try await variants.run(key: VariantFlight(key: key, mode: mode), priority: priority) { [self] priority in
             var original: FetchOutcome?
             if mode != .reload, let hit = try await store.lookup(key: key, counting: false) {
                 var parent = try await store.entry(forKey: url.key)

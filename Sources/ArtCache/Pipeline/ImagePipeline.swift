@@ -25,8 +25,8 @@ public final class ImagePipeline: Sendable {
     let renderer: Renderer
     let memory: MemoryCache
     let logger: Logger
-    let originals = Coalescer<FetchOutcome>()
-    let variants = Coalescer<VariantOutcome>()
+    let originals = Coalescer<OriginalFlight, FetchOutcome>()
+    let variants = Coalescer<VariantFlight, VariantOutcome>()
     /// Placeholders made, by size and format (bounded by
     /// ``placeholderMemoLimit``; emptied when full: sizes come from requests).
     let placeholders = BoundedMemo<String, ImageResponse>(capacity: ImagePipeline.placeholderMemoLimit)
@@ -216,12 +216,4 @@ enum FetchMode: Sendable, Hashable {
         self = options.contains(.cacheOnly) ? .cacheOnly : options.contains(.reloadIgnoringCache) ? .reload : .normal
     }
 
-    /// Coalescing key prefix: requests of different modes never share work.
-    var prefix: String {
-        switch self {
-        case .normal: ""
-        case .cacheOnly: "cache-only:"
-        case .reload: "reload:"
-        }
-    }
 }
