@@ -106,7 +106,10 @@ let package = Package(
             ]
         ),
         // The thumbnail service: HTTP → ImageRequest → HTTP, with signing,
-        // negotiation, admission, metrics. Uses the public ArtCache API only.
+        // negotiation, admission, metrics. Uses the pipeline (ArtCache) and,
+        // through `package` members, the stages' types it answers with (the
+        // store's entries and errors, the renderer's formats, Core's locks);
+        // narrowing it to ArtCache alone is open work (issue 37).
         .target(
             name: "ArtCacheServer",
             dependencies: [

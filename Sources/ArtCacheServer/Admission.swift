@@ -80,18 +80,24 @@ final class Admission: @unchecked Sendable {
     /// Called with the class of every request refused as overloaded: on
     /// arrival or shed from the queue (metrics).
     private let onShed: @Sendable (ImagePriority) -> Void
-    /// Runs between a request's place being decided and its waiting (tests
-    /// use it to let a burst interleave there; a no-op otherwise).
-    private let afterDecision: @Sendable () async -> Void
+    /// Where tests step into an admission; no-ops in production. (Its
+    /// other seams, ``waitUntilQueued(_:)`` and ``waitUntilQueued(atMost:)``,
+    /// are events to wait on, under "Test seams" below.)
+    package struct TestSeams: Sendable {
+        /// Runs between a request's place being decided and its waiting
+        /// (tests let a burst interleave there).
+        var afterDecision: @Sendable () async -> Void = {}
+    }
+
+    private let seams: TestSeams
 
     init(maxInflight: Int, queue: Int, onQueued: @escaping @Sendable () -> Void = {},
-         onShed: @escaping @Sendable (ImagePriority) -> Void = { _ in },
-         afterDecision: @escaping @Sendable () async -> Void = {}) {
+         onShed: @escaping @Sendable (ImagePriority) -> Void = { _ in }, seams: TestSeams = TestSeams()) {
         self.maxInflight = max(1, maxInflight)
         self.maxQueue = max(0, queue)
         self.onQueued = onQueued
         self.onShed = onShed
-        self.afterDecision = afterDecision
+        self.seams = seams
     }
 
     /// (in flight, places in the queue) now.
@@ -139,7 +145,7 @@ final class Admission: @unchecked Sendable {
             id = queued
             wakeDepthWaiters()
         }
-        await afterDecision()
+        await seams.afterDecision()
         let verdict = await withTaskCancellationHandler {
             await withCheckedContinuation { (continuation: CheckedContinuation<Verdict, Never>) in
                 let now: Verdict? = lock.withLock {
@@ -167,6 +173,8 @@ final class Admission: @unchecked Sendable {
         case .cancelled: throw .cancelled
         }
     }
+
+    // MARK: Test seams
 
     /// Returns once at least `depth` requests hold places in the queue: an
     /// event to wait on (tests), not a count to poll.

@@ -17,7 +17,7 @@ struct AdmissionTests {
             let (decisions, decided) = AsyncStream.makeStream(of: Decision.self)
             // Every queued request lets the others run before it waits.
             let admission = Admission(maxInflight: 4, queue: 10, onQueued: { decided.yield(.queued) },
-                                      afterDecision: { await Task.yield() })
+                                      seams: .init(afterDecision: { await Task.yield() }))
             let gate = Gate()
             await withTaskGroup(of: Void.self) { group in
                 for _ in 0..<200 {
@@ -57,7 +57,7 @@ struct AdmissionTests {
             enum Event: Sendable, Hashable { case ran(ImagePriority), refused(ImagePriority) }
             let (events, event) = AsyncStream.makeStream(of: Event.self)
             let shed = Locked<[ImagePriority]>([])
-            let admission = Admission(maxInflight: 2, queue: 4, onShed: { p in shed.withLock { $0.append(p) } }, afterDecision: { await Task.yield() })
+            let admission = Admission(maxInflight: 2, queue: 4, onShed: { p in shed.withLock { $0.append(p) } }, seams: .init(afterDecision: { await Task.yield() }))
             let gate = Gate()
             // Both slots busy until the gate opens.
             let holders = (0..<2).map { _ in Task { try await admission.run { await gate.wait() } } }

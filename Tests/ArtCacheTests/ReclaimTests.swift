@@ -29,7 +29,7 @@ struct ReclaimTests {
         let hold = DispatchSemaphore(value: 0)
         defer { hold.signal() }
         let (starts, started) = AsyncStream<Void>.makeStream()
-        store.hooks.withLock {
+        store.testSeams.withLock {
             $0.reclaimChunkStarting = { started.yield(); hold.wait() }
             $0.reclaimChunkRows = 4
         }
@@ -68,7 +68,7 @@ struct ReclaimTests {
         // Verify sees no problem while evicted rows wait (their files are still there).
         #expect(try await store.verify(hash: true).remaining == 0)
 
-        store.hooks.withLock { $0.reclaimChunkStarting = nil }
+        store.testSeams.withLock { $0.reclaimChunkStarting = nil }
         hold.signal()
         await store.waitForReclaim()
         #expect(try await Self.rowCount(store) == 11)

@@ -235,7 +235,7 @@ struct StoreTests {
         let release = DispatchSemaphore(value: 0)
         defer { release.signal() }  // a failed write below must not leave the reader held
         // On the reader's thread (not the cooperative pool): blocking there is allowed.
-        store.hooks.withLock { $0.verifyRowsScanned = { scanReached.yield(); release.wait() } }
+        store.testSeams.withLock { $0.verifyRowsScanned = { scanReached.yield(); release.wait() } }
         let events = Locked<[String]>([])
         let verifying = Task {
             let report = try await store.verify(repair: true, hash: true)
@@ -244,7 +244,7 @@ struct StoreTests {
         }
         var iterator = reached.makeAsyncIterator()
         _ = await iterator.next()
-        store.hooks.withLock { $0.verifyRowsScanned = nil }
+        store.testSeams.withLock { $0.verifyRowsScanned = nil }
         for i in 0..<5 {
             try await store.put(url: "http://v.test/new\(i).png", data: Fixtures.pngLike(size: 100_000, seed: UInt8(100 + i)))
             try await store.put(url: "http://v.test/small\(i).png", data: Fixtures.pngLike(size: 1000, seed: UInt8(i)))

@@ -78,7 +78,7 @@ struct TouchLogTests {
     @Test func aFoldInChunksWritesEachKeyOnceWithItsLatestTimeAndAllItsHits() async throws {
         let dir = TempDir()
         let store = try await CacheStore.open(settings: Fixtures.settings(dir.path))
-        store.hooks.withLock { $0.touchLogFoldChunk = 2 }
+        store.testSeams.withLock { $0.touchLogFoldChunk = 2 }
         let later = Date().addingTimeInterval(86_400)  // after any lookup's own time
         var keys: [String] = []
         for index in 0..<5 {

@@ -72,7 +72,7 @@ extension CacheStore {
     /// originals, counted out here); unlinks their files after the commit.
     /// Returns whether there may be more.
     func reclaimChunkBlocking() throws -> Bool {
-        let (starting, rows) = hooks.withLock { ($0.reclaimChunkStarting, $0.reclaimChunkRows) }
+        let (starting, rows) = testSeams.withLock { ($0.reclaimChunkStarting, $0.reclaimChunkRows) }
         starting?()
         let chunk = max(1, rows ?? Self.reclaimChunk)
         let (files, more) = try writeMakingRoomBlocking { db -> ([String], Bool) in

@@ -96,7 +96,7 @@ extension CacheStore {
     static let touchLogCloseFoldRows = 8192
 
     /// Rows in the touch log that start a background fold (`[cache] touch_log_fold_rows`).
-    var touchLogFoldRows: Int { hooks.withLock { $0.touchLogFoldRows } ?? settings.touchLogFoldRows }
+    var touchLogFoldRows: Int { testSeams.withLock { $0.touchLogFoldRows } ?? settings.touchLogFoldRows }
 
     /// Starts folding the touch log (a job of the background scheduler)
     /// unless a fold is queued or runs.
@@ -122,7 +122,7 @@ extension CacheStore {
     /// transaction (``touchLogFoldChunk`` distinct keys): puts and lookups
     /// go between chunks. Rows appended meanwhile wait for the next fold.
     package func foldTouchLog() async throws {
-        let chunk = hooks.withLock { $0.touchLogFoldChunk } ?? Self.touchLogFoldChunk
+        let chunk = testSeams.withLock { $0.touchLogFoldChunk } ?? Self.touchLogFoldChunk
         let bounds = try await Blocking.run { try self.db.read { try TouchLog.boundaries($0, chunk: chunk) } }
         var lower: String?
         for upper in bounds.map(Optional.some) + [nil] {

@@ -29,8 +29,9 @@ import Logging
     /// was last read (CacheStore+Negative): a miss skips the lookup while
     /// the table is known empty.
     let negativeHint = Locked(NegativeHint())
-    /// Points where tests hold an operation at a known step (none in production).
-    package let hooks = Locked(Hooks())
+    /// Test seams: points where tests hold an operation at a known step or
+    /// shrink a batch (all unset in production; nothing else reads them).
+    package let testSeams = Locked(TestSeams())
     /// Durations of the stages of this process's requests: the store records
     /// its commits (`store_commit`); the pipeline over it, the rest.
     package let stages = StageTimings()
@@ -40,7 +41,8 @@ import Logging
     package let background: BackgroundScheduler
     private let ownsBackground: Bool
 
-    package struct Hooks: Sendable {
+    /// The store's test seams, in one place (``testSeams``).
+    package struct TestSeams: Sendable {
         /// Runs on the reader's thread once ``verify(repair:hash:)`` has read
         /// every row of its snapshot and before it lists the blob files: a
         /// test that blocks here commits writes in the middle of the scan.

@@ -54,7 +54,7 @@ extension CacheStore {
     package func verify(repair: Bool = false, hash: Bool = false) async throws -> VerifyReport {
         try await flush()
         let blobs = self.blobs
-        let rowsScanned = hooks.withLock { $0.verifyRowsScanned }
+        let rowsScanned = testSeams.withLock { $0.verifyRowsScanned }
         let scan = try await db.read { db in try Self.scan(db, blobs: blobs, hash: hash, rowsScanned: rowsScanned) }
         var report = scan.report
         // A temp file is live while its writer's lock is held (whatever its age or pid).
