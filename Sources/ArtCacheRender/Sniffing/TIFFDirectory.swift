@@ -42,56 +42,14 @@ package struct TIFFDirectory: Sendable, Equatable {
 
     package init() {}
 
-    private struct Reader {
-        let bytes: SniffBytes
-        let bigEndian: Bool
-
-        func uint(_ offset: Int, _ size: Int) -> Int? {
-            guard offset >= 0, size > 0, offset <= bytes.count - size else { return nil }
-            // An 8-byte value past Int.max is no offset, count or size a file holds.
-            if size == 8, bytes[offset + (bigEndian ? 0 : 7)] >= 0x80 { return nil }
-            var value = 0
-            for index in 0..<size {
-                let byte = Int(bytes[offset + (bigEndian ? index : size - 1 - index)])
-                value = value << 8 | byte
-            }
-            return value
-        }
-    }
-
     private static func parse(_ bytes: SniffBytes) -> TIFFDirectory? {
-        guard bytes.count >= 8 else { return nil }
-        let bigEndian: Bool
-        switch (bytes[0], bytes[1]) {
-        case (0x49, 0x49): bigEndian = false
-        case (0x4D, 0x4D): bigEndian = true
-        default: return nil
-        }
-        let reader = Reader(bytes: bytes, bigEndian: bigEndian)
-        guard let version = reader.uint(2, 2) else { return nil }
-        // Classic: 2-byte counts, 12-byte entries, 4-byte offsets. BigTIFF:
-        // 8-byte counts and offsets, 20-byte entries (after its two header words).
-        let big: Bool
-        let first: Int?
-        switch version {
-        case 42: big = false; first = reader.uint(4, 4)
-        case 43:
-            guard reader.uint(4, 2) == 8, reader.uint(6, 2) == 0 else { return nil }
-            big = true; first = reader.uint(8, 8)
-        default: return nil
-        }
-        guard let ifd = first, ifd >= 8, let count = reader.uint(ifd, big ? 8 : 2),
-              count > 0, count <= maxEntries else { return nil }
-        let entrySize = big ? 20 : 12, valueSize = big ? 8 : 4
-        let entries = ifd + (big ? 8 : 2)
-        guard entries + count * entrySize <= bytes.count else { return nil }
+        guard let tiff = TIFFStructure(bytes), let count = tiff.entryCount,
+              count > 0, count <= maxEntries, tiff.entries + count * tiff.entrySize <= bytes.count else { return nil }
 
         var directory = TIFFDirectory()
         var found = (width: false, height: false)
         for index in 0..<count {
-            let entry = entries + index * entrySize
-            guard let tag = reader.uint(entry, 2), let type = reader.uint(entry + 2, 2),
-                  let values = reader.uint(entry + 4, big ? 8 : 4) else { return nil }
+            guard let (entry, tag, type, values) = tiff.entry(index) else { return nil }
             // Only SHORT (3), LONG (4) and LONG8 (16) values are read here.
             let width: Int
             switch type {
@@ -102,9 +60,10 @@ package struct TIFFDirectory: Sendable, Equatable {
             }
             guard values >= 1, values <= bytes.count else { continue }  // a count no file this size holds
             // The first value, in the entry when it fits, else at its offset.
-            let inline = values * width <= valueSize
-            guard let at = inline ? entry + 4 + (big ? 8 : 4) : reader.uint(entry + 4 + (big ? 8 : 4), valueSize),
-                  let value = reader.uint(at, width) else { return nil }
+            let inline = values * width <= tiff.valueSize
+            let field = tiff.valueField(of: entry)
+            guard let at = inline ? field : tiff.uint(field, tiff.valueSize),
+                  let value = tiff.uint(at, width) else { return nil }
             switch tag {
             case 256: directory.width = value; found.width = true
             case 257: directory.height = value; found.height = true
@@ -116,7 +75,7 @@ package struct TIFFDirectory: Sendable, Equatable {
             case 322, 323, 324, 325: directory.tiled = true  // TileWidth/Length/Offsets/ByteCounts
             case 339: directory.sampleFormat = value
             case 530:
-                let second = values >= 2 ? reader.uint(at + width, width) : nil
+                let second = values >= 2 ? tiff.uint(at + width, width) : nil
                 directory.yCbCrSubsampling = (value, second ?? value)
             default: break
             }
@@ -183,5 +142,74 @@ package struct TIFFDirectory: Sendable, Equatable {
             50000: "Zstandard", 50001: "WebP", 50002: "JPEG XL", 52546: "JPEG XL", 34887: "LERC",
         ]
         return names[scheme].map { "\($0) (\(scheme))" } ?? "\(scheme)"
+    }
+}
+
+/// A TIFF structure's header and first directory (IFD0), classic or
+/// BigTIFF, either byte order: what ``TIFFDirectory`` and a JPEG's EXIF
+/// orientation (``JPEGMetadata``) read, bounds-checked at every step.
+struct TIFFStructure {
+    let bytes: SniffBytes
+    let bigEndian: Bool
+    /// BigTIFF: 8-byte counts and offsets, 20-byte entries.
+    private(set) var isBigTIFF = false
+    /// Where the first directory starts (its entry count).
+    private(set) var firstDirectory = 0
+
+    init?(_ bytes: SniffBytes) {
+        guard bytes.count >= 8 else { return nil }
+        switch (bytes[0], bytes[1]) {
+        case (0x49, 0x49): bigEndian = false
+        case (0x4D, 0x4D): bigEndian = true
+        default: return nil
+        }
+        self.bytes = bytes
+        let first: Int?
+        switch uint(2, 2) {
+        case 42?:
+            first = uint(4, 4)
+        case 43?:
+            guard uint(4, 2) == 8, uint(6, 2) == 0 else { return nil }
+            isBigTIFF = true
+            first = uint(8, 8)
+        default:
+            return nil
+        }
+        guard let first, first >= 8 else { return nil }
+        firstDirectory = first
+    }
+
+    var entrySize: Int { isBigTIFF ? 20 : 12 }
+    /// The size of an entry's value field (a value that fits, or its offset).
+    var valueSize: Int { isBigTIFF ? 8 : 4 }
+    /// Where the first directory's entries start.
+    var entries: Int { firstDirectory + (isBigTIFF ? 8 : 2) }
+    /// The first directory's entry count, nil when out of the bytes.
+    var entryCount: Int? { uint(firstDirectory, isBigTIFF ? 8 : 2) }
+
+    /// Entry `index` of the first directory: its offset, tag, type and
+    /// value count; nil when out of the bytes.
+    func entry(_ index: Int) -> (offset: Int, tag: Int, type: Int, count: Int)? {
+        let offset = entries + index * entrySize
+        guard let tag = uint(offset, 2), let type = uint(offset + 2, 2), let count = uint(offset + 4, isBigTIFF ? 8 : 4) else {
+            return nil
+        }
+        return (offset, tag, type, count)
+    }
+
+    /// Where the value field of the entry at `offset` is.
+    func valueField(of offset: Int) -> Int { offset + 4 + (isBigTIFF ? 8 : 4) }
+
+    /// The unsigned integer of `size` bytes at `offset`, in the file's byte order.
+    func uint(_ offset: Int, _ size: Int) -> Int? {
+        guard offset >= 0, size > 0, offset <= bytes.count - size else { return nil }
+        // An 8-byte value past Int.max is no offset, count or size a file holds.
+        if size == 8, bytes[offset + (bigEndian ? 0 : 7)] >= 0x80 { return nil }
+        var value = 0
+        for index in 0..<size {
+            let byte = Int(bytes[offset + (bigEndian ? index : size - 1 - index)])
+            value = value << 8 | byte
+        }
+        return value
     }
 }

@@ -54,33 +54,19 @@ package struct JPEGMetadata: Sendable, Equatable {
         self.profileIsSRGB = profileIsSRGB
     }
 
-    /// Tag 0x0112 of IFD0 in a TIFF structure (either byte order).
+    /// Tag 0x0112 of IFD0 in a TIFF structure (either byte order; an EXIF
+    /// block is a classic TIFF), read with ``TIFFStructure``.
     static func orientation(tiff: ArraySlice<UInt8>) -> Int? {
-        let t = Array(tiff)
-        guard t.count >= 8 else { return nil }
-        let little: Bool
-        switch (t[0], t[1]) {
-        case (0x49, 0x49): little = true
-        case (0x4D, 0x4D): little = false
-        default: return nil
-        }
-        func u16(_ at: Int) -> Int? {
-            guard at >= 0, at + 2 <= t.count else { return nil }
-            return little ? Int(t[at]) | Int(t[at + 1]) << 8 : Int(t[at]) << 8 | Int(t[at + 1])
-        }
-        func u32(_ at: Int) -> Int? {
-            guard let a = u16(at), let b = u16(at + 2) else { return nil }
-            return little ? a | b << 16 : a << 16 | b
-        }
-        guard let ifd = u32(4), let count = u16(ifd) else { return nil }
-        for entry in 0..<min(count, 512) {
-            let at = ifd + 2 + entry * 12
-            guard let tag = u16(at) else { return nil }
-            if tag == 0x0112 {
-                guard let value = u16(at + 8), (1...8).contains(value) else { return nil }
-                return value
+        tiff.withUnsafeBytes { raw -> Int? in
+            guard let tiff = TIFFStructure(SniffBytes(raw)), !tiff.isBigTIFF, let count = tiff.entryCount else { return nil }
+            for index in 0..<min(count, 512) {
+                guard let entry = tiff.entry(index) else { return nil }
+                if entry.tag == 0x0112 {
+                    guard let value = tiff.uint(tiff.valueField(of: entry.offset), 2), (1...8).contains(value) else { return nil }
+                    return value
+                }
             }
+            return nil
         }
-        return nil
     }
 }
