@@ -118,12 +118,17 @@ struct RawRequestHead {
     /// The head's length in bytes, its blank line included.
     var length: Int
 
+    // The literals a head is compared with, made once (not an array per request).
+    private static let getPrefix = Array("GET /".utf8)
+    private static let versionSuffix = Array(" HTTP/1.1\r\n".utf8)
+    private static let keepAlive = Array("keep-alive".utf8)
+
     /// `.some(nil)`: not complete yet; nil: not one to answer here.
     static func parse(_ buffer: ByteBuffer, maxHead: Int) -> RawRequestHead?? {
         buffer.withUnsafeReadableBytes { bytes -> RawRequestHead?? in
             let count = bytes.count
             // "GET /" at least: anything else is the decoder's.
-            let get: [UInt8] = Array("GET /".utf8)
+            let get = Self.getPrefix
             for (index, byte) in get.enumerated() where index < count {
                 if bytes[index] != byte { return nil }
             }
@@ -134,7 +139,7 @@ struct RawRequestHead {
                 guard bytes[index] > 0x20, bytes[index] < 0x7F else { return nil }
                 index += 1
             }
-            let version: [UInt8] = Array(" HTTP/1.1\r\n".utf8)
+            let version = Self.versionSuffix
             for (offset, byte) in version.enumerated() {
                 guard index + offset < count else { return count > maxHead ? nil : .some(nil) }
                 if bytes[index + offset] != byte { return nil }
@@ -225,7 +230,7 @@ struct RawRequestHead {
     }
 
     private static func isKeepAlive(_ value: UnsafeRawBufferPointer) -> Bool {
-        let expected = Array("keep-alive".utf8)
+        let expected = Self.keepAlive
         guard value.count == expected.count else { return false }
         for index in 0..<value.count where value[index] | 0x20 != expected[index] { return false }
         return true

@@ -45,7 +45,8 @@ public struct ProfileSettings: Sendable, Hashable {
     /// The URL to fetch for `url` when its largest output is `pixels` on
     /// its longer side: a profile's rendition, else `url` itself.
     public func rendition(of url: String, pixels: Int) -> String {
-        profile(for: url)?.rendition(of: url, pixels: pixels)?.url ?? url
+        guard let (profile, components) = match(url) else { return url }
+        return profile.rendition(of: components, url: url, pixels: pixels)?.url ?? url
     }
 
     /// The profile for `url`, if any.
