@@ -27,6 +27,10 @@ struct ServiceHarness {
         harness = try await LoopbackHarness { configuration in
             configuration.service.keys = [Self.key]
             configuration.service.port = 0
+            // A full run starts every suite at once on 2 cores: a request held
+            // at an origin gate may wait far past the 30 s default before the
+            // test opens it. Tests of the deadline set their own.
+            configuration.service.timeout = 150
             configure(&configuration)
         }
         var logger = Logger(label: "artcache.test.service")
@@ -79,7 +83,7 @@ enum HTTPGet {
     static func get(_ url: String, headers: [String: String] = [:]) async throws -> Answer {
         var request = URLRequest(url: URL(string: url)!)
         request.cachePolicy = .reloadIgnoringLocalCacheData
-        request.timeoutInterval = 60
+        request.timeoutInterval = 150  // no byte for this long fails (a loaded full run is slow)
         for (name, value) in headers { request.setValue(value, forHTTPHeaderField: name) }
         let session = URLSession(configuration: .ephemeral)
         defer { session.finishTasksAndInvalidate() }
