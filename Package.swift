@@ -14,7 +14,8 @@ let package = Package(
         .executable(name: "artcache", targets: ["artcache"]),
         // The stages under the pipeline, for the nested Benchmarks and Fuzz
         // packages only (`@_spi(Benchmarks)`, `@testable`): no API promise.
-        .library(name: "ArtCacheStages", targets: ["ArtCacheCore", "ArtCacheFetch", "ArtCacheStore", "ArtCacheRender"]),
+        .library(name: "ArtCacheStages", targets: ["ArtCacheCore", "ArtCacheFetch", "ArtCacheStore", "ArtCacheRender",
+                                                       "ArtCacheResultSets", "ArtCacheServiceGrammar"]),
         // Generated images for tests, benchmarks and examples; never linked
         // into the `artcache` binary.
         .library(name: "ArtCacheFixtures", targets: ["ArtCacheFixtures"]),
@@ -65,14 +66,19 @@ let package = Package(
         //
         //   artcache (CLI) ── ArtCacheServer ── Examples (fronts)
         //                 \        |        /
-        //                        ArtCache            pipeline, prefetcher, memory tier,
-        //                   /        |       \        configuration, result sets, signer
-        //        ArtCacheFetch  ArtCacheStore  ArtCacheRender
-        //                   \        |       /
-        //                       ArtCacheCore         URL + key, validators, priority,
-        //                                            ArtCacheError, locks and threads
+        //                        ArtCache                 pipeline, prefetcher, memory tier,
+        //              /      /     |     \      \          configuration, manifests
+        //   ResultSets  ServiceGrammar  Fetch  Store  Render
+        //              \      \     |     /      /
+        //                      ArtCacheCore               URL + key, validators, priority,
+        //                                                 errors, locks and threads
         //
-        // Cross-target internals are `package`; `public` is the embedding API.
+        // (ArtCacheServiceGrammar also uses Fetch and Render for their value
+        // types.) The server and the CLI depend on ArtCache alone: it
+        // re-exports the stages. Cross-target internals are `package`;
+        // `public` is the embedding API; `@_spi(Benchmarks)` is two small
+        // façades (IndexBenchmark, RenderBenchmark) for the Benchmarks package,
+        // which cannot see `package` (Fuzz reaches internals by `@testable`).
         .target(
             name: "ArtCacheCore",
             dependencies: [.product(name: "Crypto", package: "swift-crypto")]
@@ -93,6 +99,16 @@ let package = Package(
             name: "ArtCacheRender",
             dependencies: ["ArtCacheCore", "CVipsShim", "CZlib", "CTurboJPEG", "CWebP", "CHeif", "CPixels"]
         ),
+        // The result sets the prefetcher mines for image URLs (iTunes, GitHub,
+        // Twitter): pure parsing of untrusted JSON, fuzzed.
+        .target(name: "ArtCacheResultSets", dependencies: ["ArtCacheCore"]),
+        // The service's contract with its clients: its settings, the URL
+        // grammar (`ThumbnailOptions`) and the signer. Below ArtCache, whose
+        // manifests sign URLs, and the server, which checks them.
+        .target(
+            name: "ArtCacheServiceGrammar",
+            dependencies: ["ArtCacheCore", "ArtCacheFetch", "ArtCacheRender", .product(name: "Crypto", package: "swift-crypto")]
+        ),
         .target(
             name: "ArtCache",
             dependencies: [
@@ -100,23 +116,22 @@ let package = Package(
                 "ArtCacheFetch",
                 "ArtCacheStore",
                 "ArtCacheRender",
+                "ArtCacheResultSets",
+                "ArtCacheServiceGrammar",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "TOMLKit", package: "TOMLKit"),
             ]
         ),
         // The thumbnail service: HTTP → ImageRequest → HTTP, with signing,
-        // negotiation, admission, metrics. Uses the pipeline (ArtCache) and,
-        // through `package` members, the stages' types it answers with (the
-        // store's entries and errors, the renderer's formats, Core's locks);
-        // narrowing it to ArtCache alone is open work (issue 37).
+        // negotiation, admission, metrics. Depends on the pipeline (ArtCache)
+        // alone; what it reads of the stages below (the store's entries, the
+        // renderer's formats, Core's locks) are their `package` members, seen
+        // through ArtCache's re-exports.
         .target(
             name: "ArtCacheServer",
             dependencies: [
                 "ArtCache",
-                "ArtCacheCore",
-                "ArtCacheStore",
-                "ArtCacheRender",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "UnixSignals", package: "swift-service-lifecycle"),
@@ -138,10 +153,6 @@ let package = Package(
             name: "artcache",
             dependencies: [
                 "ArtCache",
-                "ArtCacheCore",
-                "ArtCacheFetch",
-                "ArtCacheStore",
-                "ArtCacheRender",
                 "ArtCacheServer",
                 "ArtCacheOrigin",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
@@ -152,12 +163,12 @@ let package = Package(
         // Test-only: concurrent writers for the crash and multi-process tests.
         .executableTarget(
             name: "artcache-stress",
-            dependencies: ["ArtCache", "ArtCacheCore", "ArtCacheStore", .product(name: "ArgumentParser", package: "swift-argument-parser")]
+            dependencies: ["ArtCache", .product(name: "ArgumentParser", package: "swift-argument-parser")]
         ),
         .testTarget(
             name: "ArtCacheTests",
             dependencies: ["ArtCache", "ArtCacheCore", "ArtCacheFetch", "ArtCacheStore", "ArtCacheRender",
-                           "ArtCacheServer", "ArtCacheOrigin", "ArtCacheFixtures", "artcache", "artcache-stress",
+                           "ArtCacheResultSets", "ArtCacheServiceGrammar", "ArtCacheServer", "ArtCacheOrigin", "ArtCacheFixtures", "artcache", "artcache-stress",
                            "CVipsShim", "CZlib",
                            .product(name: "HummingbirdTesting", package: "hummingbird")]
         ),

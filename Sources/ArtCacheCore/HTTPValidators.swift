@@ -7,29 +7,29 @@ import Foundation
 /// header (CR, LF or another control byte, non-ASCII, or longer than
 /// `maxValidatorLength`) is dropped when the value is made, and again
 /// before it is sent, never replayed.
-@_spi(Benchmarks) public struct HTTPValidators: Sendable, Equatable, Codable {
-    @_spi(Benchmarks) public var etag: String?
-    @_spi(Benchmarks) public var lastModified: String?
+package struct HTTPValidators: Sendable, Equatable, Codable {
+    package var etag: String?
+    package var lastModified: String?
     /// When the freshness ends (RFC 9111, `HTTPCachePolicy`); nil only in
     /// rows stored before every response got one (dated when read).
-    @_spi(Benchmarks) public var expiresAt: Date?
+    package var expiresAt: Date?
     /// The freshness lifetime the origin gave (0 for `no-cache`); what a
     /// later 304 without caching headers renews.
-    @_spi(Benchmarks) public var freshFor: TimeInterval?
+    package var freshFor: TimeInterval?
     /// The origin's `stale-while-revalidate=` seconds (nil: `[cache]`'s default).
-    @_spi(Benchmarks) public var staleWhileRevalidate: TimeInterval?
+    package var staleWhileRevalidate: TimeInterval?
     /// The origin's `stale-if-error=` seconds (nil: `[cache]`'s default).
-    @_spi(Benchmarks) public var staleIfError: TimeInterval?
+    package var staleIfError: TimeInterval?
     /// The origin's `must-revalidate`, `proxy-revalidate` or `no-cache`:
     /// never served stale, not even while the origin is unreachable.
-    @_spi(Benchmarks) public var mustRevalidate = false
+    package var mustRevalidate = false
     /// The origin's `immutable`: passed on by the service.
-    @_spi(Benchmarks) public var immutable = false
+    package var immutable = false
 
     /// Longest ETag or Last-Modified value kept (real ones are under 100 bytes).
-    @_spi(Benchmarks) public static let maxValidatorLength = 256
+    package static let maxValidatorLength = 256
 
-    @_spi(Benchmarks) public init(etag: String? = nil, lastModified: String? = nil, expiresAt: Date? = nil, freshFor: TimeInterval? = nil,
+    package init(etag: String? = nil, lastModified: String? = nil, expiresAt: Date? = nil, freshFor: TimeInterval? = nil,
                                   staleWhileRevalidate: TimeInterval? = nil, staleIfError: TimeInterval? = nil,
                                   mustRevalidate: Bool = false, immutable: Bool = false) {
         self.etag = Self.replayable(etag)

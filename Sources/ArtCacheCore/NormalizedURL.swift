@@ -8,23 +8,23 @@ import Foundation
 /// escapes in upper case, an empty query and the fragment dropped, empty path
 /// as `/`. Otherwise the path and query are kept as given: only characters a
 /// URL may not hold are escaped, escapes already there are not escaped again.
-@_spi(Benchmarks) public struct NormalizedURL: Hashable, Sendable, CustomStringConvertible {
-    @_spi(Benchmarks) public let string: String
+package struct NormalizedURL: Hashable, Sendable, CustomStringConvertible {
+    package let string: String
     /// Lowercased host, without brackets for IPv6.
-    @_spi(Benchmarks) public let host: String
-    @_spi(Benchmarks) public let scheme: String
+    package let host: String
+    package let scheme: String
 
-    @_spi(Benchmarks) public var key: CacheKey { CacheKey(normalizedURL: self) }
+    package var key: CacheKey { CacheKey(normalizedURL: self) }
     /// `host` or `host:port` as spelled in ``string`` (IPv6 in brackets): one origin server.
     package var authority: String {
         let rest = string.dropFirst(scheme.count + 3)
         return String(rest.prefix { $0 != "/" && $0 != "?" })
     }
-    @_spi(Benchmarks) public var description: String { string }
+    package var description: String { string }
 
     /// Normalizes `text`; throws `.invalidURL` for anything but an absolute
     /// http or https URL with a host and without credentials.
-    @_spi(Benchmarks) public init(_ text: String) throws(ArtCacheError) {
+    package init(_ text: String) throws(ArtCacheError) {
         let trimmed = text.trimmingCharacters(in: .whitespacesAndNewlines)
         guard !trimmed.isEmpty else { throw ArtCacheError(.invalidURL, "empty URL") }
         // Escaped here, then parsed strictly: with a character it does not

@@ -1,4 +1,4 @@
-@_spi(Benchmarks) import ArtCacheCore
+import ArtCacheCore
 import Foundation
 
 /// `[thumbnails]`: the variants made at prefetch time and the render limits.

@@ -1,4 +1,4 @@
-@_spi(Benchmarks) import ArtCacheCore
+import ArtCache
 import Foundation
 
 /// Bounded in-flight work with a bounded queue in front of it

@@ -1,4 +1,4 @@
-@_spi(Benchmarks) import ArtCacheCore
+import ArtCache
 import HTTPTypes
 import NIOCore
 import NIOHTTPTypes

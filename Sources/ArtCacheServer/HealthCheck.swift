@@ -1,5 +1,4 @@
 import ArtCache
-@_spi(Benchmarks) import ArtCacheCore
 import Foundation
 
 /// `GET /health`, cheap whatever the rate at which it is asked: the

@@ -1,4 +1,4 @@
-@_spi(Benchmarks) import ArtCacheCore
+import ArtCache
 import Foundation
 
 /// The client side of `GET /health`, for `artcache health --url` (container

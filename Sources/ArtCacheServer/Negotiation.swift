@@ -1,7 +1,4 @@
 import ArtCache
-@_spi(Benchmarks) import ArtCacheCore
-@_spi(Benchmarks) import ArtCacheRender
-@_spi(Benchmarks) import ArtCacheStore
 import Foundation
 
 /// `f=auto`: which format a client gets, in one place (README "What

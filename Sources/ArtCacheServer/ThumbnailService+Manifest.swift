@@ -1,6 +1,4 @@
 import ArtCache
-@_spi(Benchmarks) import ArtCacheCore
-@_spi(Benchmarks) import ArtCacheRender
 import Foundation
 import HTTPTypes
 import Hummingbird
@@ -54,7 +52,7 @@ extension ThumbnailService {
                 if let signature, !signer.isValid(signature: signature, forBody: bytes) { throw ServiceFailure.badSignature }
                 let resultSet: ResultSet
                 do throws(ResultSetError) {
-                    resultSet = try ResultSetParser.parse(Data(bytes))
+                    resultSet = try ResultSet.parse(Data(bytes))
                 } catch {
                     throw ServiceFailure(status: .badRequest, reason: error.code.rawValue)
                 }

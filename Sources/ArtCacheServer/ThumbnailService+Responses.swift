@@ -1,7 +1,4 @@
 import ArtCache
-@_spi(Benchmarks) import ArtCacheCore
-@_spi(Benchmarks) import ArtCacheRender
-@_spi(Benchmarks) import ArtCacheStore
 import Crypto
 import Foundation
 import HTTPTypes

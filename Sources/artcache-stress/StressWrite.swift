@@ -1,7 +1,5 @@
 import ArgumentParser
 import ArtCache
-@_spi(Benchmarks) import ArtCacheCore
-@_spi(Benchmarks) import ArtCacheStore
 import Foundation
 
 /// A test-only writer (not part of the `artcache` product) used by the crash

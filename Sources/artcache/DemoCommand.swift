@@ -1,8 +1,5 @@
 import ArgumentParser
 import ArtCache
-@_spi(Benchmarks) import ArtCacheCore
-@_spi(Benchmarks) import ArtCacheRender
-@_spi(Benchmarks) import ArtCacheStore
 import ArtCacheOrigin
 import Foundation
 
@@ -55,7 +52,7 @@ struct DemoCommand: AsyncParsableCommand {
                                 "artistName": "artcache demo", "artworkUrl100": origin.url("/img/\(sample.file)")])
             }
             let resultSet = try JSONSerialization.data(withJSONObject: ["resultCount": results.count, "results": results])
-            let urls = try ResultSetParser.parse(resultSet).urls
+            let urls = try ResultSet.parse(resultSet).urls
             print("origin      \(origin.baseURL) (loopback, bundled samples)")
             print("result set  iTunes search, \(urls.count) artwork URLs")
             print("cache       \(configuration.cache.directory)\n")

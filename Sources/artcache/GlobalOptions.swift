@@ -1,8 +1,5 @@
 import ArgumentParser
 import ArtCache
-@_spi(Benchmarks) import ArtCacheCore
-@_spi(Benchmarks) import ArtCacheRender
-@_spi(Benchmarks) import ArtCacheStore
 import Foundation
 import Logging
 

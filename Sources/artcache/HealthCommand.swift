@@ -1,6 +1,5 @@
 import ArgumentParser
 import ArtCache
-@_spi(Benchmarks) import ArtCacheCore
 import ArtCacheServer
 import Foundation
 

@@ -1,7 +1,5 @@
 import ArgumentParser
 import ArtCache
-@_spi(Benchmarks) import ArtCacheCore
-@_spi(Benchmarks) import ArtCacheRender
 import Foundation
 
 struct ManifestCommand: AsyncParsableCommand {

@@ -1,5 +1,4 @@
 import ArtCache
-@_spi(Benchmarks) import ArtCacheCore
 import Foundation
 
 /// `prefetch --json`: the summary's fields, unchanged, plus `stages`: per

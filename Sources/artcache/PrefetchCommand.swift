@@ -1,8 +1,5 @@
 import ArgumentParser
 import ArtCache
-@_spi(Benchmarks) import ArtCacheCore
-@_spi(Benchmarks) import ArtCacheRender
-@_spi(Benchmarks) import ArtCacheStore
 import Foundation
 
 extension ResultSetFormat: ExpressibleByArgument {}
@@ -107,7 +104,7 @@ struct PrefetchCommand: AsyncParsableCommand {
             data = contents
         }
         do {
-            return try ResultSetParser.parse(data, format: format)
+            return try ResultSet.parse(data, format: format)
         } catch {
             throw ValidationError("\(input == "-" ? "stdin" : input): \(error.message)")
         }

@@ -2,8 +2,8 @@ import Foundation
 import GRDB
 import Logging
 import Testing
-@_spi(Benchmarks) @testable import ArtCacheCore
-@_spi(Benchmarks) @testable import ArtCacheStore
+@testable import ArtCacheCore
+@testable import ArtCacheStore
 #if canImport(Glibc)
 import Glibc
 #endif

@@ -1,6 +1,6 @@
 import Foundation
 import Testing
-@_spi(Benchmarks) @testable import ArtCacheCore
+@testable import ArtCacheCore
 @testable import ArtCacheServer
 
 /// `[service] max_inflight` and `queue` hold exactly, whatever the burst.

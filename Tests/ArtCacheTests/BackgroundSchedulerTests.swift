@@ -1,6 +1,6 @@
 import Foundation
 import Testing
-@_spi(Benchmarks) @testable import ArtCacheCore
+@testable import ArtCacheCore
 
 /// The one owner of work behind answers (issue 34): deduplicated, bounded
 /// (per kind and by bytes, oldest-lowest dropped and counted), ordered by

@@ -1,5 +1,5 @@
 import Testing
-@_spi(Benchmarks) @testable import ArtCacheCore
+@testable import ArtCacheCore
 
 /// The one bounded memo of the hot paths (issue 37: written out six times
 /// before): never more than its capacity, starts over when full, claims once.

@@ -2,9 +2,9 @@ import ArtCacheOrigin
 import Foundation
 import Testing
 @testable import ArtCache
-@_spi(Benchmarks) @testable import ArtCacheCore
-@_spi(Benchmarks) @testable import ArtCacheRender
-@_spi(Benchmarks) @testable import ArtCacheStore
+@testable import ArtCacheCore
+@testable import ArtCacheRender
+@testable import ArtCacheStore
 
 /// What requests can grow is bounded, each by a documented limit.
 @Suite("Bounds", .timeLimit(.minutes(3)))  // 3: under TSan the whole suite shares 2 cores

@@ -1,6 +1,6 @@
 import Testing
-@_spi(Benchmarks) @testable import ArtCacheCore
-@_spi(Benchmarks) @testable import ArtCacheRender
+@testable import ArtCacheCore
+@testable import ArtCacheRender
 
 /// The on-disk key format: known answers. Keys name every row and blob of
 /// every cache; a change of format would orphan them all, and comparing keys

@@ -1,7 +1,7 @@
 import Foundation
 import Testing
 @testable import ArtCache
-@_spi(Benchmarks) @testable import ArtCacheCore
+@testable import ArtCacheCore
 
 /// Priorities travel through shared flights while callers come, go and
 /// change their minds: the coalescer updates a flight's priority under its

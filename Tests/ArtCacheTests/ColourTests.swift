@@ -2,7 +2,7 @@ import ArtCacheFixtures
 import CVipsShim
 import Foundation
 import Testing
-@_spi(Benchmarks) @testable import ArtCacheRender
+@testable import ArtCacheRender
 
 /// Colour management (issue 35 item 4): an embedded ICC profile other than
 /// sRGB is applied before it is stripped, on every render path, against a

@@ -2,8 +2,8 @@ import ArtCacheOrigin
 import Foundation
 import Testing
 @testable import ArtCache
-@_spi(Benchmarks) @testable import ArtCacheCore
-@_spi(Benchmarks) @testable import ArtCacheFetch
+@testable import ArtCacheCore
+@testable import ArtCacheFetch
 
 /// Review finding: a connect timeout came back as a `timeout` like any
 /// other, which the host breaker does not count, so a black-holed host never

@@ -1,7 +1,7 @@
 import Foundation
 import Testing
 @testable import ArtCache
-@_spi(Benchmarks) @testable import ArtCacheCore
+@testable import ArtCacheCore
 
 /// Issue 34: signing keys come as a systemd credential
 /// (`LoadCredential=keys:/etc/artcache/keys`), not through the environment.

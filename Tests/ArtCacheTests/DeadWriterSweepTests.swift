@@ -1,7 +1,7 @@
 import Foundation
 import Testing
-@_spi(Benchmarks) @testable import ArtCacheCore
-@_spi(Benchmarks) @testable import ArtCacheStore
+@testable import ArtCacheCore
+@testable import ArtCacheStore
 
 /// Opening a cache sweeps what dead writers left in `tmp/` (their lock file,
 /// their temp files), so a crash does not leave `verify` failing until

@@ -2,10 +2,10 @@ import ArtCacheOrigin
 import Foundation
 import Testing
 @testable import ArtCache
-@_spi(Benchmarks) @testable import ArtCacheCore
-@_spi(Benchmarks) @testable import ArtCacheFetch
-@_spi(Benchmarks) @testable import ArtCacheRender
-@_spi(Benchmarks) @testable import ArtCacheStore
+@testable import ArtCacheCore
+@testable import ArtCacheFetch
+@testable import ArtCacheRender
+@testable import ArtCacheStore
 
 /// Real libcurl against a real loopback origin that misbehaves on purpose.
 @Suite("Downloader and pipeline", .timeLimit(.minutes(3)))
@@ -71,7 +71,7 @@ struct DownloaderTests {
         #expect((error?.underlying as? Sniffer.Refusal)?.sniffed == .html)
         #expect(error?.message.hasSuffix("HTML served as image/jpeg") == true)
         #expect(try await h.store.stats().entries == 0)
-        #expect(try await h.store.retryQueue().isEmpty)
+        #expect(try await h.store.retries.all().isEmpty)
     }
 
     @Test func notFoundIsFinalAndNotRetried() async throws {
@@ -79,7 +79,7 @@ struct DownloaderTests {
         let error = try #require(await h.failure("/status/404"))
         #expect(error.reason == "http_404")
         #expect(h.origin.requestCount("/status/404") == 1)
-        #expect(try await h.store.retryQueue().isEmpty)
+        #expect(try await h.store.retries.all().isEmpty)
     }
 
     @Test func serverErrorThenSuccessIsRetried() async throws {
@@ -115,7 +115,7 @@ struct DownloaderTests {
         let error = try #require(await h.failure("/slow/100/big.jpg"))
         #expect(error.code == .timeout)
         #expect(Date().timeIntervalSince(started) < 30)
-        #expect(try await h.store.retryQueue().map(\.reason) == ["timeout"])  // a network failure: queued
+        #expect(try await h.store.retries.all().map(\.reason) == ["timeout"])  // a network failure: queued
     }
 
     @Test func truncatedBodyIsANetworkFailure() async throws {
@@ -124,7 +124,7 @@ struct DownloaderTests {
         #expect(error.code == .truncated || error.code == .network)
         #expect(h.origin.requestCount("/truncated/big.jpg") == 2)
         #expect(try await h.store.stats().entries == 0)
-        #expect(try await h.store.retryQueue().count == 1)
+        #expect(try await h.store.retries.all().count == 1)
     }
 
     @Test func redirects() async throws {
@@ -143,7 +143,7 @@ struct DownloaderTests {
         }
         let error = try #require(await h.failure("/endless"))
         #expect(error.code == .tooLarge)
-        #expect(try await h.store.retryQueue().isEmpty)  // the origin's answer, not the network
+        #expect(try await h.store.retries.all().isEmpty)  // the origin's answer, not the network
     }
 
     @Test func plainHTTPCanBeRefused() async throws {
@@ -289,14 +289,14 @@ struct DownloaderTests {
         let dir = TempDir()
         let store = try await CacheStore.open(settings: Fixtures.settings(dir.path))
         for i in 0..<20 {
-            try await store.enqueueRetry(url: "http://x.test/\(i).jpg", reason: "connect", message: "refused")
+            try await store.retries.add(url: "http://x.test/\(i).jpg", reason: "connect", message: "refused")
         }
         let asked = ["http://x.test/3.jpg", "http://x.test/17.jpg", "http://x.test/3.jpg"]
-            + (0..<CacheStore.retryLookupChunk).map { "http://y.test/\($0).jpg" }
-        let found = try await store.retryItems(urls: asked)
+            + (0..<RetryQueue.lookupChunk).map { "http://y.test/\($0).jpg" }
+        let found = try await store.retries.items(urls: asked)
         #expect(Set(found.keys) == ["http://x.test/3.jpg", "http://x.test/17.jpg"])
         #expect(found["http://x.test/17.jpg"]?.reason == "connect")
-        #expect(try await store.retryItems(urls: []).isEmpty)
+        #expect(try await store.retries.items(urls: []).isEmpty)
         try await store.close()
     }
 
@@ -305,10 +305,10 @@ struct DownloaderTests {
         let store = try await CacheStore.open(settings: Fixtures.settings(dir.path))
         let start = Date()
         for i in 0..<10 {
-            try await store.enqueueRetry(url: "http://x.test/\(i).jpg", reason: "connect", message: "refused", limit: 4,
+            try await store.retries.add(url: "http://x.test/\(i).jpg", reason: "connect", message: "refused", limit: 4,
                                          now: start.addingTimeInterval(Double(i)))
         }
-        #expect(try await store.retryQueue().map(\.url) == (6..<10).map { "http://x.test/\($0).jpg" })
+        #expect(try await store.retries.all().map(\.url) == (6..<10).map { "http://x.test/\($0).jpg" })
         let stats = try await store.stats()
         #expect(stats.retryQueue == 4 && stats.retryDropped == 6)
         try await store.close()

@@ -1,7 +1,7 @@
 import ArtCacheFixtures
 import Foundation
 import Testing
-@_spi(Benchmarks) @testable import ArtCacheRender
+@testable import ArtCacheRender
 
 /// Per-thumbnail encode cost (process CPU time), the fast path's encoders
 /// against libvips' savers on the same pixels (the options of the product's libvips save

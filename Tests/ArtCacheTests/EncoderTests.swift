@@ -1,8 +1,8 @@
 import ArtCacheFixtures
 import Foundation
 import Testing
-@_spi(Benchmarks) @testable import ArtCacheCore
-@_spi(Benchmarks) @testable import ArtCacheRender
+@testable import ArtCacheCore
+@testable import ArtCacheRender
 
 /// The fast path's WebP (libwebp's advanced API) and AVIF (libheif + libaom)
 /// encoders, real codecs: outputs that decode back with libvips at their

@@ -1,7 +1,7 @@
 import ArtCacheFixtures
 import Foundation
 import Testing
-@_spi(Benchmarks) @testable import ArtCacheRender
+@testable import ArtCacheRender
 
 /// The TurboJPEG fast path against libvips' own render of the same request:
 /// the same sizes, pixels within the quality guard, the same orientation,

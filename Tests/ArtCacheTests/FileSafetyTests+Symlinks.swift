@@ -1,8 +1,8 @@
 import Foundation
 import Testing
 @testable import ArtCache
-@_spi(Benchmarks) @testable import ArtCacheCore
-@_spi(Benchmarks) @testable import ArtCacheStore
+@testable import ArtCacheCore
+@testable import ArtCacheStore
 
 /// Issue 34: a mode change inside the cache goes through a descriptor
 /// opened without following symlinks, so a symlink planted in the cache

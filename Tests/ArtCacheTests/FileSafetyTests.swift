@@ -1,10 +1,10 @@
 import Foundation
 import Testing
 @testable import ArtCache
-@_spi(Benchmarks) @testable import ArtCacheCore
-@_spi(Benchmarks) @testable import ArtCacheFetch
-@_spi(Benchmarks) @testable import ArtCacheRender
-@_spi(Benchmarks) @testable import ArtCacheStore
+@testable import ArtCacheCore
+@testable import ArtCacheFetch
+@testable import ArtCacheRender
+@testable import ArtCacheStore
 
 /// Review findings on the file system: documented permissions, blobs never
 /// opened through symlinks, temp files live by their writer's lock (not a

@@ -1,6 +1,6 @@
 import Testing
 @testable import ArtCache
-@_spi(Benchmarks) @testable import ArtCacheCore
+@testable import ArtCacheCore
 
 /// Coalescing keys are typed (issue 37: they were strings put together):
 /// what must share a flight has equal keys, what must not has different ones.

@@ -1,7 +1,7 @@
 import Foundation
 import Testing
 @testable import ArtCache
-@_spi(Benchmarks) @testable import ArtCacheRender
+@testable import ArtCacheRender
 @testable import ArtCacheServer
 
 /// The negotiation table (README "What browsers get"): `Accept` → accepted

@@ -2,9 +2,9 @@ import ArtCacheOrigin
 import Foundation
 import Testing
 @testable import ArtCache
-@_spi(Benchmarks) @testable import ArtCacheCore
-@_spi(Benchmarks) @testable import ArtCacheFetch
-@_spi(Benchmarks) @testable import ArtCacheStore
+@testable import ArtCacheCore
+@testable import ArtCacheFetch
+@testable import ArtCacheStore
 
 /// Issue 36: freshness by RFC 9111, through the pipeline and the loopback
 /// origin. No clock is waited on: the origin's headers and the rows' store
@@ -143,7 +143,7 @@ struct FreshnessRFCTests {
             for _ in 0..<2 { _ = try? await h.pipeline.image(ImageRequest(url: h.url("/img/" + name))) }
         }
         func remembered(_ name: String) async throws -> TimeInterval? {
-            let answer = try await h.store.negative(forKey: NormalizedURL(h.url("/img/" + name)).key)
+            let answer = try await h.store.negatives.answer(forKey: NormalizedURL(h.url("/img/" + name)).key)
             return answer.map { $0.until.timeIntervalSince($0.failedAt) }
         }
         #expect(try await remembered("short.jpg") == 60)

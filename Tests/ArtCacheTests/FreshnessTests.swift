@@ -2,9 +2,9 @@ import ArtCacheOrigin
 import Foundation
 import Testing
 @testable import ArtCache
-@_spi(Benchmarks) @testable import ArtCacheCore
-@_spi(Benchmarks) @testable import ArtCacheFetch
-@_spi(Benchmarks) @testable import ArtCacheStore
+@testable import ArtCacheCore
+@testable import ArtCacheFetch
+@testable import ArtCacheStore
 
 /// Freshness apart from eviction (issue 22), against the loopback origin:
 /// stale-while-revalidate, stale on errors, the origin's directives and

@@ -140,7 +140,7 @@ struct ResultBox {
 /// network: what is not cached yet is `pending` and prefetched at low priority.
 func resultBoxes(_ pipeline: ImagePipeline, searchResponse json: Data, side: Int = 64) async throws -> [ResultBox] {
     let size = ImageSize(width: side, height: side)
-    let manifest = try await pipeline.manifest(for: try ResultSetParser.parse(json), sizes: [size], fit: .cover)
+    let manifest = try await pipeline.manifest(for: try ResultSet.parse(json), sizes: [size], fit: .cover)
     return manifest.items.map { item in
         let references = item.variants[size.description]
         return ResultBox(id: item.id, side: side, color: item.color, placeholder: item.placeholder,

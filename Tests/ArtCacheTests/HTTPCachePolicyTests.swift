@@ -1,7 +1,7 @@
 import Foundation
 import Testing
-@_spi(Benchmarks) @testable import ArtCacheCore
-@_spi(Benchmarks) @testable import ArtCacheFetch
+@testable import ArtCacheCore
+@testable import ArtCacheFetch
 
 /// Issue 36: freshness by RFC 9111 for a shared cache, as known answers.
 /// `now` is fixed; every header is given relative to it.

@@ -1,7 +1,7 @@
 import ArtCacheOrigin
 import Foundation
 import Testing
-@_spi(Benchmarks) @testable import ArtCacheCore
+@testable import ArtCacheCore
 @testable import ArtCacheServer
 
 /// `artcache health [--url URL]`: exit 0/1 for container health checks.

@@ -1,7 +1,7 @@
 import Foundation
 import Testing
 @testable import ArtCache
-@_spi(Benchmarks) @testable import ArtCacheRender
+@testable import ArtCacheRender
 @testable import artcache
 
 /// One parser of `WIDTHxHEIGHT` (issue 37: four with different rules

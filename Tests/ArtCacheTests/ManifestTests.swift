@@ -3,10 +3,10 @@ import ArtCacheOrigin
 import Foundation
 import Testing
 @testable import ArtCache
-@_spi(Benchmarks) @testable import ArtCacheCore
-@_spi(Benchmarks) @testable import ArtCacheFetch
-@_spi(Benchmarks) @testable import ArtCacheRender
-@_spi(Benchmarks) @testable import ArtCacheStore
+@testable import ArtCacheCore
+@testable import ArtCacheFetch
+@testable import ArtCacheRender
+@testable import ArtCacheStore
 
 /// Manifests: a result set in, per item in result order everything a page
 /// needs before the images arrive; never waiting on the network.
@@ -33,7 +33,7 @@ struct ManifestTests {
               {"trackId": 12, "artworkUrl60": "\(failedURL)"},
               {"collectionId": 13, "artworkUrl100": "\(pendingURL)"}]}
             """
-        let resultSet = try ResultSetParser.parse(Data(document.utf8))
+        let resultSet = try ResultSet.parse(Data(document.utf8))
         let manifest = try await h.pipeline.manifest(for: resultSet, sizes: [ImageSize(width: 100, height: 100)])
         #expect(manifest.format == .itunes)
         #expect(manifest.items.map(\.status) == [.cached, .failed, .pending])
@@ -180,7 +180,7 @@ struct ManifestTests {
             ("https://example.com/a.jpg\nhttps://example.com/b.jpg\n", .urls, [nil, nil]),
         ]
         for (document, format, ids) in cases {
-            let set = try ResultSetParser.parse(Data(document.utf8))
+            let set = try ResultSet.parse(Data(document.utf8))
             #expect(set.format == format)
             #expect(set.items.map(\.id) == ids, "\(format)")
             #expect(set.items.allSatisfy { set.urls.contains($0.url) })

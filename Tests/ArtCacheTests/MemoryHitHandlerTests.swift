@@ -4,7 +4,7 @@ import Hummingbird
 import HummingbirdTesting
 import Testing
 @testable import ArtCache
-@_spi(Benchmarks) @testable import ArtCacheCore
+@testable import ArtCacheCore
 @testable import ArtCacheServer
 
 @Suite("Memory hits in the channel pipeline", .timeLimit(.minutes(3)))

@@ -1,8 +1,8 @@
 import Foundation
 import GRDB
 import Testing
-@_spi(Benchmarks) @testable import ArtCacheCore
-@_spi(Benchmarks) @testable import ArtCacheStore
+@testable import ArtCacheCore
+@testable import ArtCacheStore
 
 /// kill -9 during the upgrade of a 100,000-row store v1 cache (issue 36,
 /// item 7): the `artcache` process that opens it is killed while its blob

@@ -1,8 +1,8 @@
 import Foundation
 import GRDB
 import Testing
-@_spi(Benchmarks) @testable import ArtCacheCore
-@_spi(Benchmarks) @testable import ArtCacheStore
+@testable import ArtCacheCore
+@testable import ArtCacheStore
 
 /// The v1 → v2 blob migration always makes progress: a row whose path looks
 /// like v1's layout to SQL (`LIKE 'objects/__/__/%'`) but is no v1 blob path

@@ -2,8 +2,8 @@ import ArtCacheOrigin
 import Foundation
 import Testing
 @testable import ArtCache
-@_spi(Benchmarks) @testable import ArtCacheCore
-@_spi(Benchmarks) @testable import ArtCacheStore
+@testable import ArtCacheCore
+@testable import ArtCacheStore
 
 /// The pipeline's work behind answers goes through its one scheduler
 /// (issue 34): warm-ups deduplicated, revalidations bounded, a close that
@@ -120,7 +120,7 @@ struct PipelineBackgroundTests {
             await #expect(throws: ArtCacheError.self) { try await h.pipeline.image(ImageRequest(url: h.url("/status/404?n=\(index)"))) }
         }
         await h.pipeline.background.waitUntilIdle(.negativeCleanup)
-        let kept = try await h.store.negativeRowCount()
+        let kept = try await h.store.negatives.rowCount()
         #expect(kept == 3)
         #expect((h.pipeline.background.counts[.negativeCleanup]?.finished ?? 0) >= 1)
         try await h.pipeline.close()

@@ -3,9 +3,9 @@ import Foundation
 import GRDB
 import Testing
 @testable import ArtCache
-@_spi(Benchmarks) @testable import ArtCacheCore
-@_spi(Benchmarks) @testable import ArtCacheRender
-@_spi(Benchmarks) @testable import ArtCacheStore
+@testable import ArtCacheCore
+@testable import ArtCacheRender
+@testable import ArtCacheStore
 
 /// Originals' intrinsics (upright size, dominant colour, ThumbHash): computed
 /// once after the original is stored, kept in the index (schema

@@ -1,8 +1,8 @@
 import ArtCacheFixtures
 import Foundation
 import Testing
-@_spi(Benchmarks) @testable import ArtCacheCore
-@_spi(Benchmarks) @testable import ArtCacheRender
+@testable import ArtCacheCore
+@testable import ArtCacheRender
 
 @Suite("Placeholders: dominant colour, ThumbHash, PNG data URL")
 struct PlaceholderTests {

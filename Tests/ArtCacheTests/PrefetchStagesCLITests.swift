@@ -2,7 +2,7 @@ import ArtCacheOrigin
 import Foundation
 import Testing
 @testable import ArtCache
-@_spi(Benchmarks) @testable import ArtCacheCore
+@testable import ArtCacheCore
 
 /// `prefetch --json`'s `stages`: per stage the run went through, its count
 /// and percentiles in seconds, beside the summary's fields (unchanged).

@@ -2,9 +2,9 @@ import ArtCacheFixtures
 import Foundation
 import Testing
 @testable import ArtCache
-@_spi(Benchmarks) @testable import ArtCacheCore
-@_spi(Benchmarks) @testable import ArtCacheFetch
-@_spi(Benchmarks) @testable import ArtCacheStore
+@testable import ArtCacheCore
+@testable import ArtCacheFetch
+@testable import ArtCacheStore
 
 /// Provider profiles through the pipeline, against the loopback origin: a
 /// profile of the tests' own for 127.0.0.1 reads iTunes-style `{W}x{H}bb`

@@ -1,6 +1,6 @@
 import Foundation
 import Testing
-@_spi(Benchmarks) @testable import ArtCacheFetch
+@testable import ArtCacheFetch
 
 /// Provider profiles as a table: URL in, output size asked for, URL to fetch
 /// out (with its rendition size). Pure functions: no request is sent.

@@ -1,7 +1,7 @@
 import Foundation
 import Testing
-@_spi(Benchmarks) @testable import ArtCacheCore
-@_spi(Benchmarks) @testable import ArtCacheStore
+@testable import ArtCacheCore
+@testable import ArtCacheStore
 
 /// A put's SHA-256 is taken off Swift's cooperative pool for large bodies
 /// (with the temp-file write for file blobs, on the blocking pool for large

@@ -9,7 +9,7 @@ import NIOHTTPTypes
 import NIOHTTPTypesHTTP1
 import Testing
 @testable import ArtCache
-@_spi(Benchmarks) @testable import ArtCacheCore
+@testable import ArtCacheCore
 @testable import ArtCacheServer
 
 /// Memory hits answered from the connection's bytes (``RawHitHandler``),

@@ -2,8 +2,8 @@ import Foundation
 import GRDB
 import Testing
 @testable import ArtCache
-@_spi(Benchmarks) @testable import ArtCacheCore
-@_spi(Benchmarks) @testable import ArtCacheStore
+@testable import ArtCacheCore
+@testable import ArtCacheStore
 
 /// Eviction by horizon: an eviction counts its items out and hides them in
 /// one short transaction; the reclaimer deletes their rows, inline bytes and
@@ -156,15 +156,15 @@ struct ReclaimTests {
             try await store.put(url: "https://h/\(i).png", data: Fixtures.pngLike(size: 100), now: Self.base + Double(i / 2))
         }
         let (horizon, removed) = try await store.db.read { db in
-            try CacheStore.raiseHorizon(db, entries: 3, bytes: 0, below: -.infinity)
+            try EntryRows.raiseHorizon(db, entries: 3, bytes: 0, below: -.infinity)
         }
         #expect(removed.entries == 4 && removed.bytes == 400)  // the third item's instant takes the fourth too
         #expect(horizon > (Self.base + 1).timeIntervalSince1970 && horizon < (Self.base + 2).timeIntervalSince1970)
         let aged = try await store.db.read { db in
-            try CacheStore.raiseHorizon(db, entries: 0, bytes: 0, below: (Self.base + 3).timeIntervalSince1970)
+            try EntryRows.raiseHorizon(db, entries: 0, bytes: 0, below: (Self.base + 3).timeIntervalSince1970)
         }
         #expect(aged.1.entries == 6)
-        let none = try await store.db.read { db in try CacheStore.raiseHorizon(db, entries: 0, bytes: 0, below: -.infinity) }
+        let none = try await store.db.read { db in try EntryRows.raiseHorizon(db, entries: 0, bytes: 0, below: -.infinity) }
         #expect(none.1.entries == 0 && none.0 == 0)
         try await store.close()
     }

@@ -2,8 +2,8 @@ import ArtCacheOrigin
 import Foundation
 import Testing
 @testable import ArtCache
-@_spi(Benchmarks) @testable import ArtCacheCore
-@_spi(Benchmarks) @testable import ArtCacheFetch
+@testable import ArtCacheCore
+@testable import ArtCacheFetch
 
 /// Review finding: the redirect allowlist read `Location` with Foundation's
 /// URL parser and let the hop through when that parser failed, while libcurl

@@ -1,5 +1,5 @@
 import Testing
-@_spi(Benchmarks) @testable import ArtCacheRender
+@testable import ArtCacheRender
 
 /// The fit math and format choice, decided in Swift before libvips is
 /// called: known answers.

@@ -1,16 +1,16 @@
 import Foundation
 import Testing
 @testable import ArtCache
-@_spi(Benchmarks) @testable import ArtCacheCore
-@_spi(Benchmarks) @testable import ArtCacheFetch
-@_spi(Benchmarks) @testable import ArtCacheRender
-@_spi(Benchmarks) @testable import ArtCacheStore
+@testable import ArtCacheCore
+@testable import ArtCacheFetch
+@testable import ArtCacheRender
+@testable import ArtCacheStore
 
 // MARK: - Helpers
 
 /// The URLs a document gives (its items and their ids: `itunesItemsTakeTheFirstArtworkAndTheTrackId` and ManifestTests).
 private func parseResultSet(_ text: String, format: ResultSetFormat? = nil) throws(ResultSetError) -> ResultSet {
-    let parsed = try ResultSetParser.parse(Data(text.utf8), format: format)
+    let parsed = try ResultSet.parse(Data(text.utf8), format: format)
     return ResultSet(format: parsed.format, urls: parsed.urls)
 }
 
@@ -43,7 +43,7 @@ struct ResultSetITunesTests {
     /// One item per result with artwork: `artworkUrl100` first, else the
     /// next key present; the track id (else the collection's).
     @Test func itunesItemsTakeTheFirstArtworkAndTheTrackId() throws {
-        let items = try ResultSetParser.parse(Data(Self.search.utf8)).items
+        let items = try ResultSet.parse(Data(Self.search.utf8)).items
         #expect(items == [ResultSet.Item(url: "https://a.example/1/100.jpg", id: "1"),
                           ResultSet.Item(url: "https://a.example/1/100.jpg", id: "2"),
                           ResultSet.Item(url: "https://a.example/3/512.jpg", id: "3")])
@@ -390,16 +390,16 @@ struct ResultSetCorpusTests {
         let data = try Data(contentsOf: url)
         switch expectation.outcome {
         case .urls(let format, let count):
-            let result = try ResultSetParser.parse(data)
+            let result = try ResultSet.parse(data)
             #expect(result.format == format)
             #expect(result.urls.count == count)
             #expect(Set(result.urls).count == result.urls.count)
             #expect(result.urls.allSatisfy { $0.hasPrefix("https://") })
             // Forcing the detected format gives the same answer.
-            #expect(try ResultSetParser.parse(data, format: format) == result)
+            #expect(try ResultSet.parse(data, format: format) == result)
         case .error(let code):
             do {
-                let result = try ResultSetParser.parse(data)
+                let result = try ResultSet.parse(data)
                 Issue.record("expected \(code), got \(result)")
             } catch {
                 #expect(error.code == code)

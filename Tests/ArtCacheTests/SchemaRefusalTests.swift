@@ -2,8 +2,8 @@ import Foundation
 import GRDB
 import Testing
 @testable import ArtCache
-@_spi(Benchmarks) @testable import ArtCacheCore
-@_spi(Benchmarks) @testable import ArtCacheStore
+@testable import ArtCacheCore
+@testable import ArtCacheStore
 
 /// A cache written by a newer artcache (a schema migration this build does
 /// not know) is refused with `incompatible_schema`, and left as it was:

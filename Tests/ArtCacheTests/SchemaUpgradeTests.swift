@@ -2,8 +2,8 @@ import Foundation
 import GRDB
 import Testing
 @testable import ArtCache
-@_spi(Benchmarks) @testable import ArtCacheCore
-@_spi(Benchmarks) @testable import ArtCacheStore
+@testable import ArtCacheCore
+@testable import ArtCacheStore
 
 /// Caches written at every earlier schema (v4, store v2, up to the one
 /// before the current) open with the current code, and every row reads
@@ -168,11 +168,11 @@ struct SchemaUpgradeTests {
         #expect(try await store.lookup(key: CacheKey(parent: fileKey, spec: Self.largeVariant.spec))?.data == Self.largeVariant.data)
 
         // The retry queue and the negative answer.
-        let queued = try await store.retryQueue()
+        let queued = try await store.retries.all()
         #expect(queued == [RetryItem(url: "https://h/offline.png", reason: "timeout", message: "timed out after 10 s", attempts: 2,
                                      firstFailedAt: Date(timeIntervalSince1970: Self.created),
                                      lastFailedAt: Date(timeIntervalSince1970: Self.created + 60))])
-        let negative = try await store.negative(forKey: Self.key(Self.missing), now: Self.now)
+        let negative = try await store.negatives.answer(forKey: Self.key(Self.missing), now: Self.now)
         if freshness {
             #expect(negative == NegativeAnswer(url: Self.missing, reason: "http_404", message: "HTTP 404 from h", status: 404,
                                                failedAt: Date(timeIntervalSince1970: Self.created),

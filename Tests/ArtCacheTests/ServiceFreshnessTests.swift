@@ -4,8 +4,8 @@ import Hummingbird
 import HummingbirdTesting
 import Testing
 @testable import ArtCache
-@_spi(Benchmarks) @testable import ArtCacheCore
-@_spi(Benchmarks) @testable import ArtCacheStore
+@testable import ArtCacheCore
+@testable import ArtCacheStore
 @testable import ArtCacheServer
 
 /// The service's caching headers follow the original's freshness (issue 22).

@@ -5,10 +5,10 @@ import HummingbirdTesting
 import ServiceLifecycle
 import Testing
 @testable import ArtCache
-@_spi(Benchmarks) @testable import ArtCacheCore
-@_spi(Benchmarks) @testable import ArtCacheFetch
-@_spi(Benchmarks) @testable import ArtCacheRender
-@_spi(Benchmarks) @testable import ArtCacheStore
+@testable import ArtCacheCore
+@testable import ArtCacheFetch
+@testable import ArtCacheRender
+@testable import ArtCacheStore
 @testable import ArtCacheServer
 
 /// The service on a real socket (127.0.0.1, port 0): address refusals,

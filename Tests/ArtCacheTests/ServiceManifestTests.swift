@@ -5,7 +5,7 @@ import HummingbirdTesting
 import NIOCore
 import Testing
 @testable import ArtCache
-@_spi(Benchmarks) @testable import ArtCacheCore
+@testable import ArtCacheCore
 @testable import ArtCacheServer
 
 /// `POST /v1/manifest` (signed bodies: 401 without, 403 wrong, 413 too

@@ -4,7 +4,7 @@ import Hummingbird
 import HummingbirdTesting
 import Testing
 @testable import ArtCache
-@_spi(Benchmarks) @testable import ArtCacheCore
+@testable import ArtCacheCore
 @testable import ArtCacheServer
 
 /// Priority classes through the service: `pri=` counts only in a signed

@@ -4,10 +4,10 @@ import Hummingbird
 import HummingbirdTesting
 import Testing
 @testable import ArtCache
-@_spi(Benchmarks) @testable import ArtCacheCore
-@_spi(Benchmarks) @testable import ArtCacheFetch
-@_spi(Benchmarks) @testable import ArtCacheRender
-@_spi(Benchmarks) @testable import ArtCacheStore
+@testable import ArtCacheCore
+@testable import ArtCacheFetch
+@testable import ArtCacheRender
+@testable import ArtCacheStore
 @testable import ArtCacheServer
 
 /// The service's routes without a server (HummingbirdTesting `.router`):

@@ -4,9 +4,9 @@ import Hummingbird
 import HummingbirdTesting
 import Testing
 @testable import ArtCache
-@_spi(Benchmarks) @testable import ArtCacheCore
-@_spi(Benchmarks) @testable import ArtCacheRender
-@_spi(Benchmarks) @testable import ArtCacheStore
+@testable import ArtCacheCore
+@testable import ArtCacheRender
+@testable import ArtCacheStore
 @testable import ArtCacheServer
 
 /// `/metrics`' "where the time goes": `artcache_stage_seconds{stage}` counts

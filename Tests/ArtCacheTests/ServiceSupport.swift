@@ -7,10 +7,10 @@ import Hummingbird
 import HummingbirdTesting
 import Logging
 @testable import ArtCache
-@_spi(Benchmarks) @testable import ArtCacheCore
-@_spi(Benchmarks) @testable import ArtCacheFetch
-@_spi(Benchmarks) @testable import ArtCacheRender
-@_spi(Benchmarks) @testable import ArtCacheStore
+@testable import ArtCacheCore
+@testable import ArtCacheFetch
+@testable import ArtCacheRender
+@testable import ArtCacheStore
 @testable import ArtCacheServer
 
 /// A loopback origin, a pipeline and the thumbnail service over it, with a

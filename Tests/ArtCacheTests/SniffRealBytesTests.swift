@@ -1,10 +1,10 @@
 import Foundation
 import Testing
 @testable import ArtCache
-@_spi(Benchmarks) @testable import ArtCacheCore
-@_spi(Benchmarks) @testable import ArtCacheFetch
-@_spi(Benchmarks) @testable import ArtCacheRender
-@_spi(Benchmarks) @testable import ArtCacheStore
+@testable import ArtCacheCore
+@testable import ArtCacheFetch
+@testable import ArtCacheRender
+@testable import ArtCacheStore
 
 /// Sniffing real encoder output: every format is made by libvips here.
 @Suite("Sniffing libvips-encoded images", .timeLimit(.minutes(3)))

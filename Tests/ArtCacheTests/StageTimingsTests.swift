@@ -1,6 +1,6 @@
 import Foundation
 import Testing
-@_spi(Benchmarks) @testable import ArtCacheCore
+@testable import ArtCacheCore
 
 /// The stage accumulator behind `/metrics`' stage histograms and
 /// `prefetch --json`'s `stages`.

@@ -1,8 +1,8 @@
 import Foundation
 import GRDB
 import Testing
-@_spi(Benchmarks) @testable import ArtCacheCore
-@_spi(Benchmarks) @testable import ArtCacheStore
+@testable import ArtCacheCore
+@testable import ArtCacheStore
 
 /// `close()` is the last chance for batched access times: a service's
 /// closer task is cancelled when the shutdown grace ends, and the flush must

@@ -1,8 +1,8 @@
 import Foundation
 import GRDB
 import Testing
-@_spi(Benchmarks) @testable import ArtCacheCore
-@_spi(Benchmarks) @testable import ArtCacheStore
+@testable import ArtCacheCore
+@testable import ArtCacheStore
 
 /// `close()` quiesces the write path: puts already admitted commit (or fail)
 /// before it returns, later ones fail with a typed `closed`, and no temp file

@@ -2,10 +2,10 @@ import Foundation
 import GRDB
 import Testing
 @testable import ArtCache
-@_spi(Benchmarks) @testable import ArtCacheCore
-@_spi(Benchmarks) @testable import ArtCacheFetch
-@_spi(Benchmarks) @testable import ArtCacheRender
-@_spi(Benchmarks) @testable import ArtCacheStore
+@testable import ArtCacheCore
+@testable import ArtCacheFetch
+@testable import ArtCacheRender
+@testable import ArtCacheStore
 
 /// Store v2: inline blobs, one-level shards, group commit, set-based
 /// eviction with bulk totals, incremental vacuum, the v1 migration.

@@ -3,9 +3,9 @@ import ArtCacheOrigin
 import Foundation
 import Testing
 @testable import ArtCache
-@_spi(Benchmarks) @testable import ArtCacheCore
-@_spi(Benchmarks) @testable import ArtCacheRender
-@_spi(Benchmarks) @testable import ArtCacheStore
+@testable import ArtCacheCore
+@testable import ArtCacheRender
+@testable import ArtCacheStore
 
 /// A valid TIFF in a variant libvips has no reader for (12-bit samples,
 /// tiled separate planes, a compression its libtiff lacks, ...) is
@@ -156,7 +156,7 @@ struct TIFFUndecodableTests {
             #expect("\(error)".contains("separate colour planes"), "\(error)")
         }
         let key = try NormalizedURL(h.url("/img/planar.tif")).key
-        #expect(try await h.store.negative(forKey: key) == nil)
+        #expect(try await h.store.negatives.answer(forKey: key) == nil)
         // The original is kept and served as it is.
         let original = try await h.pipeline.image(ImageRequest(url: h.url("/img/planar.tif")))
         #expect(original.data == TIFFBuilder.image(planar: 2, tiled: true).build())

@@ -1,7 +1,7 @@
 import ArtCacheFixtures
 import Foundation
 import Testing
-@_spi(Benchmarks) @testable import ArtCacheRender
+@testable import ArtCacheRender
 
 /// TIFFs libvips reads in ways a thumbnail must not inherit (issue 36, item 6):
 /// a sub-IFD pyramid is thumbnailed from its full-size image, and integer

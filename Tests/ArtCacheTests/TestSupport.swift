@@ -4,10 +4,10 @@ import CZlib
 import Foundation
 import Testing
 @testable import ArtCache
-@_spi(Benchmarks) @testable import ArtCacheCore
-@_spi(Benchmarks) @testable import ArtCacheFetch
-@_spi(Benchmarks) @testable import ArtCacheRender
-@_spi(Benchmarks) @testable import ArtCacheStore
+@testable import ArtCacheCore
+@testable import ArtCacheFetch
+@testable import ArtCacheRender
+@testable import ArtCacheStore
 
 /// A unique temporary directory, removed when released.
 final class TempDir: Sendable {

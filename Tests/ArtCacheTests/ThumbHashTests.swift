@@ -1,7 +1,7 @@
 import Foundation
 import Testing
-@_spi(Benchmarks) @testable import ArtCacheCore
-@_spi(Benchmarks) @testable import ArtCacheRender
+@testable import ArtCacheCore
+@testable import ArtCacheRender
 
 /// Known answers from the PyPI port `thumbhash-python` 1.0.1
 /// (`rgba_to_thumbhash`), on images built from formulas here and there alike.

@@ -1,8 +1,8 @@
 import Foundation
 import GRDB
 import Testing
-@_spi(Benchmarks) @testable import ArtCacheCore
-@_spi(Benchmarks) @testable import ArtCacheStore
+@testable import ArtCacheCore
+@testable import ArtCacheStore
 
 /// Access times are appended to the touch log by a flush, written into
 /// their rows by a fold (or by `close()` when the log is small), and read

@@ -2,8 +2,8 @@ import ArtCacheOrigin
 import Foundation
 import Testing
 @testable import ArtCache
-@_spi(Benchmarks) @testable import ArtCacheCore
-@_spi(Benchmarks) @testable import ArtCacheStore
+@testable import ArtCacheCore
+@testable import ArtCacheStore
 
 /// Issue 36, item 4: URLs are kept as given. Only characters a URL may not
 /// hold are escaped; escapes already in it are kept (and normalized by the

@@ -3,8 +3,8 @@ import ArtCacheOrigin
 import Foundation
 import Testing
 @testable import ArtCache
-@_spi(Benchmarks) @testable import ArtCacheCore
-@_spi(Benchmarks) @testable import ArtCacheStore
+@testable import ArtCacheCore
+@testable import ArtCacheStore
 
 /// Images in formats artcache does not take (PSD, JPEG 2000, TGA, QOI) are
 /// `unsupported`, not `not_an_image`, and the negative cache does not
@@ -32,11 +32,11 @@ struct UnsupportedFormatTests {
                 #expect(h.origin.requestCount("/img/\(name)") == attempt, "\(name): not remembered as not an image")
             }
             let key = try NormalizedURL(h.url("/img/\(name)")).key
-            #expect(try await h.store.negative(forKey: key) == nil, "\(name)")
+            #expect(try await h.store.negatives.answer(forKey: key) == nil, "\(name)")
         }
         // An HTML page is still "not an image", and remembered.
         await #expect(throws: ArtCacheError.self) { _ = try await h.pipeline.image(ImageRequest(url: h.url("/html200"))) }
-        #expect(try await h.store.negative(forKey: try NormalizedURL(h.url("/html200")).key)?.reason == "not_an_image")
+        #expect(try await h.store.negatives.answer(forKey: try NormalizedURL(h.url("/html200")).key)?.reason == "not_an_image")
         try await h.pipeline.close()
     }
 }

@@ -1,6 +1,6 @@
 import Foundation
 import Testing
-@_spi(Benchmarks) @testable import ArtCacheCore
+@testable import ArtCacheCore
 
 /// The render pool hands a burst over as a batch: jobs queued while every
 /// thread is busy are taken by the threads as they finish, with no wake-up.

@@ -2,8 +2,7 @@
 //   swift package --package-path Benchmarks benchmark
 // Metrics: wall clock, throughput, malloc count, peak resident memory.
 
-@_spi(Benchmarks) import ArtCache
-@_spi(Benchmarks) import ArtCacheCore
+import ArtCache
 @_spi(Benchmarks) import ArtCacheRender
 @_spi(Benchmarks) import ArtCacheStore
 import ArtCacheFixtures
@@ -28,8 +27,8 @@ func temporaryCache(_ label: String) -> CacheSettings {
     return settings
 }
 
-func filledStore(_ label: String, rows: Int) async throws -> CacheStore {
-    let store = try await CacheStore.open(settings: temporaryCache(label))
+func filledStore(_ label: String, rows: Int) async throws -> IndexBenchmark {
+    let store = try await IndexBenchmark.open(settings: temporaryCache(label))
     var inserted = 0
     while inserted < rows {
         let chunk = min(100_000, rows - inserted)
@@ -39,7 +38,7 @@ func filledStore(_ label: String, rows: Int) async throws -> CacheStore {
     return store
 }
 
-func removeCache(_ store: CacheStore?) async {
+func removeCache(_ store: IndexBenchmark?) async {
     guard let store else { return }
     try? await store.close()
     try? FileManager.default.removeItem(at: store.directory)
@@ -57,23 +56,23 @@ let benchmarks: @Sendable () -> Void = {
     let mixedBytes = mixed.reduce(0) { $0 + $1.count }
     Benchmark("Sniff mixed formats (\(mixed.count) bodies, \(mixedBytes / 1024) KiB per iteration)") { benchmark in
         for _ in benchmark.scaledIterations {
-            for body in mixed { blackHole(Sniffer.sniff(body)) }
+            for body in mixed { blackHole(RenderBenchmark.sniff(body)) }
         }
     }
 
     let urls = (0..<1000).map { "HTTPS://Is\($0 % 5)-SSL.mzstatic.com:443/image/thumb/Music/\($0)/source/100x100bb.jpg#x" }
     Benchmark("URL normalization + key hash (1000 URLs per iteration)") { benchmark in
         for _ in benchmark.scaledIterations {
-            for url in urls { blackHole(try? NormalizedURL(url).key) }
+            for url in urls { blackHole(try? IndexBenchmark.key(url)) }
         }
     }
 
     for rows in [10_000, 100_000, 1_000_000] {
-        let store = Fixture<CacheStore>()
+        let store = Fixture<IndexBenchmark>()
         Benchmark("Index lookup + access touch at \(rows) rows",
                   configuration: .init(setup: { store.value = try await filledStore("lookup\(rows)", rows: rows) },
                                        teardown: { await removeCache(store.value) })) { benchmark in
-            let keys = (0..<1000).map { try! NormalizedURL("https://bench.test/item/\(($0 * 7919) % rows).jpg").key }
+            let keys = (0..<1000).map { try! IndexBenchmark.key("https://bench.test/item/\(($0 * 7919) % rows).jpg") }
             benchmark.startMeasurement()
             for _ in benchmark.scaledIterations {
                 for key in keys { blackHole(try! await store.value!.lookupIndexOnly(key: key)) }
@@ -81,7 +80,7 @@ let benchmarks: @Sendable () -> Void = {
             benchmark.stopMeasurement()
         }
 
-        let insertStore = Fixture<CacheStore>()
+        let insertStore = Fixture<IndexBenchmark>()
         let body = (try? SyntheticImage.make(width: 100, height: 100, suffix: ".jpg")) ?? Data()
         Benchmark("Insert (blob + row) at \(rows) rows",
                   configuration: .init(maxIterations: 2000,
@@ -89,7 +88,7 @@ let benchmarks: @Sendable () -> Void = {
                                        teardown: { await removeCache(insertStore.value) })) { benchmark in
             for iteration in benchmark.scaledIterations {
                 blackHole(try! await insertStore.value!.put(url: "https://insert.test/\(iteration)-\(UUID()).jpg", data: body,
-                                                           contentType: "image/jpeg", declaredType: "image/jpeg"))
+                                                           contentType: "image/jpeg"))
             }
         }
     }
@@ -104,13 +103,13 @@ let benchmarks: @Sendable () -> Void = {
                                    },
                                    teardown: { try? FileManager.default.removeItem(atPath: million.value!.directory) })) { benchmark in
         for _ in benchmark.scaledIterations {
-            let store = try! await CacheStore.open(settings: million.value!)
+            let store = try! await IndexBenchmark.open(settings: million.value!)
             blackHole(store)
             try! await store.close()
         }
     }
 
-    let evictStore = Fixture<CacheStore>()
+    let evictStore = Fixture<IndexBenchmark>()
     let nextRow = Fixture<Int>()  // the closure runs more than once (warm-up): keep the row counter outside
     Benchmark("Evict 10% of 1,000,000 rows",
               configuration: .init(maxDuration: .seconds(20), maxIterations: 3,
@@ -122,9 +121,9 @@ let benchmarks: @Sendable () -> Void = {
         for _ in benchmark.scaledIterations {
             let next = nextRow.value!
             let store = evictStore.value!
-            let bytes = try! await store.stats().bytes
+            let bytes = try! await store.totals().bytes
             benchmark.startMeasurement()
-            blackHole(try! await store.purge(PurgeRequest(toSize: bytes * 9 / 10)))
+            try! await store.purge(toSize: bytes * 9 / 10)
             benchmark.stopMeasurement()
             try! await store.insertSyntheticRows(count: 100_000, startingAt: next)  // refill, unmeasured
             nextRow.value = next + 100_000
@@ -137,7 +136,7 @@ let benchmarks: @Sendable () -> Void = {
         let spec = VariantSpec(width: box, height: box, format: .jpeg)
         var settings = ThumbnailSettings()
         settings.concurrency = 1
-        let renderer = Renderer(settings: settings)
+        let renderer = RenderBenchmark(settings: settings)
         Benchmark("Thumbnail \(label)") { benchmark in
             for _ in benchmark.scaledIterations {
                 blackHole(try! await renderer.render(source, spec: spec))

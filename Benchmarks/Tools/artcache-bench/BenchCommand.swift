@@ -1,6 +1,5 @@
 import ArgumentParser
-@_spi(Benchmarks) import ArtCache
-@_spi(Benchmarks) import ArtCacheCore
+import ArtCache
 @_spi(Benchmarks) import ArtCacheRender
 @_spi(Benchmarks) import ArtCacheStore
 import Foundation
@@ -50,7 +49,7 @@ struct RenderFiles: AsyncParsableCommand {
         guard let spec = settings.spec(size: size, format: VariantSpec.Format(rawValue: format)) else {
             throw ValidationError("--size must be WIDTHxHEIGHT and --format one of auto, jpeg, webp, png, avif")
         }
-        let renderer = Renderer(settings: settings)
+        let renderer = RenderBenchmark(settings: settings)
         let inputs = try files.map { try Data(contentsOf: URL(fileURLWithPath: $0)) }
         let started = Date()
         let results = await withTaskGroup(of: (Int, String).self) { group in
@@ -99,7 +98,7 @@ struct RenderMulti: AsyncParsableCommand {
             }
             return spec
         }
-        let renderer = Renderer(settings: settings)
+        let renderer = RenderBenchmark(settings: settings)
         let inputs = try files.map { try Data(contentsOf: URL(fileURLWithPath: $0)) }
         let started = Date()
         let failures = await withTaskGroup(of: Int.self) { group in
@@ -156,7 +155,7 @@ struct IndexBench: AsyncParsableCommand {
         settings.maxAge = 0
         settings.accessFlushInterval = 0
         if let accessFlushBatch { settings.accessFlushBatch = accessFlushBatch }
-        let store = try await CacheStore.open(settings: settings)
+        let store = try await IndexBenchmark.open(settings: settings)
         var inserted = 0
         while inserted < rows && !reuse {
             let chunk = min(100_000, rows - inserted)
@@ -165,16 +164,16 @@ struct IndexBench: AsyncParsableCommand {
         }
         try await store.close()
         let opening = Date()
-        let reopened = try await CacheStore.open(settings: settings)
+        let reopened = try await IndexBenchmark.open(settings: settings)
         let openMs = Date().timeIntervalSince(opening) * 1000
-        let keys = try (0..<lookups).map { try NormalizedURL("https://bench.test/item/\(($0 &* 7919 &+ keyOffset) % rows).jpg").key }
+        let keys = try (0..<lookups).map { try IndexBenchmark.key("https://bench.test/item/\(($0 &* 7919 &+ keyOffset) % rows).jpg") }
         // The full lookup (row, inline bytes, batched access touch), awaited
         // from a task: includes the hop to a blocking-pool thread and back.
         var samples: [Double] = []
         var hits = 0
         for key in keys {
             let started = DispatchTime.now().uptimeNanoseconds
-            if let hit = try await reopened.lookup(key: key), inlineBytes == 0 || hit.data.count == inlineBytes { hits += 1 }
+            if let size = try await reopened.lookup(key: key), inlineBytes == 0 || size == inlineBytes { hits += 1 }
             samples.append(Double(DispatchTime.now().uptimeNanoseconds - started) / 1000)
         }
         // A round trip through the blocking pool alone: the hop's part of it.
@@ -211,11 +210,11 @@ struct IndexBench: AsyncParsableCommand {
         // Evict 10%: limits just under the row count, low water at 90% of the rows.
         settings.maxEntries = rows - 1
         settings.lowWater = 0.9 * Double(rows) / Double(rows - 1)
-        let evicting = try await CacheStore.open(settings: settings)
+        let evicting = try await IndexBenchmark.open(settings: settings)
         let evictStart = Date()
         try await evicting.enforceLimits()
         let evictMs = Date().timeIntervalSince(evictStart) * 1000
-        let left = try await evicting.stats().entries
+        let left = try await evicting.totals().entries
         // Eviction leaves the rows' deletion to the background reclaimer
         // (puts interleave with its chunks): timed apart, to its end.
         await evicting.waitForReclaim()
@@ -238,7 +237,7 @@ struct Placeholders: AsyncParsableCommand {
     func run() async throws {
         var settings = ThumbnailSettings()
         settings.fastJPEG = fastJPEG
-        let renderer = Renderer(settings: settings)
+        let renderer = RenderBenchmark(settings: settings)
         let inputs = try files.map { try Data(contentsOf: URL(fileURLWithPath: $0)) }
         let started = ContinuousClock.now
         var failed = 0

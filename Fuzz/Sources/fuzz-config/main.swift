@@ -4,9 +4,9 @@
 import Foundation
 import FuzzSupport
 @testable import ArtCache
-@_spi(Benchmarks) @testable import ArtCacheCore
-@_spi(Benchmarks) @testable import ArtCacheFetch
-@_spi(Benchmarks) @testable import ArtCacheRender
+@testable import ArtCacheCore
+@testable import ArtCacheFetch
+@testable import ArtCacheRender
 
 /// One key of each distinct kind (bounds differ per key, so: every key).
 let keys = ConfigKey.all

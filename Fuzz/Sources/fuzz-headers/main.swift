@@ -7,9 +7,9 @@ import Foundation
 import NIOCore
 import FuzzSupport
 @testable import ArtCache
-@_spi(Benchmarks) @testable import ArtCacheCore
-@_spi(Benchmarks) @testable import ArtCacheFetch
-@_spi(Benchmarks) @testable import ArtCacheRender
+@testable import ArtCacheCore
+@testable import ArtCacheFetch
+@testable import ArtCacheRender
 @testable import ArtCacheServer
 
 let now = Date(timeIntervalSince1970: 1_700_000_000)

@@ -5,8 +5,8 @@
 // or outputs of exactly the asked size.
 import Foundation
 import FuzzSupport
-@_spi(Benchmarks) @testable import ArtCacheCore
-@_spi(Benchmarks) @testable import ArtCacheRender
+@testable import ArtCacheCore
+@testable import ArtCacheRender
 
 let specs = [VariantSpec(width: 24, height: 24, fit: .cover, format: .jpeg, quality: 70),
              VariantSpec(width: 40, height: 16, fit: .contain, format: .webp, quality: 60)]

@@ -1,14 +1,14 @@
-// ResultSetParser.parse: auto-detected, and forced to each format. API
+// ResultSet.parse: auto-detected, and forced to each format. API
 // bodies come from the network and URL lists from users.
 import Foundation
 import FuzzSupport
 @testable import ArtCache
-@_spi(Benchmarks) @testable import ArtCacheCore
-@_spi(Benchmarks) @testable import ArtCacheFetch
-@_spi(Benchmarks) @testable import ArtCacheRender
+@testable import ArtCacheCore
+@testable import ArtCacheFetch
+@testable import ArtCacheRender
 
 func parse(_ data: Data, _ format: ResultSetFormat?) -> Result<ResultSet, ResultSetError> {
-    do { return .success(try ResultSetParser.parse(data, format: format)) } catch { return .failure(error) }
+    do { return .success(try ResultSet.parse(data, format: format)) } catch { return .failure(error) }
 }
 
 func checkWellFormed(_ outcome: Result<ResultSet, ResultSetError>, forced: ResultSetFormat?) {

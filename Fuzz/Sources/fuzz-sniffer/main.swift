@@ -3,9 +3,9 @@
 import Foundation
 import FuzzSupport
 @testable import ArtCache
-@_spi(Benchmarks) @testable import ArtCacheCore
-@_spi(Benchmarks) @testable import ArtCacheFetch
-@_spi(Benchmarks) @testable import ArtCacheRender
+@testable import ArtCacheCore
+@testable import ArtCacheFetch
+@testable import ArtCacheRender
 
 let animatedFormats: Set<SniffedFormat> = [.gif, .apng, .webp, .avif]
 

@@ -1,7 +1,7 @@
-@_spi(Benchmarks) import ArtCacheCore
-@_spi(Benchmarks) import ArtCacheFetch
-@_spi(Benchmarks) import ArtCacheRender
-@_spi(Benchmarks) import ArtCacheStore
+import ArtCacheCore
+import ArtCacheFetch
+import ArtCacheRender
+import ArtCacheStore
 import Foundation
 
 /// One typed value from `cache.conf`, the environment or a flag.

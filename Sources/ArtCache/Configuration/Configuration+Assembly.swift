@@ -1,7 +1,7 @@
-@_spi(Benchmarks) import ArtCacheCore
-@_spi(Benchmarks) import ArtCacheFetch
-@_spi(Benchmarks) import ArtCacheRender
-@_spi(Benchmarks) import ArtCacheStore
+import ArtCacheCore
+import ArtCacheFetch
+import ArtCacheRender
+import ArtCacheStore
 import Foundation
 
 /// Values read from a file and the environment, by `section.key`; a key not

@@ -1,4 +1,4 @@
-@_spi(Benchmarks) import ArtCacheRender
+import ArtCacheRender
 import Foundation
 
 /// Everything a page needs to lay out a result set's images before any of

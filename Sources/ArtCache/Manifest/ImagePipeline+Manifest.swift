@@ -1,6 +1,6 @@
-@_spi(Benchmarks) import ArtCacheCore
-@_spi(Benchmarks) import ArtCacheRender
-@_spi(Benchmarks) import ArtCacheStore
+import ArtCacheCore
+import ArtCacheRender
+import ArtCacheStore
 import Foundation
 
 extension ImagePipeline {
@@ -33,7 +33,7 @@ extension ImagePipeline {
             // Only this result set's URLs (as given and normalized): one
             // indexed lookup each, whatever the queue's length.
             let urls = resultSet.items.flatMap { item in [item.url] + ((try? NormalizedURL(item.url)).map { [$0.string] } ?? []) }
-            failures = try await store.retryItems(urls: urls)
+            failures = try await store.retries.items(urls: urls)
         } catch {
             throw ArtCacheError(any: error, context: "cannot read the retry queue")
         }
@@ -83,7 +83,7 @@ extension ImagePipeline {
                 reason = failures[normalized.string]?.reason ?? failures[result.url]?.reason ?? refusedByPolicy(normalized)
                 if reason == nil {
                     do {
-                        reason = try await store.negative(forKey: normalized.key)?.reason
+                        reason = try await store.negatives.answer(forKey: normalized.key)?.reason
                     } catch {
                         throw ArtCacheError(any: error, context: result.url)
                     }

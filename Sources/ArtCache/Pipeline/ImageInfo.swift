@@ -1,5 +1,5 @@
-@_spi(Benchmarks) import ArtCacheRender
-@_spi(Benchmarks) import ArtCacheStore
+import ArtCacheRender
+import ArtCacheStore
 import Foundation
 
 /// What a page needs of an image before its bytes arrive: the original's

@@ -1,6 +1,6 @@
-@_spi(Benchmarks) import ArtCacheCore
-@_spi(Benchmarks) import ArtCacheFetch
-@_spi(Benchmarks) import ArtCacheStore
+import ArtCacheCore
+import ArtCacheFetch
+import ArtCacheStore
 import Foundation
 
 /// Freshness apart from eviction (issue 22): what an expired original may
@@ -230,7 +230,7 @@ extension ImagePipeline {
     /// remembered (`[download] negative_ttl`), with that failure's reason.
     func refuseIfRemembered(_ url: NormalizedURL, now: Date) async throws {
         guard configuration.download.negativeTTL > 0,
-              let answer = try await store.negative(forKey: url.key, now: now) else { return }
+              let answer = try await store.negatives.answer(forKey: url.key, now: now) else { return }
         freshness.withLock { $0.negativeHits += 1 }
         let until = ISO8601DateFormatter().string(from: answer.until)
         let message = "\(answer.message) (remembered until \(until); `artcache purge --failures` forgets it)"
@@ -253,7 +253,7 @@ extension ImagePipeline {
         do {
             if let error = error as? DownloadError {
                 if error.isNetworkFailure {
-                    try await store.enqueueRetry(url: url.string, reason: error.reason, message: error.message,
+                    try await store.retries.add(url: url.string, reason: error.reason, message: error.message,
                                                  limit: configuration.download.retryQueueMax)
                 } else if error.code == .httpStatus, let status = error.status, status == 404 || status == 410 {
                     try await remember(url, reason: error.reason, message: error.message, status: status, freshFor: error.freshFor)
@@ -263,7 +263,7 @@ extension ImagePipeline {
                     // and queues it no more; `purge --failures` forgets it).
                     try await remember(url, reason: error.reason, message: error.message, status: nil)
                 } else if error.code != .cancelled {
-                    try await store.dequeueRetry(url: url.string)
+                    try await store.retries.remove(url: url.string)
                 }
             } else if let error = error as? ArtCacheError, error.code == .notAnImage, !(error.underlying is RememberedFailure) {
                 try await remember(url, reason: error.reason, message: error.message, status: nil)
@@ -278,13 +278,13 @@ extension ImagePipeline {
     private func remember(_ url: NormalizedURL, reason: String, message: String, status: Int?,
                           freshFor: TimeInterval? = nil) async throws {
         let ttl = min(configuration.download.negativeTTL, freshFor ?? .infinity)
-        guard ttl > 0 else { return try await store.dequeueRetry(url: url.string) }
-        try await store.recordNegative(url: url.string, reason: reason, message: message, status: status, ttl: ttl)
+        guard ttl > 0 else { return try await store.retries.remove(url: url.string) }
+        try await store.negatives.record(url: url.string, reason: reason, message: message, status: status, ttl: ttl)
         // Past their time and over `negative_max`: dropped behind the answers.
         let max = configuration.download.negativeMax
         background.submit(BackgroundJobKey(.negativeCleanup, key: "negative"), priority: .low, again: true) { [self] in
             do {
-                _ = try await store.cleanNegatives(max: max)
+                _ = try await store.negatives.clean(max: max)
             } catch {
                 logger.debug("negative cleanup failed; the next recorded failure retries", metadata: ["error": "\(error)"])
             }

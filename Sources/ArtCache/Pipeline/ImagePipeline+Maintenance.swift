@@ -1,7 +1,7 @@
-@_spi(Benchmarks) import ArtCacheCore
-@_spi(Benchmarks) import ArtCacheFetch
-@_spi(Benchmarks) import ArtCacheRender
-@_spi(Benchmarks) import ArtCacheStore
+import ArtCacheCore
+import ArtCacheFetch
+import ArtCacheRender
+import ArtCacheStore
 import Foundation
 
 /// The cache's maintenance, for the CLI and operators: every call goes
@@ -36,7 +36,7 @@ extension ImagePipeline {
 
     /// URLs that failed on the network and wait to be fetched again.
     public func retryQueue() async throws(ArtCacheError) -> [RetryItem] {
-        try await storage("cannot read the retry queue") { try await $0.retryQueue() }
+        try await storage("cannot read the retry queue") { try await $0.retries.all() }
     }
 
     /// One PNG tiling `cells` (nil: a blank cell) in order.

@@ -1,6 +1,6 @@
-@_spi(Benchmarks) import ArtCacheCore
-@_spi(Benchmarks) import ArtCacheFetch
-@_spi(Benchmarks) import ArtCacheStore
+import ArtCacheCore
+import ArtCacheFetch
+import ArtCacheStore
 import Foundation
 
 /// Where a request's time goes: the pipeline times the stages it runs

@@ -1,6 +1,6 @@
-@_spi(Benchmarks) import ArtCacheCore
-@_spi(Benchmarks) import ArtCacheRender
-@_spi(Benchmarks) import ArtCacheStore
+import ArtCacheCore
+import ArtCacheRender
+import ArtCacheStore
 import Foundation
 
 /// Format upgrades (issue 35, README "What browsers get"): a thumbnail

@@ -1,7 +1,7 @@
-@_spi(Benchmarks) import ArtCacheCore
-@_spi(Benchmarks) import ArtCacheFetch
-@_spi(Benchmarks) import ArtCacheRender
-@_spi(Benchmarks) import ArtCacheStore
+import ArtCacheCore
+import ArtCacheFetch
+import ArtCacheRender
+import ArtCacheStore
 import Foundation
 
 /// Prefetches the images of result sets at low priority, a bounded number at
@@ -10,7 +10,7 @@ import Foundation
 ///
 /// ```swift
 /// let prefetcher = ImagePrefetcher(pipeline: pipeline)
-/// let batch = prefetcher.start(urls: try ResultSetParser.parse(json).urls)
+/// let batch = prefetcher.start(urls: try ResultSet.parse(json).urls)
 /// for await event in batch.events { ... }     // optional: per-item progress
 /// let summary = await batch.summary
 /// prefetcher.stop(urls: urlsScrolledAway)      // or stopAll()

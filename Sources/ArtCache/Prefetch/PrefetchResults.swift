@@ -1,7 +1,7 @@
-@_spi(Benchmarks) import ArtCacheCore
-@_spi(Benchmarks) import ArtCacheFetch
-@_spi(Benchmarks) import ArtCacheRender
-@_spi(Benchmarks) import ArtCacheStore
+import ArtCacheCore
+import ArtCacheFetch
+import ArtCacheRender
+import ArtCacheStore
 import Foundation
 
 /// The outcome of prefetching a list of URLs. Encoded with snake_case keys:

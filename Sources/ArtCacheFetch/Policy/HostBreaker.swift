@@ -1,4 +1,4 @@
-@_spi(Benchmarks) import ArtCacheCore
+import ArtCacheCore
 import Foundation
 
 /// Offline as a state, not one timeout per URL: per host, network failures

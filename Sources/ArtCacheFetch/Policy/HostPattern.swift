@@ -1,4 +1,4 @@
-@_spi(Benchmarks) import ArtCacheCore
+import ArtCacheCore
 import Foundation
 
 /// One entry of `[download] allowed_sources`: `example.com` (that host only),

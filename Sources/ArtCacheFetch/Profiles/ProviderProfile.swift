@@ -1,4 +1,4 @@
-@_spi(Benchmarks) import ArtCacheCore
+import ArtCacheCore
 import Foundation
 
 /// How to ask an origin for another rendition of an artwork or avatar URL:

@@ -1,5 +1,5 @@
 import Foundation
-@_spi(Benchmarks) import ArtCacheCore
+import ArtCacheCore
 
 /// What a page needs of an image before it arrives: its upright size and
 /// its placeholder (computed once per original, kept in the index).
@@ -56,7 +56,7 @@ extension Renderer {
     }
 
     /// ``intrinsicsBlocking(_:)`` for the benchmark tools: whether `data` gave them.
-    @_spi(Benchmarks) public func computesIntrinsics(_ data: Data) -> Bool { (try? intrinsicsBlocking(data)) != nil }
+    package func computesIntrinsics(_ data: Data) -> Bool { (try? intrinsicsBlocking(data)) != nil }
 
     /// ``intrinsicsBlocking(_:)`` on a render thread, in `priority` order with renders.
     package func intrinsics(of data: Data, priority: PriorityHandle) async throws -> Intrinsics {

@@ -1,4 +1,4 @@
-@_spi(Benchmarks) import ArtCacheCore
+import ArtCacheCore
 import CVipsShim
 import Dispatch
 import Foundation
@@ -12,25 +12,6 @@ private struct RenderCounters: Sendable {
     var placeholders = 0
 }
 
-/// A rendered variant.
-@_spi(Benchmarks) public struct RenderedImage: Sendable {
-    @_spi(Benchmarks) public let data: Data
-    @_spi(Benchmarks) public let width: Int
-    @_spi(Benchmarks) public let height: Int
-    @_spi(Benchmarks) public let format: VariantSpec.Format
-    @_spi(Benchmarks) public let hasAlpha: Bool
-
-    /// The media type of `data` (its format is never `.auto`).
-    package var contentType: String {
-        switch format {
-        case .auto, .jpeg: "image/jpeg"
-        case .webp: "image/webp"
-        case .png: "image/png"
-        case .avif: "image/avif"
-        }
-    }
-}
-
 /// Thumbnails with libvips, on a render pool of its own (never Swift's
 /// cooperative threads): as many renders at once as configured (default one
 /// per core), each with libvips concurrency 1, started by priority.
@@ -38,8 +19,8 @@ private struct RenderCounters: Sendable {
 /// libvips starts once per process with fixed settings (`cvips_init`); which
 /// loader may decode an input is decided per call from the sniffed format
 /// and this renderer's settings (SVG and ImageMagick only when enabled here).
-@_spi(Benchmarks) public final class Renderer: Sendable {
-    @_spi(Benchmarks) public let settings: ThumbnailSettings
+package final class Renderer: Sendable {
+    package let settings: ThumbnailSettings
     private let counters = Locked(RenderCounters())
     let threads: WorkerThreads
     /// The quality and effort each output is encoded with (both paths).
@@ -47,7 +28,7 @@ private struct RenderCounters: Sendable {
     package let encoderSetting: @Sendable (VariantSpec, VariantSpec.Format, QualityTable.Tier) -> EncoderSetting
 
     /// Cheap: libvips itself starts at the first render or header read.
-    @_spi(Benchmarks) public convenience init(settings: ThumbnailSettings) {
+    package convenience init(settings: ThumbnailSettings) {
         self.init(settings: settings, encoderSetting: RenderPlan.calibratedSetting)
     }
 
@@ -108,7 +89,7 @@ private struct RenderCounters: Sendable {
     /// Renders `spec` from encoded bytes. Limits are checked from the header
     /// first. Throws `RenderError`, or `CancellationError` when the calling
     /// task is cancelled before the render starts.
-    @_spi(Benchmarks) public func render(_ data: Data, spec: VariantSpec, priority: ImagePriority = .normal) async throws -> RenderedImage {
+    package func render(_ data: Data, spec: VariantSpec, priority: ImagePriority = .normal) async throws -> RenderedImage {
         try await render(data, spec: spec, priority: PriorityHandle(priority))
     }
 
@@ -127,7 +108,7 @@ private struct RenderCounters: Sendable {
 
     /// Several variants of one image from one decode, at the scale the
     /// largest needs (shrink on load); the smaller ones are resized from it.
-    @_spi(Benchmarks) public func render(_ data: Data, specs: [VariantSpec], priority: ImagePriority = .normal) async throws -> [RenderedImage] {
+    package func render(_ data: Data, specs: [VariantSpec], priority: ImagePriority = .normal) async throws -> [RenderedImage] {
         try await render(data, specs: specs, priority: PriorityHandle(priority))
     }
 

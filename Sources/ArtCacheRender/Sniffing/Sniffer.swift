@@ -1,9 +1,9 @@
-@_spi(Benchmarks) import ArtCacheCore
+import ArtCacheCore
 import Foundation
 
 /// The format of a body, as decided from its bytes alone (never from a file
 /// name or a declared `Content-Type`).
-@_spi(Benchmarks) public enum SniffedFormat: String, Sendable, Hashable, CaseIterable, Codable {
+package enum SniffedFormat: String, Sendable, Hashable, CaseIterable, Codable {
     // Images we support.
     /// JPEG (also MPO multi-picture JPEG, Ultra HDR).
     case jpeg
@@ -58,7 +58,7 @@ import Foundation
     case unknown
 
     /// True for the image formats we serve (`jpeg` through `svg`).
-    @_spi(Benchmarks) public var isImage: Bool {
+    package var isImage: Bool {
         switch self {
         case .jpeg, .png, .apng, .gif, .webp, .bmp, .tiff, .ico, .heic, .heif, .avif, .jxl, .svg:
             return true
@@ -70,7 +70,7 @@ import Foundation
     /// Image formats recognised but not taken: refused as `unsupported`,
     /// not `not_an_image`, and not remembered by the negative cache (the
     /// origin serves an image; a build that takes the format could).
-    @_spi(Benchmarks) public var isUnsupportedImage: Bool {
+    package var isUnsupportedImage: Bool {
         switch self {
         case .psd, .jp2, .tga, .qoi: true
         default: false
@@ -78,7 +78,7 @@ import Foundation
     }
 
     /// The canonical media type for the format.
-    @_spi(Benchmarks) public var mimeType: String {
+    package var mimeType: String {
         switch self {
         case .jpeg: return "image/jpeg"
         case .png: return "image/png"
@@ -108,7 +108,7 @@ import Foundation
     }
 
     /// A short human-readable name, for logs and error messages.
-    @_spi(Benchmarks) public var displayName: String {
+    package var displayName: String {
         switch self {
         case .jpeg: return "JPEG"
         case .png: return "PNG"
@@ -139,20 +139,20 @@ import Foundation
 }
 
 /// What ``Sniffer/sniff(_:)`` found out about a body.
-@_spi(Benchmarks) public struct SniffResult: Sendable, Hashable {
+package struct SniffResult: Sendable, Hashable {
     /// The detected format.
-    @_spi(Benchmarks) public let format: SniffedFormat
+    package let format: SniffedFormat
     /// True for an animated GIF (more than one image descriptor), an APNG,
     /// an animated WebP (VP8X animation flag or an `ANIM` chunk) and an AVIF
     /// image sequence (`avis` brand); false otherwise.
-    @_spi(Benchmarks) public let isAnimated: Bool
+    package let isAnimated: Bool
     /// True when the body is gzip-compressed SVG (svgz).
-    @_spi(Benchmarks) public let isCompressedSVG: Bool
+    package let isCompressedSVG: Bool
     /// The canonical media type of ``format``.
-    @_spi(Benchmarks) public var mimeType: String { format.mimeType }
+    package var mimeType: String { format.mimeType }
 
     /// Creates a result; mostly useful in tests.
-    @_spi(Benchmarks) public init(format: SniffedFormat, isAnimated: Bool = false, isCompressedSVG: Bool = false) {
+    package init(format: SniffedFormat, isAnimated: Bool = false, isCompressedSVG: Bool = false) {
         self.format = format
         self.isAnimated = isAnimated
         self.isCompressedSVG = isCompressedSVG
@@ -164,7 +164,7 @@ import Foundation
 /// Only a bounded prefix is ever examined (64 KiB; GIF frame counting may scan
 /// up to 1 MiB), and nothing is allocated in proportion to the body, except
 /// that a JSON-looking body under 1 MiB is validated with `JSONSerialization`.
-@_spi(Benchmarks) public enum Sniffer {
+package enum Sniffer {
     /// How many leading bytes most checks look at.
     static let prefixLimit = 64 * 1024
     /// How far GIF block walking may go to find a second frame.
@@ -175,7 +175,7 @@ import Foundation
     static let gzipInflateLimit = 16 * 1024
 
     /// Detects the format of `data` from its bytes.
-    @_spi(Benchmarks) public static func sniff(_ data: Data) -> SniffResult {
+    package static func sniff(_ data: Data) -> SniffResult {
         if data.isEmpty { return SniffResult(format: .empty) }
         return data.withUnsafeBytes { (raw: UnsafeRawBufferPointer) -> SniffResult in
             let whole = SniffBytes(raw)

@@ -1,6 +1,6 @@
 import Foundation
 import Logging
-@_spi(Benchmarks) import ArtCacheCore
+import ArtCache
 #if canImport(Glibc)
 import Glibc
 #endif

@@ -1,70 +1,70 @@
-@_spi(Benchmarks) import ArtCacheCore
+import ArtCacheCore
 import Foundation
 internal import GRDB
 
 /// Whether a stored item is a downloaded original or a rendered variant of one.
-@_spi(Benchmarks) public enum EntryKind: String, Sendable, Codable {
+package enum EntryKind: String, Sendable, Codable {
     case original
     case variant
 }
 
 /// One row of the index: everything known about a stored item.
-@_spi(Benchmarks) public struct CacheEntry: Sendable, Equatable, Codable {
-    @_spi(Benchmarks) public var key: String
-    @_spi(Benchmarks) public var url: String
-    @_spi(Benchmarks) public var host: String
-    @_spi(Benchmarks) public var kind: EntryKind
-    @_spi(Benchmarks) public var parentKey: String?
+package struct CacheEntry: Sendable, Equatable, Codable {
+    package var key: String
+    package var url: String
+    package var host: String
+    package var kind: EntryKind
+    package var parentKey: String?
     /// Canonical spec of a variant (e.g. `100x100,contain,jpeg,q80`).
-    @_spi(Benchmarks) public var spec: String?
+    package var spec: String?
     /// Where the blob file was when this row was read, relative to the cache
     /// directory; nil when the bytes live inside the database (blobs up to
     /// `[cache] inline_max`). Informational only: another process's eviction
     /// may remove the file at any time. Read the bytes through the API.
-    @_spi(Benchmarks) public var blob: String?
+    package var blob: String?
     /// MIME type decided from the bytes.
-    @_spi(Benchmarks) public var contentType: String
+    package var contentType: String
     /// Media type the origin declared, if any.
-    @_spi(Benchmarks) public var declaredType: String?
-    @_spi(Benchmarks) public var size: Int64
+    package var declaredType: String?
+    package var size: Int64
     /// SHA-256 of the blob's bytes.
-    @_spi(Benchmarks) public var sha256: String
+    package var sha256: String
     /// For a variant: the SHA-256 of the original bytes it was rendered from.
-    @_spi(Benchmarks) public var sourceSHA256: String?
-    @_spi(Benchmarks) public var width: Int?
-    @_spi(Benchmarks) public var height: Int?
-    @_spi(Benchmarks) public var etag: String?
-    @_spi(Benchmarks) public var lastModified: String?
-    @_spi(Benchmarks) public var expiresAt: Date?
+    package var sourceSHA256: String?
+    package var width: Int?
+    package var height: Int?
+    package var etag: String?
+    package var lastModified: String?
+    package var expiresAt: Date?
     /// The freshness lifetime the origin gave, renewed by a 304 without caching headers.
-    @_spi(Benchmarks) public var freshFor: TimeInterval?
-    @_spi(Benchmarks) public var createdAt: Date
-    @_spi(Benchmarks) public var accessedAt: Date
-    @_spi(Benchmarks) public var hitCount: Int
+    package var freshFor: TimeInterval?
+    package var createdAt: Date
+    package var accessedAt: Date
+    package var hitCount: Int
     /// An original's dominant colour (`#rrggbb`), once its placeholder is computed.
-    @_spi(Benchmarks) public var color: String? = nil
+    package var color: String? = nil
     /// An original's ThumbHash, once its placeholder is computed.
-    @_spi(Benchmarks) public var thumbHash: Data? = nil
+    package var thumbHash: Data? = nil
     /// An original fetched from another URL than its own (a provider
     /// profile's rendition): that URL; nil when fetched as given.
-    @_spi(Benchmarks) public var fetchedURL: String? = nil
+    package var fetchedURL: String? = nil
     /// The rendition's size (longer side, pixels) a profile asked for;
     /// ``originalRendition`` for the provider's original; nil when no
     /// profile chose it.
-    @_spi(Benchmarks) public var rendition: Int? = nil
+    package var rendition: Int? = nil
     /// The origin's `stale-while-revalidate=` seconds (nil: `[cache]`'s default).
-    @_spi(Benchmarks) public var staleWhileRevalidate: TimeInterval? = nil
+    package var staleWhileRevalidate: TimeInterval? = nil
     /// The origin's `stale-if-error=` seconds (nil: `[cache]`'s default).
-    @_spi(Benchmarks) public var staleIfError: TimeInterval? = nil
+    package var staleIfError: TimeInterval? = nil
     /// The origin said `must-revalidate` (or `proxy-revalidate`, `no-cache`): never served stale.
-    @_spi(Benchmarks) public var mustRevalidate = false
+    package var mustRevalidate = false
     /// The origin said `immutable`.
-    @_spi(Benchmarks) public var immutable = false
+    package var immutable = false
     /// Where a variant stands with format upgrades (`upgrade`, schema v11).
-    @_spi(Benchmarks) public var upgrade = UpgradeState.open
+    package var upgrade = UpgradeState.open
 
     /// A variant's format upgrade (README "What browsers get").
-    @_spi(Benchmarks) public enum UpgradeState: Int, Sendable, Codable {
+    package enum UpgradeState: Int, Sendable, Codable {
         /// A cold encoding: an upgrade may be tried.
         case open = 0
         /// The better encoding did not save enough bytes: never tried again.
@@ -75,9 +75,9 @@ internal import GRDB
     /// ``rendition`` of the provider's original (any size).
     package static let originalRendition = Int(Int32.max)
 
-    @_spi(Benchmarks) public var cacheKey: CacheKey { CacheKey(hex: key) }
+    package var cacheKey: CacheKey { CacheKey(hex: key) }
     /// The bytes live inside the SQLite database, not in a file.
-    @_spi(Benchmarks) public var isInline: Bool { blob == nil }
+    package var isInline: Bool { blob == nil }
     package var validators: HTTPValidators {
         HTTPValidators(etag: etag, lastModified: lastModified, expiresAt: expiresAt, freshFor: freshFor,
                        staleWhileRevalidate: staleWhileRevalidate, staleIfError: staleIfError,
@@ -197,9 +197,9 @@ extension CacheEntry {
 /// A stored item with its bytes, as returned by a lookup. The bytes were
 /// read whole (from the database or from a file opened before any eviction
 /// could remove it), so they stay valid whatever other processes do.
-@_spi(Benchmarks) public struct CachedImage: Sendable {
-    @_spi(Benchmarks) public let entry: CacheEntry
-    @_spi(Benchmarks) public let data: Data
+package struct CachedImage: Sendable {
+    package let entry: CacheEntry
+    package let data: Data
 
     package init(entry: CacheEntry, data: Data) {
         self.entry = entry

@@ -1,4 +1,4 @@
-@_spi(Benchmarks) import ArtCacheCore
+import ArtCacheCore
 import Foundation
 internal import GRDB
 
@@ -14,7 +14,7 @@ extension CacheStore {
     /// them; their rows, inline bytes and files are deleted right after, in
     /// the background, a chunk per transaction (``startReclaim()``), so puts
     /// never wait behind a large eviction.
-    @_spi(Benchmarks) public func enforceLimits(now: Date = Date()) async throws {
+    package func enforceLimits(now: Date = Date()) async throws {
         try await Blocking.run { try self.enforceLimitsBlocking(now: now) }
     }
 
@@ -32,7 +32,7 @@ extension CacheStore {
     }
 
     private func enforceLimitsHoldingCleanup(now: Date) throws {
-        let (totals, pending) = try db.read { db in (try Schema.totals(db), try Self.hasEvictedRows(db)) }
+        let (totals, pending) = try db.read { db in (try Schema.totals(db), try EntryRows.hasEvictedRows(db)) }
         if pending { startReclaim() }  // left by a process that stopped before it reclaimed them
         let overSize = totals.bytes > settings.maxBytes || totals.entries > settings.maxEntries
         let ageDue = settings.maxAge > 0 && housekeeping.withLock { state in
@@ -51,17 +51,17 @@ extension CacheStore {
             let need = over ? (entries: totals.entries - target.entries, bytes: totals.bytes - target.bytes) : (0, Int64(0))
             let ageCut = ageDue ? now.timeIntervalSince1970 - settings.maxAge : -Double.infinity
             let previous = try Schema.horizon(db)
-            var (horizon, walked) = try Self.raiseHorizon(db, entries: need.0, bytes: need.1, below: ageCut)
+            var (horizon, walked) = try EntryRows.raiseHorizon(db, entries: need.0, bytes: need.1, below: ageCut)
             // Rows the touch log shows used since move up out of the way,
             // and the walk is done again without them (a few rounds at most:
             // a rescued row is never moved twice).
             for _ in 0..<8 where walked.entries > 0 {
                 guard try TouchLog.rescue(db, below: horizon) > 0 else { break }
-                (horizon, walked) = try Self.raiseHorizon(db, entries: need.0, bytes: need.1, below: ageCut)
+                (horizon, walked) = try EntryRows.raiseHorizon(db, entries: need.0, bytes: need.1, below: ageCut)
             }
             guard walked.entries > 0 else { return walked }
             var removed = walked
-            let families = try Self.evictFamilies(db, from: previous, to: horizon)
+            let families = try EntryRows.evictFamilies(db, from: previous, to: horizon)
             removed.add(families)
             try db.cachedStatement(sql: "UPDATE totals SET horizon = ? WHERE id = 1").execute(arguments: [horizon])
             try (Totals() - removed).apply(db)
@@ -72,58 +72,6 @@ extension CacheStore {
         guard removed.entries > 0 else { return }
         logger.debug("evicted", metadata: ["entries": "\(removed.entries)", "bytes": "\(removed.bytes)"])
         startReclaim()
-    }
-
-    /// Evicts by moving the horizon: the least recently accessed live rows
-    /// go until `entries` and `bytes` are freed (rows accessed at the same
-    /// instant go together), and every row accessed before `ageCut`. One walk
-    /// of the `entry_lru` index from the current horizon; no row is written
-    /// here (the reclaimer deletes them later, in chunks). Returns the new
-    /// horizon and what the rows it passed add up to.
-    ///
-    /// Variants accessed after the new horizon whose original falls below
-    /// it go too: ``evictFamilies(_:from:to:)``.
-    static func raiseHorizon(_ db: Database, entries: Int, bytes: Int64, below ageCut: Double) throws -> (Double, Totals) {
-        let current = try horizon(db)
-        var removed = Totals()
-        var last = current
-        guard entries > 0 || bytes > 0 || ageCut > current else { return (current, removed) }
-        let rows = try Row.fetchCursor(db, sql: """
-            SELECT accessed_at, kind, size, blob IS NULL FROM entry INDEXED BY entry_lru
-            WHERE accessed_at >= ? ORDER BY accessed_at
-            """, arguments: [current])
-        while let row = try rows.next() {
-            let at: Double = row[0]
-            let enough = removed.entries >= entries && removed.bytes >= bytes
-            if enough && at >= ageCut && at > last { break }
-            removed.add(kind: EntryKind(rawValue: row[1]) ?? .original, size: row[2], inline: row[3])
-            last = at
-        }
-        guard removed.entries > 0 else { return (current, removed) }
-        return (last.nextUp, removed)
-    }
-
-    private static func horizon(_ db: Database) throws -> Double { try Schema.horizon(db) }
-
-    /// An original takes its variants with it: live variants of the
-    /// originals between the `previous` horizon and the new one are moved
-    /// below it (their access time set to `previous`) and counted out. A
-    /// variant is usually newer than its original (rendered after the
-    /// download), so this is the common case, not an exception.
-    static func evictFamilies(_ db: Database, from previous: Double, to horizon: Double) throws -> Totals {
-        let orphaned = """
-            parent_key IS NOT NULL AND accessed_at >= ? AND parent_key IN (
-                SELECT key FROM entry INDEXED BY entry_lru WHERE accessed_at >= ? AND accessed_at < ? AND kind = 'original')
-            """
-        let arguments: StatementArguments = [horizon, previous, horizon]
-        var removed = Totals()
-        let rows = try Row.fetchCursor(db, sql: "SELECT kind, size, blob IS NULL FROM entry WHERE \(orphaned)", arguments: arguments)
-        while let row = try rows.next() {
-            removed.add(kind: EntryKind(rawValue: row[0]) ?? .variant, size: row[1], inline: row[2])
-        }
-        guard removed.entries > 0 else { return removed }
-        try db.execute(sql: "UPDATE entry SET accessed_at = ? WHERE \(orphaned)", arguments: [previous] + arguments)
-        return removed
     }
 
     /// Gives free pages of the database back to the file system when they
@@ -144,37 +92,26 @@ extension CacheStore {
         }
     }
 
-    /// One statement picks the least recently accessed items (not already
-    /// chosen) whose removal frees at least `bytes` and `entries`: a running
-    /// sum over the `accessed_at` order, read from the covering `entry_lru`
-    /// index. The walk is bounded by an estimate from the average item size
-    /// and widened (doubled) only when that was not enough.
-    static func chooseLeastRecentlyUsed(_ db: Database, bytes: Int64, entries: Int, variantsOnly: Bool = false) throws {
-        guard bytes > 0 || entries > 0 else { return }
-        let totals = try Schema.totals(db)
-        let average = max(1, totals.bytes / Int64(max(1, totals.entries)))
-        var limit = max(entries, Int(bytes / average)) * 5 / 4 + 1000
-        while true {
-            let window = """
-                SELECT key, size, sum(size) OVER lru AS running_bytes, row_number() OVER lru AS running_entries
-                FROM (SELECT key, size, accessed_at FROM entry
-                      WHERE key NOT IN (SELECT key FROM temp.victim) AND \(Schema.live())
-                        \(variantsOnly ? "AND kind = 'variant'" : "")
-                      ORDER BY accessed_at, key LIMIT ?)
-                WINDOW lru AS (ORDER BY accessed_at, key ROWS UNBOUNDED PRECEDING)
-                """
-            // Enough within the bound (or the bound took every row): take the prefix.
-            let reach = try Row.fetchOne(db, sql: "SELECT max(running_bytes) AS b, max(running_entries) AS n FROM (\(window))",
-                                         arguments: [limit])
-            let (reachBytes, reachEntries) = (reach?["b"] as Int64? ?? 0, reach?["n"] as Int? ?? 0)
-            if (reachBytes >= bytes && reachEntries >= entries) || reachEntries < limit {
-                try db.execute(sql: """
-                    INSERT OR IGNORE INTO temp.victim (key)
-                    SELECT key FROM (\(window)) WHERE running_bytes - size < ? OR running_entries - 1 < ?
-                    """, arguments: [limit, bytes, entries])
-                return
+    /// True when `error` says the disk is full (SQLITE_FULL, ENOSPC, EDQUOT).
+    static func isDiskFull(_ error: any Error) -> Bool {
+        if let error = error as? StoreError { return error.code == .storageFull }
+        return (error as? DatabaseError)?.resultCode == .SQLITE_FULL
+    }
+
+    /// A write that must work on a full disk (purge, eviction): when SQLite
+    /// finds no room, the space reserve is freed and the write runs once more.
+    /// Errors come back typed (`storage_full`, `database`). Blocking: call it
+    /// from the commit thread or the blocking pool.
+    func writeMakingRoomBlocking<T>(_ work: (Database) throws -> T) throws(StoreError) -> T {
+        do {
+            return try db.write(work)
+        } catch {
+            guard Self.isDiskFull(error), blobs.releaseReserveIfFull() else { throw Self.storeError(error, writing: nil) }
+            do {
+                return try db.write(work)
+            } catch {
+                throw Self.storeError(error, writing: nil)
             }
-            limit *= 2
         }
     }
 }

@@ -1,5 +1,5 @@
 import Crypto
-@_spi(Benchmarks) import ArtCacheCore
+import ArtCacheCore
 import Foundation
 internal import GRDB
 
@@ -10,7 +10,7 @@ extension CacheStore {
     /// type decided from the bytes; `declaredType` the origin's media type;
     /// `repaired` (they disagreed) is counted under `declared -> contentType`.
     @discardableResult
-    @_spi(Benchmarks) public func put(url: String, data: Data, contentType: String, declaredType: String? = nil,
+    package func put(url: String, data: Data, contentType: String, declaredType: String? = nil,
                                       repaired: Bool = false, validators: HTTPValidators = HTTPValidators(),
                                       now: Date = Date()) async throws -> CacheEntry {
         try await put(url: url, data: data, contentType: contentType, declaredType: declaredType, repaired: repaired,
@@ -75,7 +75,7 @@ extension CacheStore {
             // New bytes make old variants stale.
             guard let old, old.sha256 != new.sha256 else { return [] }
             let stale = try String.fetchAll(db.cachedStatement(sql: "SELECT key FROM entry WHERE parent_key = ?"), arguments: [key.hex])
-            return try Self.deleteEntries(db, keys: stale)
+            return try EntryRows.deleteEntries(db, keys: stale)
         })
     }
 

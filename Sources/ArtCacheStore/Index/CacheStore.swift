@@ -1,4 +1,4 @@
-@_spi(Benchmarks) import ArtCacheCore
+import ArtCacheCore
 import Foundation
 internal import GRDB
 import Logging
@@ -12,9 +12,9 @@ import Logging
 /// later ones, and writes batched access times. A store released without
 /// `close()` loses those access times and counts (logged): its `deinit`
 /// does no I/O, since it may run on any thread, Swift's cooperative pool included.
-@_spi(Benchmarks) public final class CacheStore: Sendable {
-    @_spi(Benchmarks) public let settings: CacheSettings
-    @_spi(Benchmarks) public let directory: URL
+package final class CacheStore: Sendable {
+    package let settings: CacheSettings
+    package let directory: URL
     let db: DatabasePool
     let blobs: BlobStore
     let logger: Logger
@@ -25,10 +25,10 @@ import Logging
     /// Admits puts until ``close()``, which waits for the admitted ones.
     let gate = WriteGate()
     let housekeeping = Locked(Housekeeping())
-    /// Whether the `negative` table may hold answers in force, and when that
-    /// was last read (CacheStore+Negative): a miss skips the lookup while
-    /// the table is known empty.
-    let negativeHint = Locked(NegativeHint())
+    /// Final failures remembered per URL (the `negative` table).
+    package let negatives: NegativeAnswers
+    /// URLs that failed for network reasons (the `retry_queue` table).
+    package let retries: RetryQueue
     /// Test seams: points where tests hold an operation at a known step or
     /// shrink a batch (all unset in production; nothing else reads them).
     package let testSeams = Locked(TestSeams())
@@ -40,6 +40,10 @@ import Logging
     /// it is opened alone (then closed with it).
     package let background: BackgroundScheduler
     private let ownsBackground: Bool
+
+    /// Verify, purge and stats (``StoreMaintenance``); the façade methods
+    /// `verify`, `purge` and `stats` below call it.
+    package var maintenance: StoreMaintenance { StoreMaintenance(store: self) }
 
     /// The store's test seams, in one place (``testSeams``).
     package struct TestSeams: Sendable {
@@ -59,28 +63,9 @@ import Logging
         package init() {}
     }
 
-    struct Housekeeping {
-        var lastAgeSweep: Date = .distantPast
-        var flusher: Task<Void, Never>?
-        /// A flush started because the batch grew large, if one runs.
-        var batchFlush: Task<Void, Never>?
-        /// Automatic flushes wait while flushes fail.
-        var flushBackoff = FlushBackoff()
-        /// A reclaimer job (CacheStore+Reclaim) is queued or runs.
-        var reclaiming = false
-        /// An eviction happened since the reclaimer last looked.
-        var reclaimWanted = false
-        /// A fold job (CacheStore+TouchLog) is queued or runs.
-        var folding = false
-        /// Jobs submitted so far: each run of a job has a key of its own
-        /// (the flags above, under this lock, are what keep them one at a time).
-        var jobRuns = 0
-        var closed = false
-    }
-
     /// Opens (creating if needed) the cache in `settings.directory`. The cost
     /// does not depend on how many items the cache holds: nothing is listed.
-    @_spi(Benchmarks) public static func open(settings: CacheSettings, logger: Logger = Logger(label: "artcache.store")) async throws -> CacheStore {
+    package static func open(settings: CacheSettings, logger: Logger = Logger(label: "artcache.store")) async throws -> CacheStore {
         try await Blocking.run { try openBlocking(settings: settings, logger: logger) }
     }
 
@@ -166,6 +151,8 @@ import Logging
             guard error.code != .incompatibleSchema, blobs.releaseReserveIfFull() else { throw error }
             db = try Self.openIndex(in: directory.path, configuration: config)
         }
+        negatives = NegativeAnswers(db: db)
+        retries = RetryQueue(db: db)
         // A killed writer's lock file, temp files and the blobs its last batch
         // renamed but never committed would fail `verify` until someone
         // repairs: gone now, unless their writer still lives.
@@ -181,7 +168,7 @@ import Logging
         if swept > 0 { logger.info("removed what dead writers left", metadata: ["files": "\(swept)"]) }
         // Store v1's blob files move inline or to the one-level layout; in
         // chunks that each commit, so an interrupted migration resumes here.
-        try migrateLegacyBlobs()
+        try LegacyBlobMigration(db: db, blobs: blobs, inlineMax: settings.inlineMax, logger: logger).run()
         blobs.ensureReserve()
         withExtendedLifetime(lock) {}
     }
@@ -234,7 +221,7 @@ import Logging
     /// It finishes its work even when the calling task is cancelled (a
     /// service's closer is, once its shutdown grace is over): the final
     /// flush runs where cancellation cannot reach it (``finishing(_:)``).
-    @_spi(Benchmarks) public func close() async throws {
+    package func close() async throws {
         await gate.close()
         let (flusher, batchFlush) = housekeeping.withLock { state in
             state.closed = true
@@ -319,7 +306,7 @@ import Logging
     /// `counting`: count the lookup in the `hits` / `misses` counters (a
     /// found item is touched either way). The pipeline counts once per
     /// request instead, whatever lookups the request takes.
-    @_spi(Benchmarks) public func lookup(key: CacheKey, counting: Bool = true) async throws -> CachedImage? {
+    package func lookup(key: CacheKey, counting: Bool = true) async throws -> CachedImage? {
         if let pending = behind.find(key.hex) { return recordLookup(pending.entry, pending.data, counting: counting) }
         // One hop: the row, its inline bytes or its file, read on one thread
         // of the blocking pool (GRDB's async read took a hop to its reader's
@@ -330,7 +317,7 @@ import Logging
     /// ``lookup(key:)`` for a thread of the caller's own (a render thread, a
     /// server's worker pool; never Swift's cooperative pool): no hop to
     /// another thread, so the cost is SQLite's and the file read's alone.
-    @_spi(Benchmarks) public func lookupBlocking(key: CacheKey) throws -> CachedImage? {
+    package func lookupBlocking(key: CacheKey) throws -> CachedImage? {
         if let pending = behind.find(key.hex) { return recordLookup(pending.entry, pending.data) }
         return try lookupCommitted(key: key, counting: true)
     }
@@ -377,4 +364,17 @@ import Logging
                 .map(CacheEntry.init(row:))
         }
     }
+}
+
+/// The store as one façade: what operators run, implemented by ``StoreMaintenance``.
+extension CacheStore {
+    package func verify(repair: Bool = false, hash: Bool = false) async throws -> VerifyReport {
+        try await maintenance.verify(repair: repair, hash: hash)
+    }
+
+    package func purge(_ request: PurgeRequest, now: Date = Date()) async throws -> PurgeReport {
+        try await maintenance.purge(request, now: now)
+    }
+
+    package func stats(now: Date = Date()) async throws -> CacheStats { try await maintenance.stats(now: now) }
 }

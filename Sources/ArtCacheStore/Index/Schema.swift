@@ -92,7 +92,7 @@ enum Schema {
             // record the original bytes they were made from; totals kept by
             // the code that writes (in bulk), not by a trigger per row.
             // Blob files of v1 are moved afterwards, in resumable chunks
-            // (CacheStore+Migration): this step only changes the schema.
+            // (LegacyBlobMigration): this step only changes the schema.
             try db.execute(sql: """
                 CREATE TABLE new_entry (
                     key TEXT PRIMARY KEY NOT NULL,
@@ -146,14 +146,14 @@ enum Schema {
         migrator.registerMigration("v5-lru-horizon") { db in
             // Eviction by horizon: rows accessed before `horizon` are evicted
             // (counted out of the totals, invisible to reads) and deleted in
-            // the background, in chunks (CacheStore+Reclaim). An older artcache
+            // the background, in chunks (CacheStore+Housekeeping). An older artcache
             // would see them as live: this migration makes it refuse the cache.
             try db.execute(sql: "ALTER TABLE totals ADD COLUMN horizon DOUBLE NOT NULL DEFAULT 0")
         }
         migrator.registerMigration("v6-touch-log") { db in
             // Access times are appended here, not written into their rows:
             // appends fill the log's last pages, where a row update rewrote
-            // two random pages of the index (CacheStore+TouchLog). An older
+            // two random pages of the index (TouchLog). An older
             // artcache would not read the log: this migration makes it refuse
             // the cache.
             try db.execute(sql: """

@@ -1,4 +1,4 @@
-@_spi(Benchmarks) import ArtCacheCore
+import ArtCacheCore
 import Foundation
 
 /// Store-behind: the puts nobody waits for (``CacheStore/putBehind(url:data:contentType:declaredType:repaired:validators:now:)``,

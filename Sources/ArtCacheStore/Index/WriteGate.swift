@@ -1,4 +1,4 @@
-@_spi(Benchmarks) import ArtCacheCore
+import ArtCacheCore
 
 /// The store's closed gate for puts: a put is admitted (``enter()``) before
 /// it writes anything, its temp file included, and leaves when it returned;

@@ -1,5 +1,5 @@
 import Dispatch
-@_spi(Benchmarks) import ArtCacheCore
+import ArtCacheCore
 import Foundation
 internal import GRDB
 

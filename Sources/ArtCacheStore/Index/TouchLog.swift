@@ -1,4 +1,4 @@
-@_spi(Benchmarks) import ArtCacheCore
+import ArtCacheCore
 import Foundation
 internal import GRDB
 
@@ -85,71 +85,5 @@ enum TouchLog {
               AND \(Schema.live())
             """, arguments: [horizon])
         return db.changesCount
-    }
-}
-
-extension CacheStore {
-    /// Distinct keys folded per transaction (a flush's worth, as before the log).
-    static let touchLogFoldChunk = 4096
-    /// At most this many rows are folded by `close()` (in one transaction);
-    /// a larger log is left for the next store's background fold.
-    static let touchLogCloseFoldRows = 8192
-
-    /// Rows in the touch log that start a background fold (`[cache] touch_log_fold_rows`).
-    var touchLogFoldRows: Int { testSeams.withLock { $0.touchLogFoldRows } ?? settings.touchLogFoldRows }
-
-    /// Starts folding the touch log (a job of the background scheduler)
-    /// unless a fold is queued or runs.
-    func startFold() {
-        startJob(.touchLogFold, flag: \.folding) { [self] in
-            await foldLogging()
-            housekeeping.withLock { $0.folding = false }
-        }
-    }
-
-    private func foldLogging() async {
-        do {
-            try await foldTouchLog()
-        } catch is CancellationError {
-            return  // closing: what is left waits for the next fold
-        } catch {
-            logger.warning("cannot fold access times into the index yet; the next flush retries",
-                           metadata: ["error": "\(error)"])
-        }
-    }
-
-    /// Folds the whole touch log into the index, a range of keys per
-    /// transaction (``touchLogFoldChunk`` distinct keys): puts and lookups
-    /// go between chunks. Rows appended meanwhile wait for the next fold.
-    package func foldTouchLog() async throws {
-        let chunk = testSeams.withLock { $0.touchLogFoldChunk } ?? Self.touchLogFoldChunk
-        let bounds = try await Blocking.run { try self.db.read { try TouchLog.boundaries($0, chunk: chunk) } }
-        var lower: String?
-        for upper in bounds.map(Optional.some) + [nil] {
-            try Task.checkCancellation()
-            if housekeeping.withLock({ $0.closed }) { throw CancellationError() }
-            let range = (lower, upper)
-            _ = try await Blocking.run { try self.db.write { db in try TouchLog.fold(db, from: range.0, to: range.1) } }
-            lower = upper
-        }
-    }
-
-    /// At close: folds a small log (at most ``touchLogCloseFoldRows`` rows)
-    /// in one transaction, so a short-lived process (a CLI command) leaves
-    /// its rows up to date. Access times are approximate by contract: a
-    /// failure is logged, never the command's.
-    /// An empty log takes no write lock: a read-only command (`stats`,
-    /// `get`) never waits for a writer at close.
-    func foldSmallTouchLogBlocking() {
-        do {
-            let bound = try db.read { try TouchLog.rowBound($0) }
-            guard (1...Self.touchLogCloseFoldRows).contains(bound) else { return }
-            try db.write { db in
-                guard try TouchLog.rowBound(db) <= Self.touchLogCloseFoldRows else { return }
-                try TouchLog.fold(db)
-            }
-        } catch {
-            logger.warning("access times left in the touch log at close", metadata: ["error": "\(error)"])
-        }
     }
 }

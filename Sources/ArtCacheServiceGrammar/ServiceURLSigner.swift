@@ -1,5 +1,5 @@
 import Crypto
-@_spi(Benchmarks) import ArtCacheCore
+import ArtCacheCore
 import Foundation
 
 /// Builds and checks thumbnail-service paths:

@@ -1,7 +1,4 @@
-@_spi(Benchmarks) import ArtCacheCore
-@_spi(Benchmarks) import ArtCacheFetch
-@_spi(Benchmarks) import ArtCacheRender
-@_spi(Benchmarks) import ArtCacheStore
+import ArtCacheCore
 import Foundation
 
 /// The kinds of API result set the prefetcher knows how to mine for image URLs.
@@ -90,10 +87,10 @@ public struct ResultSetError: Error, Sendable, Equatable, CustomStringConvertibl
     public var description: String { message }
 }
 
-/// Turns API response bodies (iTunes, GitHub search, Twitter v1.1) and URL lists
-/// into the ordered, deduplicated list of image URLs worth prefetching.
-public enum ResultSetParser {
-    /// Parses `data` into the image URLs it references.
+extension ResultSet {
+    /// Parses `data`, an API response body (iTunes, GitHub search, Twitter
+    /// v1.1) or a URL list, into the ordered, deduplicated image URLs worth
+    /// prefetching.
     ///
     /// Auto-detects the format unless `format` is given. A body whose first
     /// non-whitespace character is neither `{` nor `[` is read as a plain-text URL list.
@@ -104,6 +101,14 @@ public enum ResultSetParser {
     /// - Throws: `ResultSetError` with code `invalidJSON`, `apiError`, `noImageURLs`,
     ///   `unrecognized`, `formatMismatch` or `invalidURL`.
     public static func parse(_ data: Data, format: ResultSetFormat? = nil) throws(ResultSetError) -> ResultSet {
+        try ResultSetParser.parse(data, format: format)
+    }
+}
+
+/// The parser behind ``ResultSet/parse(_:format:)``: format detection and
+/// one extractor per API.
+package enum ResultSetParser {
+    package static func parse(_ data: Data, format: ResultSetFormat? = nil) throws(ResultSetError) -> ResultSet {
         guard let first = firstSignificantByte(data), first == UInt8(ascii: "{") || first == UInt8(ascii: "[") else {
             // Not JSON-looking: a plain-text URL list.
             if let format, format != .urls {

@@ -1,62 +1,62 @@
-@_spi(Benchmarks) import ArtCacheCore
+import ArtCacheCore
 import Foundation
 internal import GRDB
 
 /// A snapshot of the cache, as `artcache stats` prints it. Encoded with
 /// snake_case keys; this JSON shape is documented in the README and stable.
-@_spi(Benchmarks) public struct CacheStats: Sendable, Codable, Equatable {
-    @_spi(Benchmarks) public struct Host: Sendable, Codable, Equatable {
-        @_spi(Benchmarks) public var entries: Int
-        @_spi(Benchmarks) public var bytes: Int64
+package struct CacheStats: Sendable, Codable, Equatable {
+    package struct Host: Sendable, Codable, Equatable {
+        package var entries: Int
+        package var bytes: Int64
     }
 
-    @_spi(Benchmarks) public var directory: String
-    @_spi(Benchmarks) public var entries: Int
-    @_spi(Benchmarks) public var originals: Int
-    @_spi(Benchmarks) public var variants: Int
-    @_spi(Benchmarks) public var bytes: Int64
+    package var directory: String
+    package var entries: Int
+    package var originals: Int
+    package var variants: Int
+    package var bytes: Int64
     /// Of `bytes`: blobs kept inside the database (up to `inline_max`) and in files.
-    @_spi(Benchmarks) public var inlineBytes: Int64 = 0
-    @_spi(Benchmarks) public var fileBytes: Int64 = 0
-    @_spi(Benchmarks) public var maxBytes: Int64
-    @_spi(Benchmarks) public var maxEntries: Int
-    @_spi(Benchmarks) public var hits: Int64
-    @_spi(Benchmarks) public var misses: Int64
-    @_spi(Benchmarks) public var evictions: Int64
-    @_spi(Benchmarks) public var evictedBytes: Int64
+    package var inlineBytes: Int64 = 0
+    package var fileBytes: Int64 = 0
+    package var maxBytes: Int64
+    package var maxEntries: Int
+    package var hits: Int64
+    package var misses: Int64
+    package var evictions: Int64
+    package var evictedBytes: Int64
     /// `"declared -> sniffed"` → count.
-    @_spi(Benchmarks) public var repairs: [String: Int]
+    package var repairs: [String: Int]
     /// Host → entries and bytes (variants count under their original's host).
-    @_spi(Benchmarks) public var hosts: [String: Host]
-    @_spi(Benchmarks) public var oldestAccess: Date?
-    @_spi(Benchmarks) public var newestAccess: Date?
+    package var hosts: [String: Host]
+    package var oldestAccess: Date?
+    package var newestAccess: Date?
     /// URLs waiting in the persistent retry queue.
-    @_spi(Benchmarks) public var retryQueue: Int
+    package var retryQueue: Int
     /// URLs dropped from the full retry queue (oldest first), ever.
-    @_spi(Benchmarks) public var retryDropped: Int64 = 0
+    package var retryDropped: Int64 = 0
     /// Puts behind an answer that were not stored (the store-behind queue
     /// was full, or the write failed): `writes_dropped`.
-    @_spi(Benchmarks) public var writesDropped: Int64 = 0
+    package var writesDropped: Int64 = 0
     /// This process's memory tier (zero when read from the store alone).
-    @_spi(Benchmarks) public var memory = MemoryTierStats()
+    package var memory = MemoryTierStats()
     /// Originals by freshness, and the failures remembered (`freshness`).
-    @_spi(Benchmarks) public var freshness = Freshness()
+    package var freshness = Freshness()
 
     /// `stats --json` `freshness`: originals by where they stand against the
     /// origin's freshness (variants follow their original), and the URLs
     /// whose final failure is remembered (`[download] negative_ttl`).
-    @_spi(Benchmarks) public struct Freshness: Sendable, Codable, Equatable {
+    package struct Freshness: Sendable, Codable, Equatable {
         /// Within the origin's freshness (or given none): served as stored.
-        @_spi(Benchmarks) public var fresh = 0
+        package var fresh = 0
         /// Expired within its stale-while-revalidate window: answered at
         /// once, revalidated behind.
-        @_spi(Benchmarks) public var stale = 0
+        package var stale = 0
         /// Expired past that window (or `must-revalidate`): the next request waits for the origin.
-        @_spi(Benchmarks) public var expired = 0
+        package var expired = 0
         /// URLs that fail at once (404, 410, not an image) until their negative_ttl ends.
-        @_spi(Benchmarks) public var negative = 0
+        package var negative = 0
 
-        @_spi(Benchmarks) public init() {}
+        package init() {}
     }
 
     enum CodingKeys: String, CodingKey {
@@ -66,7 +66,7 @@ internal import GRDB
     }
 
     /// Every key is always present (absent dates are null), so the JSON is stable.
-    @_spi(Benchmarks) public func encode(to encoder: Encoder) throws {
+    package func encode(to encoder: Encoder) throws {
         var c = encoder.container(keyedBy: CodingKeys.self)
         try c.encode(directory, forKey: .directory)
         try c.encode(entries, forKey: .entries)
@@ -94,22 +94,22 @@ internal import GRDB
 }
 
 /// The in-process memory tier's counters (`stats --json`: `memory`).
-@_spi(Benchmarks) public struct MemoryTierStats: Sendable, Codable, Equatable {
-    @_spi(Benchmarks) public var entries = 0
-    @_spi(Benchmarks) public var bytes: Int64 = 0
-    @_spi(Benchmarks) public var hits: Int64 = 0
-    @_spi(Benchmarks) public var misses: Int64 = 0
-    @_spi(Benchmarks) public var evictions: Int64 = 0
-    @_spi(Benchmarks) public var maxBytes: Int64 = 0
-    @_spi(Benchmarks) public var maxEntries = 0
+package struct MemoryTierStats: Sendable, Codable, Equatable {
+    package var entries = 0
+    package var bytes: Int64 = 0
+    package var hits: Int64 = 0
+    package var misses: Int64 = 0
+    package var evictions: Int64 = 0
+    package var maxBytes: Int64 = 0
+    package var maxEntries = 0
 
-    @_spi(Benchmarks) public init() {}
+    package init() {}
 }
 
-extension CacheStore {
-    @_spi(Benchmarks) public func stats(now: Date = Date()) async throws -> CacheStats {
-        await waitForWritesBehind()  // what this process answered is counted as stored
-        try await flush()
+extension StoreMaintenance {
+    package func stats(now: Date = Date()) async throws -> CacheStats {
+        await store.waitForWritesBehind()  // what this process answered is counted as stored
+        try await store.flush()
         let directory = self.directory.path
         let settings = self.settings
         return try await db.read { db in
@@ -162,7 +162,7 @@ extension CacheStore {
         freshness.fresh = row?[0] ?? 0
         freshness.stale = row?[1] ?? 0
         freshness.expired = (row?[2] ?? 0) - freshness.fresh - freshness.stale
-        freshness.negative = try negativeCount(db, now: now)
+        freshness.negative = try NegativeAnswers.count(db, now: now)
         return freshness
     }
 }

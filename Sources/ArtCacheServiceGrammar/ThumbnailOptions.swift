@@ -1,5 +1,5 @@
-@_spi(Benchmarks) import ArtCacheCore
-@_spi(Benchmarks) import ArtCacheRender
+import ArtCacheCore
+import ArtCacheRender
 import Foundation
 
 /// The options segment of a service URL: what to make of the source image.

@@ -1,4 +1,4 @@
-@_spi(Benchmarks) import ArtCacheCore
+import ArtCacheCore
 import Foundation
 internal import GRDB
 
@@ -26,10 +26,19 @@ struct NegativeHint: Sendable {
     static let horizon: Duration = .seconds(1)
 }
 
-extension CacheStore {
+/// The `negative` table: final failures remembered per URL, and what this
+/// process knows of the table without reading it. The store's (``CacheStore/negatives``).
+package final class NegativeAnswers: Sendable {
+    let db: DatabasePool
+    /// Whether the table may hold answers in force, and when that was last
+    /// read: a miss skips the lookup while the table is known empty.
+    private let hint = Locked(NegativeHint())
+
+    init(db: DatabasePool) { self.db = db }
+
     /// Remembers that `url` failed for good until `now + ttl`; the URL leaves
     /// the retry queue in the same transaction (the origin answered).
-    package func recordNegative(url: String, reason: String, message: String, status: Int?, ttl: TimeInterval,
+    package func record(url: String, reason: String, message: String, status: Int?, ttl: TimeInterval,
                                 now: Date = Date()) async throws {
         let normalized = try NormalizedURL.forStore(url)
         try await db.write { db in
@@ -42,7 +51,7 @@ extension CacheStore {
                                          now.timeIntervalSince1970, now.addingTimeInterval(ttl).timeIntervalSince1970])
         }
         let recorded = ContinuousClock().now
-        negativeHint.withLock { hint in
+        hint.withLock { hint in
             hint.empty = false
             hint.recordedAt = recorded
         }
@@ -52,9 +61,9 @@ extension CacheStore {
     /// A miss costs no read while the table is known to be empty (checked
     /// at most once per ``NegativeHint/horizon``; an answer this process
     /// records is seen at once, another process's within the horizon).
-    package func negative(forKey key: CacheKey, now: Date = Date()) async throws -> NegativeAnswer? {
+    package func answer(forKey key: CacheKey, now: Date = Date()) async throws -> NegativeAnswer? {
         let clock = ContinuousClock()
-        let skip = negativeHint.withLock { hint in
+        let skip = hint.withLock { hint in
             hint.empty && hint.readAt.map { clock.now - $0 < NegativeHint.horizon } ?? false
         }
         if skip { return nil }
@@ -70,7 +79,7 @@ extension CacheStore {
                 if answer != nil { return (answer, true) }
                 return (nil, try Bool.fetchOne(db.cachedStatement(sql: "SELECT EXISTS (SELECT 1 FROM negative)")) ?? true)
             }
-            self.negativeHint.withLock { hint in
+            self.hint.withLock { hint in
                 if any {
                     hint.empty = false
                 } else if hint.recordedAt.map({ $0 < readAt }) ?? true {  // no record raced this read
@@ -86,7 +95,7 @@ extension CacheStore {
     /// oldest beyond `max` rows (`[download] negative_max`); returns how
     /// many went. Run as a `negative_cleanup` job of the background
     /// scheduler after answers are recorded, never on the request's path.
-    package func cleanNegatives(max: Int, now: Date = Date()) async throws -> Int {
+    package func clean(max: Int, now: Date = Date()) async throws -> Int {
         try await db.write { db in
             try db.cachedStatement(sql: "DELETE FROM negative WHERE until <= ?").execute(arguments: [now.timeIntervalSince1970])
             var removed = db.changesCount
@@ -101,12 +110,12 @@ extension CacheStore {
     }
 
     /// Rows in the negative table, in force or not (tests, stats).
-    package func negativeRowCount() async throws -> Int {
+    package func rowCount() async throws -> Int {
         try await db.read { try Int.fetchOne($0, sql: "SELECT count(*) FROM negative") ?? 0 }
     }
 
     /// Forgets every remembered failure (`purge --failures`); returns how many were in force.
-    package func clearNegatives(now: Date = Date()) async throws -> Int {
+    package func clear(now: Date = Date()) async throws -> Int {
         try await db.write { db in
             let live = try Int.fetchOne(db, sql: "SELECT count(*) FROM negative WHERE until > ?",
                                         arguments: [now.timeIntervalSince1970]) ?? 0
@@ -116,7 +125,7 @@ extension CacheStore {
     }
 
     /// Remembered failures in force at `now`.
-    static func negativeCount(_ db: Database, now: Date) throws -> Int {
+    static func count(_ db: Database, now: Date) throws -> Int {
         try Int.fetchOne(db, sql: "SELECT count(*) FROM negative WHERE until > ?", arguments: [now.timeIntervalSince1970]) ?? 0
     }
 }

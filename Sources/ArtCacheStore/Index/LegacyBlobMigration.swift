@@ -1,6 +1,7 @@
-@_spi(Benchmarks) import ArtCacheCore
+import ArtCacheCore
 import Foundation
 internal import GRDB
+import Logging
 
 /// Store v1 → v2, the blob side (the schema side is migration `v4-store-v2`):
 /// v1 kept every blob as a file in `objects/ab/cd/`. At open, small ones move
@@ -17,14 +18,23 @@ internal import GRDB
 /// 'objects/__/__/%'`) but is no v1 blob path (a damaged row: the store
 /// reads no such path). Rows are visited in key order, each once, so the
 /// loop always ends. When no row names a v1 path any more, the v1 folders go.
-extension CacheStore {
-    func migrateLegacyBlobs() throws {
+/// Run by the store's open, before anything else reads the index.
+struct LegacyBlobMigration {
+    let db: DatabasePool
+    let blobs: BlobStore
+    /// Blobs this size or smaller move inside the index (`[cache] inline_max`).
+    let inlineMax: Int64
+    let logger: Logger
+
+    func run() throws {
         let pending = try db.read { db in
             try Int64.fetchOne(db, sql: "SELECT value FROM counter WHERE name = 'legacy_layout'")
         }
         guard pending != nil else { return }
         let moved = try moveLegacyBlobs()
-        removeLegacyFolders()
+        // v1's second-level folders (`objects/ab/cd/`) and what is left in
+        // them: once no row names a v1 path, those files are orphans.
+        blobs.removeLegacyFolders()
         try db.write { db in try db.execute(sql: "DELETE FROM counter WHERE name = 'legacy_layout'") }
         logger.info("store migrated to v2", metadata: ["moved": "\(moved)"])
     }
@@ -34,7 +44,6 @@ extension CacheStore {
     func moveLegacyBlobs(chunk: Int = 500, limit: Int = .max) throws -> Int {
         var moved = 0
         var after = ""  // the last key visited: each row is visited once, whatever happens to it
-        let inlineMax = settings.inlineMax
         while moved < limit {
             let rows = try db.read { db in
                 try Row.fetchAll(db, sql: """
@@ -80,7 +89,7 @@ extension CacheStore {
                     }
                     garbage.append(old)
                 }
-                garbage += try Self.deleteEntries(db, keys: broken)
+                garbage += try EntryRows.deleteEntries(db, keys: broken)
                 try blobs.syncDirectories(of: linked)
                 try delta.apply(db)
                 return (garbage, broken.count)
@@ -93,8 +102,4 @@ extension CacheStore {
         }
         return moved
     }
-
-    /// Deletes v1's second-level folders (`objects/ab/cd/`) and what is left
-    /// in them: once no row names a v1 path, those files are orphans.
-    func removeLegacyFolders() { blobs.removeLegacyFolders() }
 }

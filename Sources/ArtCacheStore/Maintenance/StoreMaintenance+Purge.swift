@@ -1,4 +1,4 @@
-@_spi(Benchmarks) import ArtCacheCore
+import ArtCacheCore
 import Foundation
 internal import GRDB
 
@@ -6,21 +6,21 @@ internal import GRDB
 /// filter given (`olderThan`, `host`, `url`, `variantsOnly`); `all` selects
 /// everything; `toSize` then removes least recently used items until the
 /// cache is at most that size.
-@_spi(Benchmarks) public struct PurgeRequest: Sendable, Equatable {
-    @_spi(Benchmarks) public var all = false
+package struct PurgeRequest: Sendable, Equatable {
+    package var all = false
     /// Not accessed for at least this long.
-    @_spi(Benchmarks) public var olderThan: TimeInterval?
-    @_spi(Benchmarks) public var host: String?
-    @_spi(Benchmarks) public var url: String?
-    @_spi(Benchmarks) public var toSize: Int64?
+    package var olderThan: TimeInterval?
+    package var host: String?
+    package var url: String?
+    package var toSize: Int64?
     /// Remove variants only; originals stay.
-    @_spi(Benchmarks) public var variantsOnly = false
-    @_spi(Benchmarks) public var dryRun = false
+    package var variantsOnly = false
+    package var dryRun = false
     /// Forget the remembered failures (negative answers): their URLs are
     /// asked of the origin again. Alone, it removes no item.
-    @_spi(Benchmarks) public var failures = false
+    package var failures = false
 
-    @_spi(Benchmarks) public init(all: Bool = false, olderThan: TimeInterval? = nil, host: String? = nil, url: String? = nil,
+    package init(all: Bool = false, olderThan: TimeInterval? = nil, host: String? = nil, url: String? = nil,
                 toSize: Int64? = nil, variantsOnly: Bool = false, dryRun: Bool = false, failures: Bool = false) {
         self.failures = failures
         self.all = all
@@ -36,18 +36,18 @@ internal import GRDB
 }
 
 /// What a purge removed (or, in a dry run, would remove).
-@_spi(Benchmarks) public struct PurgeReport: Sendable, Codable, Equatable {
-    @_spi(Benchmarks) public var removed: Int
-    @_spi(Benchmarks) public var originals: Int
-    @_spi(Benchmarks) public var variants: Int
-    @_spi(Benchmarks) public var bytes: Int64
-    @_spi(Benchmarks) public var dryRun: Bool
+package struct PurgeReport: Sendable, Codable, Equatable {
+    package var removed: Int
+    package var originals: Int
+    package var variants: Int
+    package var bytes: Int64
+    package var dryRun: Bool
     /// Remembered failures forgotten (`--failures`; in a dry run, that would be).
-    @_spi(Benchmarks) public var failures = 0
+    package var failures = 0
 }
 
-extension CacheStore {
-    @_spi(Benchmarks) public func purge(_ request: PurgeRequest, now: Date = Date()) async throws -> PurgeReport {
+extension StoreMaintenance {
+    package func purge(_ request: PurgeRequest, now: Date = Date()) async throws -> PurgeReport {
         guard request.all || request.hasFilter || request.toSize != nil || request.variantsOnly || request.failures else {
             throw StoreError(.invalidRequest,
                              "nothing selected: give --all, --older-than, --host, --url, --to-size, --variants-only or --failures")
@@ -55,8 +55,8 @@ extension CacheStore {
         var failures = 0
         if request.failures {
             failures = request.dryRun
-                ? try await db.read { db in try Self.negativeCount(db, now: now) }
-                : try await clearNegatives(now: now)
+                ? try await db.read { db in try NegativeAnswers.count(db, now: now) }
+                : try await store.negatives.clear(now: now)
             guard request.all || request.hasFilter || request.toSize != nil || request.variantsOnly else {
                 return PurgeReport(removed: 0, originals: 0, variants: 0, bytes: 0, dryRun: request.dryRun, failures: failures)
             }
@@ -64,15 +64,15 @@ extension CacheStore {
         let urlKey = try request.url.map { url throws(StoreError) in try NormalizedURL.forStore(url).key.hex }
         let host = request.host?.lowercased()
         do {
-            try await flush()
-        } catch where Self.isDiskFull(error) {
+            try await store.flush()
+        } catch where CacheStore.isDiskFull(error) {
             // The disk is full: the purge (which makes room) goes first; the
             // batched access times stay pending for the next flush.
             logger.warning("access times not written before purge: disk full", metadata: ["error": "\(error)"])
         }
         var report = try await Blocking.run { () throws -> PurgeReport in
             try self.blobs.cleanup.shared {
-                let (report, garbage) = try self.writeMakingRoomBlocking { db in
+                let (report, garbage) = try self.store.writeMakingRoomBlocking { db in
                     try Self.purgeRows(db, request: request, urlKey: urlKey, host: host, now: now)
                 }
                 self.blobs.remove(garbage)
@@ -80,7 +80,7 @@ extension CacheStore {
             }
         }
         try await Blocking.run {
-            try self.reclaimSpace()
+            try self.store.reclaimSpace()
             if !request.dryRun { self.blobs.ensureReserve() }  // room again: keep some back for the next full disk
         }
         report.failures = failures
@@ -91,7 +91,7 @@ extension CacheStore {
     /// (not in a dry run); returns the report and the blob files to delete.
     private static func purgeRows(_ db: Database, request: PurgeRequest, urlKey: String?, host: String?,
                                   now: Date) throws -> (PurgeReport, [String]) {
-        try Self.clearVictims(db)
+        try EntryRows.clearVictims(db)
         // Choosing by access time: the rows' times must be the latest.
         if request.olderThan != nil || request.toSize != nil { try TouchLog.fold(db) }
         var conditions: [String] = []
@@ -115,17 +115,17 @@ extension CacheStore {
                            arguments: StatementArguments(arguments))
         }
         if let toSize = request.toSize {
-            let remaining = try Schema.totals(db) - Self.victimTotals(db)
-            try Self.chooseLeastRecentlyUsed(db, bytes: remaining.bytes - toSize, entries: 0,
+            let remaining = try Schema.totals(db) - EntryRows.victimTotals(db)
+            try EntryRows.chooseLeastRecentlyUsed(db, bytes: remaining.bytes - toSize, entries: 0,
                                              variantsOnly: request.variantsOnly)
         }
-        let going = try Self.victimTotals(db)
+        let going = try EntryRows.victimTotals(db)
         let report = PurgeReport(removed: going.entries, originals: going.originals,
                                  variants: going.entries - going.originals, bytes: going.bytes, dryRun: request.dryRun)
         guard !request.dryRun else {
-            try Self.clearVictims(db)
+            try EntryRows.clearVictims(db)
             return (report, [])
         }
-        return (report, try Self.deleteVictims(db).files)
+        return (report, try EntryRows.deleteVictims(db).files)
     }
 }

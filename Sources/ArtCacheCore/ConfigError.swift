@@ -1,4 +1,3 @@
-@_spi(Benchmarks) import ArtCacheCore
 import Foundation
 
 /// A configuration problem: names the file (or variable), the key and what was wrong.
@@ -19,6 +18,13 @@ package struct ConfigError: Error, Sendable, Equatable, CustomStringConvertible 
     /// `section.key`, when the problem is about one key.
     package let key: String?
     package let message: String
+
+    package init(code: Code, source: String, key: String?, message: String) {
+        self.code = code
+        self.source = source
+        self.key = key
+        self.message = message
+    }
 
     package var description: String {
         if let key { return "\(source): \(key): \(message)" }

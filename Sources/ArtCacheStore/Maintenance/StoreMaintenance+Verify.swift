@@ -1,4 +1,4 @@
-@_spi(Benchmarks) import ArtCacheCore
+import ArtCacheCore
 import Foundation
 internal import GRDB
 
@@ -40,7 +40,7 @@ package struct VerifyReport: Sendable, Codable, Equatable {
     package var remaining: Int { max(0, problemCount - repaired) }
 }
 
-extension CacheStore {
+extension StoreMaintenance {
     /// Checks every row against its blob, inline or file (exists, size, and
     /// with `hash` its SHA-256), the totals against the rows, and finds orphan
     /// blobs and leftover temp files. With `repair`, bad rows are deleted
@@ -52,9 +52,9 @@ extension CacheStore {
     /// write lock, briefly: it re-checks each candidate under the lock (a row
     /// changed or a blob committed since the scan is left alone) and then deletes.
     package func verify(repair: Bool = false, hash: Bool = false) async throws -> VerifyReport {
-        try await flush()
+        try await store.flush()
         let blobs = self.blobs
-        let rowsScanned = testSeams.withLock { $0.verifyRowsScanned }
+        let rowsScanned = store.testSeams.withLock { $0.verifyRowsScanned }
         let scan = try await db.read { db in try Self.scan(db, blobs: blobs, hash: hash, rowsScanned: rowsScanned) }
         var report = scan.report
         // A temp file is live while its writer's lock is held (whatever its age or pid).
@@ -88,7 +88,7 @@ extension CacheStore {
                 let named = try key.map { try String.fetchOne(db, sql: "SELECT blob FROM entry WHERE key = ?", arguments: [$0]) } ?? nil
                 if named != orphan { garbage.append(orphan) } else { cleared.insert(orphan) }
             }
-            if !badKeys.isEmpty { garbage += try Self.deleteEntries(db, keys: badKeys) }
+            if !badKeys.isEmpty { garbage += try EntryRows.deleteEntries(db, keys: badKeys) }
             try db.execute(sql: "DELETE FROM inline_blob WHERE key NOT IN (SELECT key FROM entry WHERE blob IS NULL)")
             try Schema.recount(db).store(db)
             return (garbage, cleared)

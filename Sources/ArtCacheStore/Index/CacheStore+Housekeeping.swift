@@ -1,4 +1,4 @@
-@_spi(Benchmarks) import ArtCacheCore
+import ArtCacheCore
 import Foundation
 internal import GRDB
 
@@ -14,6 +14,26 @@ internal import GRDB
 /// cache starts a reclaimer for them. Variants still live whose original was
 /// evicted go with it here, and are counted out then.
 extension CacheStore {
+    /// What the store's background work shares, under ``housekeeping``.
+    struct Housekeeping {
+        var lastAgeSweep: Date = .distantPast
+        var flusher: Task<Void, Never>?
+        /// A flush started because the batch grew large, if one runs.
+        var batchFlush: Task<Void, Never>?
+        /// Automatic flushes wait while flushes fail.
+        var flushBackoff = FlushBackoff()
+        /// A reclaimer job is queued or runs.
+        var reclaiming = false
+        /// An eviction happened since the reclaimer last looked.
+        var reclaimWanted = false
+        /// A touch-log fold job is queued or runs.
+        var folding = false
+        /// Jobs submitted so far: each run of a job has a key of its own
+        /// (the flags above, under this lock, are what keep them one at a time).
+        var jobRuns = 0
+        var closed = false
+    }
+
     /// Rows deleted per transaction.
     static let reclaimChunk = 5000
 
@@ -76,13 +96,13 @@ extension CacheStore {
         starting?()
         let chunk = max(1, rows ?? Self.reclaimChunk)
         let (files, more) = try writeMakingRoomBlocking { db -> ([String], Bool) in
-            try Self.clearVictims(db)
+            try EntryRows.clearVictims(db)
             try db.cachedStatement(sql: """
                 INSERT INTO temp.victim (key) SELECT key FROM entry INDEXED BY entry_lru
                 WHERE accessed_at < (SELECT horizon FROM totals WHERE id = 1) ORDER BY accessed_at LIMIT ?
                 """).execute(arguments: [chunk])
             let chosen = db.changesCount
-            let (files, removed, _) = try Self.deleteVictims(db)
+            let (files, removed, _) = try EntryRows.deleteVictims(db)
             try Schema.bump(db, "evictions", by: Int64(removed.entries))
             try Schema.bump(db, "evicted_bytes", by: removed.bytes)
             return (files, chosen == chunk)
@@ -92,16 +112,75 @@ extension CacheStore {
         return more
     }
 
-    /// Whether evicted rows wait for the reclaimer (one probe of `entry_lru`).
-    static func hasEvictedRows(_ db: Database) throws -> Bool {
-        try Bool.fetchOne(db.cachedStatement(sql: """
-            SELECT EXISTS (SELECT 1 FROM entry INDEXED BY entry_lru
-                           WHERE accessed_at < (SELECT horizon FROM totals WHERE id = 1))
-            """)) ?? false
+    /// Returns once no reclaimer is queued or runs (tests, benchmarks).
+    package func waitForReclaim() async {
+        await background.waitUntilIdle(.reclaim)
+    }
+}
+
+/// The touch log's fold, in the background (``TouchLog``).
+extension CacheStore {
+    /// Distinct keys folded per transaction (a flush's worth, as before the log).
+    static let touchLogFoldChunk = 4096
+    /// At most this many rows are folded by `close()` (in one transaction);
+    /// a larger log is left for the next store's background fold.
+    static let touchLogCloseFoldRows = 8192
+
+    /// Rows in the touch log that start a background fold (`[cache] touch_log_fold_rows`).
+    var touchLogFoldRows: Int { testSeams.withLock { $0.touchLogFoldRows } ?? settings.touchLogFoldRows }
+
+    /// Starts folding the touch log (a job of the background scheduler)
+    /// unless a fold is queued or runs.
+    func startFold() {
+        startJob(.touchLogFold, flag: \.folding) { [self] in
+            await foldLogging()
+            housekeeping.withLock { $0.folding = false }
+        }
     }
 
-    /// Returns once no reclaimer is queued or runs (tests, benchmarks).
-    @_spi(Benchmarks) public func waitForReclaim() async {
-        await background.waitUntilIdle(.reclaim)
+    private func foldLogging() async {
+        do {
+            try await foldTouchLog()
+        } catch is CancellationError {
+            return  // closing: what is left waits for the next fold
+        } catch {
+            logger.warning("cannot fold access times into the index yet; the next flush retries",
+                           metadata: ["error": "\(error)"])
+        }
+    }
+
+    /// Folds the whole touch log into the index, a range of keys per
+    /// transaction (``touchLogFoldChunk`` distinct keys): puts and lookups
+    /// go between chunks. Rows appended meanwhile wait for the next fold.
+    package func foldTouchLog() async throws {
+        let chunk = testSeams.withLock { $0.touchLogFoldChunk } ?? Self.touchLogFoldChunk
+        let bounds = try await Blocking.run { try self.db.read { try TouchLog.boundaries($0, chunk: chunk) } }
+        var lower: String?
+        for upper in bounds.map(Optional.some) + [nil] {
+            try Task.checkCancellation()
+            if housekeeping.withLock({ $0.closed }) { throw CancellationError() }
+            let range = (lower, upper)
+            _ = try await Blocking.run { try self.db.write { db in try TouchLog.fold(db, from: range.0, to: range.1) } }
+            lower = upper
+        }
+    }
+
+    /// At close: folds a small log (at most ``touchLogCloseFoldRows`` rows)
+    /// in one transaction, so a short-lived process (a CLI command) leaves
+    /// its rows up to date. Access times are approximate by contract: a
+    /// failure is logged, never the command's.
+    /// An empty log takes no write lock: a read-only command (`stats`,
+    /// `get`) never waits for a writer at close.
+    func foldSmallTouchLogBlocking() {
+        do {
+            let bound = try db.read { try TouchLog.rowBound($0) }
+            guard (1...Self.touchLogCloseFoldRows).contains(bound) else { return }
+            try db.write { db in
+                guard try TouchLog.rowBound(db) <= Self.touchLogCloseFoldRows else { return }
+                try TouchLog.fold(db)
+            }
+        } catch {
+            logger.warning("access times left in the touch log at close", metadata: ["error": "\(error)"])
+        }
     }
 }

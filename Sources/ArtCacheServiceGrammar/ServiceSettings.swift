@@ -1,5 +1,5 @@
-@_spi(Benchmarks) import ArtCacheCore
-@_spi(Benchmarks) import ArtCacheFetch
+import ArtCacheCore
+import ArtCacheFetch
 import Foundation
 
 /// `[service]`: the thumbnail HTTP service (`artcache serve`) and the

@@ -1,7 +1,4 @@
-@_spi(Benchmarks) import ArtCacheCore
-@_spi(Benchmarks) import ArtCacheFetch
-@_spi(Benchmarks) import ArtCacheRender
-@_spi(Benchmarks) import ArtCacheStore
+import ArtCacheCore
 import Foundation
 
 extension ResultSetParser {
