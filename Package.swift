@@ -103,11 +103,14 @@ let package = Package(
         // Twitter): pure parsing of untrusted JSON, fuzzed.
         .target(name: "ArtCacheResultSets", dependencies: ["ArtCacheCore"]),
         // The service's contract with its clients: its settings, the URL
-        // grammar (`ThumbnailOptions`) and the signer. Below ArtCache, whose
-        // manifests sign URLs, and the server, which checks them.
+        // grammar (`ThumbnailOptions`), the signer, and a client of a ring's
+        // front door (`FrontWarmer`, over Fetch's engine). Below ArtCache,
+        // whose manifests sign URLs and warm through the front, and the
+        // server, which checks them.
         .target(
             name: "ArtCacheServiceGrammar",
-            dependencies: ["ArtCacheCore", "ArtCacheFetch", "ArtCacheRender", .product(name: "Crypto", package: "swift-crypto")]
+            dependencies: ["ArtCacheCore", "ArtCacheFetch", "ArtCacheRender", .product(name: "Crypto", package: "swift-crypto"),
+                           .product(name: "Logging", package: "swift-log")]
         ),
         .target(
             name: "ArtCache",

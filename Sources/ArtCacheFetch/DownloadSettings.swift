@@ -68,4 +68,17 @@ public struct DownloadSettings: Sendable, Equatable {
         }
         return nil
     }
+
+    /// The reason these settings refuse `url` before any connection
+    /// (`refused_scheme`, `blocked_source`, or `blocked_address` for an
+    /// address literal outside the allowed networks); nil when only a
+    /// download can tell (a manifest marks such items failed at once).
+    package func refusalReason(of url: NormalizedURL) -> String? {
+        if let refusal = refusal(of: url, as: url.string) { return refusal.reason }
+        let literal = url.host.hasPrefix("[") ? String(url.host.dropFirst().dropLast()) : url.host
+        if let address = IPAddress(literal), !addressPolicy.allows(address) {
+            return ArtCacheError.NetworkReason.blockedAddress.rawValue
+        }
+        return nil
+    }
 }

@@ -94,16 +94,7 @@ package final class Downloader: Sendable {
     }
 
     private func once(_ request: TransferRequest, attempt: Int, priority: PriorityHandle) async throws(DownloadError) -> HTTPResponse {
-        if Task.isCancelled { throw DownloadError(.cancelled, "\(request.url): cancelled") }
-        let result: TransferResult
-        do {
-            result = try await transport.perform(request, priority: priority)
-        } catch let error as DownloadError {
-            throw error
-        } catch {
-            throw DownloadError(.cancelled, "\(request.url): cancelled")
-        }
-        guard result.curlCode == 0 else { throw DownloadError.fromCurl(result, url: request.url, settings: settings) }
+        let result = try await perform(request, priority: priority)
         if result.status == 304 || (200..<300).contains(result.status) {
             return HTTPResponse(status: result.status, headers: result.headers, body: result.body,
                                 effectiveURL: result.effectiveURL, httpVersion: result.httpVersion, attempts: attempt)
@@ -116,6 +107,22 @@ package final class Downloader: Sendable {
                                   retryAfter: HTTPCachePolicy.retryAfter(result.headers["retry-after"]))
         if result.status == 404 || result.status == 410 { error.freshFor = HTTPCachePolicy.negativeLifetime(result.headers) }
         throw error
+    }
+
+    /// One transfer through the transport; a failed one (curl's error, a
+    /// refusal, cancellation) is thrown typed, any HTTP status comes back.
+    func perform(_ request: TransferRequest, priority: PriorityHandle) async throws(DownloadError) -> TransferResult {
+        if Task.isCancelled { throw DownloadError(.cancelled, "\(request.url): cancelled") }
+        let result: TransferResult
+        do {
+            result = try await transport.perform(request, priority: priority)
+        } catch let error as DownloadError {
+            throw error
+        } catch {
+            throw DownloadError(.cancelled, "\(request.url): cancelled")
+        }
+        guard result.curlCode == 0 else { throw DownloadError.fromCurl(result, url: request.url, settings: request.settings) }
+        return result
     }
 
     /// Full-jitter exponential backoff; an origin's Retry-After wins, capped

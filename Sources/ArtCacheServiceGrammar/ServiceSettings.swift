@@ -49,6 +49,11 @@ public struct ServiceSettings: Sendable, Equatable {
     public var avif = FormatUse.cold
     /// The same for WebP (`[service] webp`).
     public var webp = FormatUse.cold
+    /// The ring's front door (`[service] front_url`, e.g. `http://front.internal`;
+    /// empty: none). With it, a manifest warms its pending items through the
+    /// front, as signed `pri=low` requests, so each is stored by the node
+    /// that will serve it, not by the node that got the manifest.
+    public var frontURL = ""
 
     /// How `f=auto` may use a format the client accepts (README "What browsers get").
     public enum FormatUse: String, Sendable, Equatable, CaseIterable {

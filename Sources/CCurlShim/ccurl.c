@@ -112,7 +112,23 @@ ccurl_transfer *ccurl_transfer_create(const ccurl_request_t *r) {
         snprintf(line, sizeof line, "If-Modified-Since: %s", r->if_modified_since);
         t->headers = curl_slist_append(t->headers, line);
     }
-    t->headers = curl_slist_append(t->headers, "Accept: image/avif,image/webp,image/*;q=0.9,*/*;q=0.5");
+    if (r->accept) {
+        snprintf(line, sizeof line, "Accept: %s", r->accept);
+        t->headers = curl_slist_append(t->headers, line);
+    } else {
+        t->headers = curl_slist_append(t->headers, "Accept: image/avif,image/webp,image/*;q=0.9,*/*;q=0.5");
+    }
+    for (const char *p = r->extra_headers; p && *p;) {
+        const char *end = strchr(p, '\n');
+        size_t n = end ? (size_t) (end - p) : strlen(p);
+        if (n > 0 && n < sizeof line && !memchr(p, '\r', n)) {
+            memcpy(line, p, n);
+            line[n] = '\0';
+            t->headers = curl_slist_append(t->headers, line);
+        }
+        if (!end) break;
+        p = end + 1;
+    }
     ok &= curl_easy_setopt(e, CURLOPT_HTTPHEADER, t->headers) == CURLE_OK;
     if (!ok) { ccurl_transfer_destroy(t); return NULL; }
     return t;

@@ -28,10 +28,23 @@ struct PrefetchCommand: AsyncParsableCommand {
     @Flag(name: .customLong("no-thumbnails"), help: "Do not render the [thumbnails] sizes.") var noThumbnails = false
     @Option(name: .customLong("contact-sheet"), help: "Write a PNG tiling the result set's thumbnails, in result order.")
     var contactSheet: String?
+    @Option(help: ArgumentHelp("""
+        Warm a ring of serve nodes through its front door instead of this machine's cache: each URL is asked \
+        for there as signed pri=low thumbnails (the [thumbnails] sizes, once per browser Accept class; the \
+        original with --no-thumbnails), so the node that will serve it stores it. Needs the service's keys.
+        """, valueName: "front-url")) var via: String?
     @Flag(help: "Print the summary as stable JSON (documented in the README).") var json = false
 
     func validate() throws {
         if inputs.isEmpty && !retry { throw ValidationError("give at least one result set (FILE or -), or --retry") }
+        if let via {
+            guard let front = ServiceSettings.frontURL(via), !front.isEmpty else {
+                throw ValidationError("--via must be the http or https URL of the ring's front door, without query or fragment")
+            }
+            if retry || contactSheet != nil {
+                throw ValidationError("--via warms the ring, not this machine's cache: --retry and --contact-sheet need the local cache")
+            }
+        }
         if let concurrency, concurrency < 1 { throw ValidationError("--concurrency must be at least 1") }
     }
 
@@ -43,6 +56,9 @@ struct PrefetchCommand: AsyncParsableCommand {
             var seen = Set<String>()
             for input in inputs {
                 for url in try Self.load(input, format: format).urls where seen.insert(url).inserted { urls.append(url) }
+            }
+            if let via, let front = ServiceSettings.frontURL(via) {
+                return try await warm(urls, through: front, configuration: configuration)
             }
             let (summary, items, stages) = try await global.withPipeline(configuration) { pipeline in
                 if retry {

@@ -46,7 +46,7 @@ struct ProcessTests {
         let cache = dir.file("cache")
         var generator = SystemRandomNumberGenerator()
         for round in 0..<6 {
-            var writers: [(Process, Pipe, Int)] = []
+            var writers: [(Child, Pipe, Int)] = []
             for lane in 0..<3 {
                 let (process, out, _) = try CLI.start(["--cache-dir", cache, "--count", "100000", "--progress",
                                                        "--size", "20000", "--size", "90000", "--size", "3000",

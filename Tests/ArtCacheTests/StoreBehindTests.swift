@@ -139,7 +139,7 @@ struct StoreBehindTests {
         let signer = ServiceURLSigner(keys: [[UInt8](repeating: 0xAB, count: 32)])
         let paths = names.map { signer.path(for: origin.url("/img/\($0)"), options: ThumbnailOptions(size: .init(48), fit: .cover)) }
 
-        func serve() async throws -> (Process, Pipe, Pipe, Int) {
+        func serve() async throws -> (Child, Pipe, Pipe, Int) {
             let (process, out, err) = try CLI.start(["serve", "--listen", "127.0.0.1:0", "--cache-dir", cache], environment: environment)
             let line = try await CLI.firstLine(out)
             let port = try #require(line.split(separator: ":").last.flatMap { Int($0) }, "\(line)")

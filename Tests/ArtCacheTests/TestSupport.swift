@@ -195,21 +195,15 @@ enum CLI {
     }
 
     static func start(_ arguments: [String], environment: [String: String] = [:], directory: String? = nil,
-                      executable: String = binary) throws -> (Process, Pipe, Pipe) {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: executable)
-        process.arguments = arguments
+                      executable: String = binary) throws -> (Child, Pipe, Pipe) {
         // Nothing of the runner's own: its settings, or a credential a service manager handed it.
         var env = ProcessInfo.processInfo.environment.filter { !$0.key.hasPrefix("ARTCACHE_") && $0.key != "CREDENTIALS_DIRECTORY" }
         env.merge(Fixtures.loopbackEnvironment) { $1 }
         env.merge(environment) { $1 }
-        process.environment = env
-        if let directory { process.currentDirectoryURL = URL(fileURLWithPath: directory) }
         let out = Pipe(), err = Pipe()
-        process.standardOutput = out
-        process.standardError = err
-        try process.run()
-        return (process, out, err)
+        let child = try Child(executable: executable, arguments: arguments, environment: env, directory: directory,
+                              stdout: out, stderr: err)
+        return (child, out, err)
     }
 
     /// Runs a command to its end. Its output is read and its exit awaited on
@@ -223,7 +217,7 @@ enum CLI {
 
     /// Reads both pipes to their end (each on its own thread: a child that
     /// fills one while the other is read would block) and waits for the exit.
-    static func exit(_ process: Process, _ out: Pipe, _ err: Pipe) async -> Result {
+    static func exit(_ process: Child, _ out: Pipe, _ err: Pipe) async -> Result {
         await withCheckedContinuation { continuation in
             let output = Locked((out: Data(), err: Data()))
             let group = DispatchGroup()
@@ -246,7 +240,7 @@ enum CLI {
     }
 
     /// Waits for a started child's exit off the cooperative pool.
-    static func waitForExit(_ process: Process) async {
+    static func waitForExit(_ process: Child) async {
         await withCheckedContinuation { continuation in
             Thread.detachNewThread {
                 process.waitUntilExit()

@@ -3,6 +3,7 @@
 import Foundation
 import FuzzSupport
 @testable import ArtCache
+@testable import ArtCacheResultSets
 @testable import ArtCacheCore
 @testable import ArtCacheFetch
 @testable import ArtCacheRender

@@ -135,6 +135,7 @@ package struct ConfigKey: Sendable {
                   defaultValue: .string(service.avif.rawValue)),
         ConfigKey(section: "service", name: "webp", kind: .choice(ServiceSettings.FormatUse.allCases.map(\.rawValue)),
                   defaultValue: .string(service.webp.rawValue)),
+        ConfigKey(section: "service", name: "front_url", kind: .string, defaultValue: .string(service.frontURL)),
         // [profiles] (each other key of the table is a profile line)
         ConfigKey(section: "profiles", name: "fallback_ttl", kind: .duration(min: 0, max: .day), defaultValue: .duration(profiles.fallbackTTL)),
     ]

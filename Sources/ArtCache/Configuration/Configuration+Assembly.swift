@@ -174,6 +174,11 @@ extension Configuration {
         service.idleTimeout = read.duration("service.idle_timeout")
         service.requestReadTimeout = read.duration("service.request_read_timeout")
         service.maxConnections = read.integer("service.max_connections")
+        let front = read.string("service.front_url")
+        guard let frontURL = ServiceSettings.frontURL(front) else {
+            throw read.invalid("service.front_url", "\"\(front)\" is not an http or https URL of a host, without query or fragment")
+        }
+        service.frontURL = frontURL
         return service
     }
 

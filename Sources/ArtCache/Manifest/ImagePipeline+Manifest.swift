@@ -16,7 +16,9 @@ extension ImagePipeline {
     /// with `signer` (one that has keys), else request descriptors. Never
     /// waits on the network: items not cached are `pending` and handed to
     /// the prefetcher at low priority (with these sizes' 1× and 2×
-    /// thumbnails, deduplicated `warm_up` jobs); a cached original without
+    /// thumbnails, deduplicated `warm_up` jobs; with `[service] front_url`
+    /// and a signer, through the ring's front, so the node that owns each
+    /// source warms it: ``FrontWarmer``); a cached original without
     /// its placeholder has it computed now (a small local decode; at most
     /// ``manifestInlinePlaceholders`` per manifest, the rest behind).
     /// `fit`: how thumbnails fill the display boxes (default `[thumbnails] fit`).
@@ -80,7 +82,7 @@ extension ImagePipeline {
             // 410, not an image, a blocked address): none is queued again.
             var reason: String?
             if entry == nil, let normalized {
-                reason = failures[normalized.string]?.reason ?? failures[result.url]?.reason ?? refusedByPolicy(normalized)
+                reason = failures[normalized.string]?.reason ?? failures[result.url]?.reason ?? configuration.download.refusalReason(of: normalized)
                 if reason == nil {
                     do {
                         reason = try await store.negatives.answer(forKey: normalized.key)?.reason
@@ -103,23 +105,10 @@ extension ImagePipeline {
             let scaled = Set(sizes.flatMap { size in
                 [1, 2].map { ImageSize(width: min(maxOutput, size.width * $0), height: min(maxOutput, size.height * $0)) }
             }).sorted { ($0.width, $0.height) < ($1.width, $1.height) }
-            for url in pending { warmUp(url, sizes: scaled, fit: fit) }
+            let front = frontWarmer(signer: signer)
+            for url in pending { warmUp(url, sizes: scaled, fit: fit, through: front) }
         }
         return ImageManifest(format: resultSet.format, items: items)
-    }
-
-    /// The refusal the download policy gives `url` before any connection
-    /// (`refused_scheme`, `blocked_source`, or `blocked_address` for an
-    /// address literal outside the allowed networks); nil when only a
-    /// download can tell.
-    func refusedByPolicy(_ url: NormalizedURL) -> String? {
-        let download = configuration.download
-        if let refusal = download.refusal(of: url, as: url.string) { return refusal.reason }
-        let literal = url.host.hasPrefix("[") ? String(url.host.dropFirst().dropLast()) : url.host
-        if let address = IPAddress(literal), !download.addressPolicy.allows(address) {
-            return ArtCacheError.NetworkReason.blockedAddress.rawValue
-        }
-        return nil
     }
 
     /// Queues a `warm_up` job for `url`: its original, then each of `sizes`
@@ -129,11 +118,15 @@ extension ImagePipeline {
     /// not queued again (O(1)), so a result set posted again adds nothing.
     /// Returns what the scheduler did with it.
     @discardableResult
-    package func warmUp(_ url: String, sizes: [ImageSize], fit: VariantSpec.Fit) -> BackgroundSubmission {
+    package func warmUp(_ url: String, sizes: [ImageSize], fit: VariantSpec.Fit, through front: FrontWarmer? = nil) -> BackgroundSubmission {
         guard let normalized = try? NormalizedURL(url) else { return .dropped }
-        let spec = sizes.map(\.description).joined(separator: ",") + ";" + fit.rawValue
+        let spec = (front == nil ? "" : "front;") + sizes.map(\.description).joined(separator: ",") + ";" + fit.rawValue
         let key = BackgroundJobKey(.warmUp, key: normalized.key.hex, spec: spec)
         return background.submit(key, priority: .low, bytes: url.utf8.count + spec.utf8.count) { [self] in
+            if let front {  // the node that owns the source stores it, not this one
+                _ = await front.warm(url, sizes: sizes, fit: fit)
+                return
+            }
             let handle = PriorityHandle(.low, background: true)
             let requests = [ImageRequest(url: url, priority: .low)]
                 + sizes.map { ImageRequest(url: url, size: $0, fit: fit, priority: .low) }
@@ -149,5 +142,12 @@ extension ImagePipeline {
                 }
             }
         }
+    }
+
+    /// The ring's front door (`[service] front_url`), when one is set and `signer` signs.
+    func frontWarmer(signer: ServiceURLSigner?) -> FrontWarmer? {
+        let front = configuration.service.frontURL
+        guard !front.isEmpty, let signer, signer.signs else { return nil }
+        return FrontWarmer(front: front, signer: signer, downloader: downloader, timeout: configuration.service.timeout, logger: logger)
     }
 }

@@ -215,27 +215,35 @@ final class CurlEngine: @unchecked Sendable {
                                   maxRedirects: request.settings.maxRedirects)
         let userdata = Unmanaged.passUnretained(state).toOpaque()
         let s = request.settings
+        let extra = request.extraHeaders.isEmpty ? nil : request.extraHeaders.map { $0 + "\n" }.joined()
         let transfer: OpaquePointer? = request.url.withCString { url in
             s.userAgent.withCString { agent in
                 withOptionalCString(request.ifNoneMatch) { etag in
                     withOptionalCString(request.ifModifiedSince) { modified in
-                        var r = ccurl_request_t()
-                        r.url = url
-                        r.user_agent = agent
-                        r.if_none_match = etag
-                        r.if_modified_since = modified
-                        r.connect_timeout_ms = Int(s.connectTimeout * 1000)
-                        r.timeout_ms = Int(s.timeout * 1000)
-                        r.low_speed_limit = Int(s.lowSpeedLimit)
-                        r.low_speed_time_s = Int(s.lowSpeedTime.rounded(.up))
-                        r.max_redirects = s.maxRedirects
-                        r.allow_http = s.allowHTTP ? 1 : 0
-                        r.max_body_bytes = s.maxBodyBytes
-                        r.write_fn = transferWrite
-                        r.header_fn = transferHeader
-                        r.address_fn = transferAddress
-                        r.userdata = userdata
-                        return ccurl_transfer_create(&r)
+                        withOptionalCString(request.accept) { accept in
+                            withOptionalCString(extra) { extra in
+                                var r = ccurl_request_t()
+                                r.url = url
+                                r.user_agent = agent
+                                r.if_none_match = etag
+                                r.if_modified_since = modified
+                                r.accept = accept
+                                r.extra_headers = extra
+                                r.connect_timeout_ms = Int(s.connectTimeout * 1000)
+                                r.timeout_ms = Int(s.timeout * 1000)
+                                r.low_speed_limit = Int(s.lowSpeedLimit)
+                                r.low_speed_time_s = Int(s.lowSpeedTime.rounded(.up))
+                                r.max_redirects = s.maxRedirects
+                                r.allow_http = s.allowHTTP ? 1 : 0
+                                r.max_body_bytes = s.maxBodyBytes
+                                r.write_fn = transferWrite
+                                r.header_fn = transferHeader
+                                // The operator's own endpoint may be on loopback: no address check.
+                                r.address_fn = request.trusted ? nil : transferAddress
+                                r.userdata = userdata
+                                return ccurl_transfer_create(&r)
+                            }
+                        }
                     }
                 }
             }

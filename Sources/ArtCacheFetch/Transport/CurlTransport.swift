@@ -9,6 +9,14 @@ struct TransferRequest: Sendable {
     var ifNoneMatch: String?
     var ifModifiedSince: String?
     var settings: DownloadSettings
+    /// `Accept` sent (nil: the image Accept every origin gets).
+    var accept: String? = nil
+    /// More request header lines (`Name: value`).
+    var extraHeaders: [String] = []
+    /// An endpoint the operator configured, not an origin
+    /// (``Downloader/getEndpoint(_:accept:timeout:maxBody:priority:)``): its
+    /// connections are not checked against the address policy.
+    var trusted = false
 }
 
 /// What libcurl reported for one finished transfer.

@@ -27,6 +27,9 @@ typedef struct {
     ccurl_data_fn header_fn;
     ccurl_address_fn address_fn;     /* NULL: every address allowed */
     void *userdata;
+    const char *accept;              /* NULL: the image Accept every origin gets */
+    const char *extra_headers;       /* NULL, or "Name: value" lines, each ended by '\n'
+                                      * (a line holding a CR, or longer than 1 KiB, is left out) */
 } ccurl_request_t;
 
 typedef struct ccurl_transfer ccurl_transfer;   /* an easy handle with its header list */
