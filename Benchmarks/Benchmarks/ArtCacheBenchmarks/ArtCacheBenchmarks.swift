@@ -17,7 +17,7 @@ final class Fixture<Value>: @unchecked Sendable {
 }
 
 func temporaryCache(_ label: String) -> CacheSettings {
-    var settings = Configuration.defaults.cache
+    var settings = CacheSettings()
     settings.directory = FileManager.default.temporaryDirectory.appendingPathComponent("artcache-bench-\(label)-\(getpid())").path
     try? FileManager.default.removeItem(atPath: settings.directory)
     settings.maxBytes = Int64.max / 4
