@@ -15,7 +15,7 @@ struct MemoryHitHandlerTests {
         // (default_ttl): its answer does not count down, and is built once.
         let s = try await ServiceHarness(live: true) { $0.service.cacheMaxAge = 3600 }
         try s.register("a.jpg")
-        try await s.app().test(.live) { client in
+        try await s.app().test(.live) { live in try await PatientClient.with(port: live.port!) { client in
             let path = try s.path("/img/a.jpg", "40x40")
             let cold = try await client.execute(uri: path, method: .get)
             #expect(cold.status == .ok && cold.headers[.artcacheSource] == "network")
@@ -50,7 +50,7 @@ struct MemoryHitHandlerTests {
 
             let metrics = String(buffer: try await client.execute(uri: "/metrics", method: .get).body)
             #expect(metrics.contains(#"artcache_images_total{tier="memory"} 3"#), "\(metrics)")
-        }
+        } }
         #expect(s.origin.requestCount("/img/a.jpg") == 1)
         try await s.close()
     }

@@ -277,7 +277,7 @@ struct ServiceConnectionTests {
         let s = try await Self.harness(idle: 3000, read: 3000)
         let names = ["a.jpg", "b.jpg", "c.jpg"]
         for name in names { try s.register(name) }
-        try await s.app().test(.live) { client in
+        try await s.app().test(.live) { live in try await PatientClient.with(port: live.port!) { client in
             for name in names {
                 let response = try await client.execute(uri: try s.path("/img/\(name)", "40x40"), method: .get)
                 #expect(response.status == .ok)
@@ -286,7 +286,7 @@ struct ServiceConnectionTests {
             let watches = s.service.connections.withLock { Array($0.values) }
             #expect(!watches.isEmpty, "the client's connection is open")
             #expect(watches.map(\.registered).allSatisfy { $0 == 0 })
-        }
+        } }
         try await s.close()
     }
 }

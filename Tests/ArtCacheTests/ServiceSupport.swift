@@ -3,8 +3,10 @@ import Foundation
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif
+import HTTPTypes
 import Hummingbird
 import HummingbirdTesting
+import NIOCore
 import Logging
 @testable import ArtCache
 @testable import ArtCacheCore
@@ -81,7 +83,15 @@ enum HTTPGet {
     }
 
     static func get(_ url: String, headers: [String: String] = [:]) async throws -> Answer {
+        try await send(url, headers: headers)
+    }
+
+    /// Any method, with a body: for requests that may wait for admission in a
+    /// loaded run (HummingbirdTesting's live client gives up after 20 s).
+    static func send(_ url: String, method: String = "GET", headers: [String: String] = [:], body: Data? = nil) async throws -> Answer {
         var request = URLRequest(url: URL(string: url)!)
+        request.httpMethod = method
+        request.httpBody = body
         request.cachePolicy = .reloadIgnoringLocalCacheData
         request.timeoutInterval = 150  // no byte for this long fails (a loaded full run is slow)
         for (name, value) in headers { request.setValue(value, forHTTPHeaderField: name) }
@@ -175,4 +185,37 @@ func connectLoopback(port: Int, timeout seconds: Int, sendTimeout: Bool = false)
         throw POSIXError(.ECONNREFUSED)
     }
     return fd
+}
+
+/// One keep-alive connection to a live test server that waits as long as the
+/// service does: HummingbirdTesting's `.live` client gives up after 20 s,
+/// which a cold render or an admission wait in a loaded full run can take.
+struct PatientClient {
+    struct Answer {
+        let status: HTTPResponse.Status
+        let headers: HTTPFields
+        let body: ByteBuffer
+    }
+
+    let client: TestClient
+
+    static func with<Value>(port: Int, _ body: (PatientClient) async throws -> Value) async throws -> Value {
+        let client = TestClient(host: "127.0.0.1", port: port, configuration: .init(timeout: .seconds(150)))
+        client.connect()
+        do {
+            let value = try await body(PatientClient(client: client))
+            try await client.shutdown()
+            return value
+        } catch {
+            try? await client.shutdown()
+            throw error
+        }
+    }
+
+    func execute(uri: String, method: HTTPRequest.Method = .get, headers: HTTPFields = [:]) async throws -> Answer {
+        var headers = headers
+        headers[.connection] = "keep-alive"
+        let response = try await client.execute(.init(uri, method: method, authority: "127.0.0.1", headers: headers))
+        return Answer(status: response.status, headers: response.headers, body: response.body ?? ByteBuffer())
+    }
 }
