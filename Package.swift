@@ -112,11 +112,19 @@ let package = Package(
             dependencies: ["ArtCacheCore", "ArtCacheFetch", "ArtCacheRender", .product(name: "Crypto", package: "swift-crypto"),
                            .product(name: "Logging", package: "swift-log")]
         ),
+        // The shared second tier: originals in an S3-compatible bucket (Ceph
+        // RGW, MinIO, S3) over Fetch's libcurl engine, signed by libcurl's SigV4.
+        .target(
+            name: "ArtCacheTier",
+            dependencies: ["ArtCacheCore", "ArtCacheFetch", .product(name: "Crypto", package: "swift-crypto"),
+                           .product(name: "Logging", package: "swift-log")]
+        ),
         .target(
             name: "ArtCache",
             dependencies: [
                 "ArtCacheCore",
                 "ArtCacheFetch",
+                "ArtCacheTier",
                 "ArtCacheStore",
                 "ArtCacheRender",
                 "ArtCacheResultSets",

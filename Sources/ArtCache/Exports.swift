@@ -12,3 +12,4 @@
 @_exported import ArtCacheResultSets
 @_exported import ArtCacheServiceGrammar
 @_exported import ArtCacheStore
+@_exported import ArtCacheTier

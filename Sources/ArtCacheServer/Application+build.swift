@@ -34,7 +34,8 @@ public func buildApplication(
         let text = service.metrics.exposition(activity: service.pipeline.activity, admission: service.admission.load,
                                               logDropped: service.logWriter?.dropped ?? 0,
                                               freshness: service.pipeline.freshnessCounters,
-                                              upgrades: service.pipeline.upgradeCounts)
+                                              upgrades: service.pipeline.upgradeCounts,
+                                              tier2: service.pipeline.tier2?.counters)
         return Response(status: .ok, headers: [.contentType: "text/plain; version=0.0.4; charset=utf-8"],
                         body: ResponseBody(byteBuffer: ByteBuffer(bytes: text)))
     }

@@ -143,7 +143,8 @@ final class ServiceMetrics: Sendable {
 
     /// The Prometheus text, with the gauges of work in progress read now.
     func exposition(activity: PipelineActivity, admission: (inflight: Int, waiting: Int), logDropped dropped: Int = 0,
-                    freshness: FreshnessCounters? = nil, upgrades: UpgradeCounts = UpgradeCounts()) -> [UInt8] {
+                    freshness: FreshnessCounters? = nil, upgrades: UpgradeCounts = UpgradeCounts(),
+                    tier2: Tier2.Counters? = nil) -> [UInt8] {
         func gauge(_ label: String, _ value: Int) {
             Gauge(label: label, factory: factory).record(Double(value))
         }
@@ -202,6 +203,17 @@ final class ServiceMetrics: Sendable {
         mirror("artcache_format_upgrades_total", ("outcome", "kept"), upgrades.kept)
         mirror("artcache_format_upgrades_total", ("outcome", "no_gain"), upgrades.noGain)
         mirror("artcache_format_upgrades_total", ("outcome", "failed"), upgrades.failed)
+        // The shared second tier ([tier2]), when configured: reads and writes by outcome.
+        if let tier2 {
+            for (outcome, value) in [("hit", tier2.hits), ("miss", tier2.misses), ("error", tier2.errors),
+                                     ("skipped", tier2.skipped)] {
+                mirror("artcache_tier2_reads_total", ("outcome", outcome), value)
+            }
+            for (outcome, value) in [("written", tier2.writes), ("deduplicated", tier2.deduplicated),
+                                     ("error", tier2.writeErrors)] {
+                mirror("artcache_tier2_writes_total", ("outcome", outcome), value)
+            }
+        }
         return registry.emitToBuffer()
     }
 }

@@ -129,6 +129,23 @@ ccurl_transfer *ccurl_transfer_create(const ccurl_request_t *r) {
         if (!end) break;
         p = end + 1;
     }
+    if (r->body) {
+        /* Copied (COPYPOSTFIELDS): the caller's buffer lives only for this call.
+         * No wait for "100 Continue" before a large body. (Not an "Expect:"
+         * line: libcurl 7.88's SigV4 signs a header meant to be removed.) */
+        ok &= curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t) r->body_length) == CURLE_OK;
+        ok &= curl_easy_setopt(e, CURLOPT_COPYPOSTFIELDS, r->body_length > 0 ? (const char *) r->body : "") == CURLE_OK;
+        ok &= curl_easy_setopt(e, CURLOPT_EXPECT_100_TIMEOUT_MS, 0L) == CURLE_OK;
+    }
+    if (r->method && strcmp(r->method, "HEAD") == 0) {
+        ok &= curl_easy_setopt(e, CURLOPT_NOBODY, 1L) == CURLE_OK;
+    } else if (r->method && strcmp(r->method, "GET") != 0) {
+        ok &= curl_easy_setopt(e, CURLOPT_CUSTOMREQUEST, r->method) == CURLE_OK;
+    }
+    if (r->aws_sigv4) {
+        ok &= curl_easy_setopt(e, CURLOPT_AWS_SIGV4, r->aws_sigv4) == CURLE_OK;
+        ok &= curl_easy_setopt(e, CURLOPT_USERPWD, r->userpwd ? r->userpwd : "") == CURLE_OK;
+    }
     ok &= curl_easy_setopt(e, CURLOPT_HTTPHEADER, t->headers) == CURLE_OK;
     if (!ok) { ccurl_transfer_destroy(t); return NULL; }
     return t;

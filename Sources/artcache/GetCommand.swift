@@ -44,12 +44,13 @@ struct GetCommand: AsyncParsableCommand {
         return Sniffer.isMismatch(declared: entry.declaredType, sniffed: Sniffer.sniff(image.data))
     }
 
-    /// The documented `source` values: cached, revalidated, stale, downloaded, uncacheable.
+    /// The documented `source` values: cached, revalidated, stale, downloaded, uncacheable, tier2.
     static func source(_ image: ImageResponse) -> String {
         switch image.source {
         case .memory, .disk, .placeholder: "cached"
         case .revalidated: "revalidated"
         case .stale: "stale"
+        case .tier2: "tier2"
         case .network: image.entry == nil ? "uncacheable" : "downloaded"
         }
     }

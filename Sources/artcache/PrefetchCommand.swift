@@ -135,6 +135,7 @@ struct PrefetchCommand: AsyncParsableCommand {
             "refused      \(s.refused) (not an image)",
             "failed       \(s.failed)",
         ]
+        if s.fromTier2 > 0 { lines.append("tier2        \(s.fromTier2) (from the shared second tier)") }
         if s.uncacheable > 0 { lines.append("uncacheable  \(s.uncacheable) (no-store)") }
         for (reason, count) in s.failures.sorted(by: { $0.key < $1.key }) { lines.append("  \(reason): \(count)") }
         lines.append("variants     \(s.variants) rendered, \(s.renderFailures.values.reduce(0, +)) render failures")

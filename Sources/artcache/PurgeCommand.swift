@@ -23,6 +23,8 @@ struct PurgeCommand: AsyncParsableCommand {
     @Flag(name: .customLong("variants-only"), help: "Remove variants only; keep originals.") var variantsOnly = false
     @Flag(help: "Forget remembered failures (404, 410, not an image; [download] negative_ttl): ask the origin again.")
     var failures = false
+    @Flag(help: "Purge the shared second tier ([tier2]) instead, by object age: with --older-than only.")
+    var tier2 = false
     @Flag(name: .customLong("dry-run"), help: "Print what would be removed; change nothing.") var dryRun = false
     @Flag(help: "Print stable JSON.") var json = false
 
@@ -36,6 +38,7 @@ struct PurgeCommand: AsyncParsableCommand {
                 }
                 request.olderThan = seconds
             }
+            if tier2 { return try await purgeTier2(olderThan: request.olderThan) }
             if let toSize {
                 guard let bytes = Units.parseSize(toSize) else {
                     throw ValidationError("--to-size: invalid size \"\(toSize)\" (use e.g. 500MB, 2GiB)")
@@ -51,6 +54,33 @@ struct PurgeCommand: AsyncParsableCommand {
                 print("\(verb) \(report.removed) items (\(report.originals) originals, \(report.variants) variants), \(Units.formatSize(report.bytes))"
                       + (failures ? ", \(report.failures) remembered failures" : ""))
             }
+        }
+    }
+
+    /// `--tier2`: objects of the bucket older than `--older-than`, by the
+    /// date they were written (the bucket keeps no access times). The local
+    /// cache is not opened.
+    private func purgeTier2(olderThan: TimeInterval?) async throws {
+        guard let olderThan else { throw ValidationError("--tier2 needs --older-than AGE (the age of the objects)") }
+        guard !all, host == nil, url == nil, toSize == nil, !variantsOnly, !failures else {
+            throw ValidationError("--tier2 takes --older-than, --dry-run and --json only")
+        }
+        let settings = try global.configuration()
+        guard settings.tier2.isEnabled else { throw ValidationError("--tier2: no [tier2] endpoint is configured") }
+        let downloader = try Downloader(settings: settings.download, logger: global.logger)
+        defer { downloader.shutdown() }
+        let tier = Tier2(settings: settings.tier2, downloader: downloader, logger: global.logger)
+        let report: Tier2.Usage
+        do {
+            report = try await tier.purge(olderThan: olderThan, dryRun: dryRun)
+        } catch {
+            throw ArtCacheError(any: error, context: "tier2 \(settings.tier2.endpoint)")
+        }
+        if json {
+            print(try Output.json(report))
+        } else {
+            print("\(dryRun ? "would remove" : "removed") \(report.records) records and \(report.originals) originals "
+                  + "(\(Units.formatSize(report.bytes))) from tier2 \(settings.tier2.endpoint)/\(settings.tier2.bucket)")
         }
     }
 }

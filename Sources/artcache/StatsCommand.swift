@@ -13,12 +13,41 @@ struct StatsCommand: AsyncParsableCommand {
 
     @Flag(help: "Print stable JSON (documented in the README).")
     var json = false
+    @Flag(help: "Count what the shared second tier ([tier2]) holds instead (lists its bucket).")
+    var tier2 = false
 
     func run() async throws {
         try await reportingErrors {
             let configuration = try global.configuration()
+            if tier2 { return try await tier2Usage(configuration) }
             let stats = try await global.withPipeline(configuration) { try await $0.stats() }
-            print(json ? try Output.json(stats) : Self.text(stats))
+            var text = json ? try Output.json(stats) : Self.text(stats)
+            if !json, configuration.tier2.isEnabled {
+                text += "\ntier2        \(configuration.tier2.endpoint)/\(configuration.tier2.bucket) (stats --tier2 counts it)"
+            }
+            print(text)
+        }
+    }
+
+    /// What the tier's bucket holds: records (URLs), originals (distinct bytes) and their size.
+    private func tier2Usage(_ configuration: Configuration) async throws {
+        let settings = configuration.tier2
+        guard settings.isEnabled else { throw ValidationError("--tier2: no [tier2] endpoint is configured") }
+        let downloader = try Downloader(settings: configuration.download, logger: global.logger)
+        defer { downloader.shutdown() }
+        let usage: Tier2.Usage
+        do {
+            usage = try await Tier2(settings: settings, downloader: downloader, logger: global.logger).usage()
+        } catch {
+            throw ArtCacheError(any: error, context: "tier2 \(settings.endpoint)")
+        }
+        if json {
+            struct Report: Encodable { let tier2: Tier2.Usage; let endpoint: String; let bucket: String }
+            print(try Output.json(Report(tier2: usage, endpoint: settings.endpoint, bucket: settings.bucket)))
+        } else {
+            print("tier2        \(settings.endpoint)/\(settings.bucket)\n"
+                  + "records      \(usage.records) (URLs)\noriginals    \(usage.originals) (distinct bytes), "
+                  + Units.formatSize(usage.bytes))
         }
     }
 

@@ -46,6 +46,7 @@ package struct ConfigKey: Sendable {
     private static let thumbnails = ThumbnailSettings()
     private static let memory = MemorySettings()
     private static let service = ServiceSettings()
+    private static let tier2 = Tier2Settings()
     private static let profiles = ProfileSettings()
     private static let background = BackgroundSettings()
 
@@ -136,6 +137,13 @@ package struct ConfigKey: Sendable {
         ConfigKey(section: "service", name: "webp", kind: .choice(ServiceSettings.FormatUse.allCases.map(\.rawValue)),
                   defaultValue: .string(service.webp.rawValue)),
         ConfigKey(section: "service", name: "front_url", kind: .string, defaultValue: .string(service.frontURL)),
+        // [tier2]: the keys from the environment or the credential only
+        ConfigKey(section: "tier2", name: "endpoint", kind: .string, defaultValue: .string(tier2.endpoint)),
+        ConfigKey(section: "tier2", name: "bucket", kind: .string, defaultValue: .string(tier2.bucket)),
+        ConfigKey(section: "tier2", name: "region", kind: .string, defaultValue: .string(tier2.region)),
+        ConfigKey(section: "tier2", name: "access_key", kind: .string, defaultValue: .string("")),
+        ConfigKey(section: "tier2", name: "secret_key", kind: .string, defaultValue: .string("")),
+        ConfigKey(section: "tier2", name: "timeout", kind: .duration(min: 0.01, max: 60), defaultValue: .duration(tier2.timeout)),
         // [profiles] (each other key of the table is a profile line)
         ConfigKey(section: "profiles", name: "fallback_ttl", kind: .duration(min: 0, max: .day), defaultValue: .duration(profiles.fallbackTTL)),
     ]

@@ -39,6 +39,7 @@ extension Configuration {
         background.maxQueued = read.integer("background.max_queued")
         background.maxBytes = read.size("background.max_bytes")
         background.concurrency = read.integer("background.concurrency")
+        tier2 = try Self.tier2(read)
         self.file = file
         try check()
     }
@@ -180,6 +181,39 @@ extension Configuration {
         }
         service.frontURL = frontURL
         return service
+    }
+
+    /// `[tier2]`. Its keys come from the environment (a file's are refused
+    /// in ``read(path:environment:)``) or the `tier2` credential.
+    static func tier2(_ read: ConfigValues) throws(ConfigError) -> Tier2Settings {
+        var tier2 = Tier2Settings()
+        let endpoint = read.string("tier2.endpoint")
+        guard let kept = Tier2Settings.endpoint(endpoint) else {
+            throw read.invalid("tier2.endpoint", "\"\(endpoint)\" is not an http or https URL of a host, without path, query or fragment")
+        }
+        tier2.endpoint = kept
+        tier2.bucket = read.string("tier2.bucket")
+        guard Tier2Settings.isValidBucket(tier2.bucket) else {
+            throw read.invalid("tier2.bucket", "\"\(tier2.bucket)\" is not a bucket name (3 to 63 of a-z, 0-9, '.', '-')")
+        }
+        tier2.region = read.string("tier2.region")
+        tier2.accessKey = read.string("tier2.access_key")
+        tier2.secretKey = read.string("tier2.secret_key")
+        tier2.timeout = read.duration("tier2.timeout")
+        return tier2
+    }
+
+    /// The `tier2` credential's keys in place of the environment's; with an
+    /// endpoint, both keys are required.
+    mutating func applyTier2Credential(environment: [String: String]) throws(ConfigError) {
+        if let keys = try Tier2Settings.credentialKeys(environment: environment) {
+            (tier2.accessKey, tier2.secretKey) = (keys.access, keys.secret)
+        }
+        if tier2.isEnabled, tier2.accessKey.isEmpty || tier2.secretKey.isEmpty {
+            throw ConfigError(code: .invalidValue, source: file ?? "environment", key: "tier2.access_key",
+                              message: "tier2.endpoint is set: ARTCACHE_TIER2_ACCESS_KEY and ARTCACHE_TIER2_SECRET_KEY "
+                                  + "(or the tier2 credential) are required")
+        }
     }
 
     /// `[presets]`: each a valid options string without a preset of its own.

@@ -34,7 +34,7 @@ extension Configuration {
             "thumbnails.render_timeout": thumbnails.renderTimeout, "thumbnails.concurrency": Double(thumbnails.concurrency),
             "memory.max_size": Double(memory.maxBytes), "memory.max_entries": Double(memory.maxEntries),
             "service.max_inflight": Double(service.maxInflight), "service.queue": Double(service.queue),
-            "service.timeout": service.timeout, "service.cache_max_age": service.cacheMaxAge,
+            "service.timeout": service.timeout, "tier2.timeout": tier2.timeout, "service.cache_max_age": service.cacheMaxAge,
             "service.shutdown_grace": service.shutdownGrace, "cache.low_water": cache.lowWater,
             "profiles.fallback_ttl": profiles.fallbackTTL, "service.manifest_max_body": Double(service.manifestMaxBody),
             "service.idle_timeout": service.idleTimeout, "service.request_read_timeout": service.requestReadTimeout,

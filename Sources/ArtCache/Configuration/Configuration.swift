@@ -23,6 +23,8 @@ public struct Configuration: Sendable, Equatable {
     public var profiles = ProfileSettings()
     /// `[background]`: the bounds of the work behind answers (``BackgroundScheduler``).
     package var background = BackgroundSettings()
+    /// `[tier2]`: the shared second tier (off while its endpoint is empty).
+    package var tier2 = Tier2Settings()
     /// The file the configuration was read from, if any.
     public var file: String?
 
@@ -105,9 +107,16 @@ public struct Configuration: Sendable, Equatable {
                 throw ConfigError(code: .unreadable, source: path, key: nil, message: "cannot read: \(error.localizedDescription)")
             }
             values = try parse(toml: text, source: path)
+            for secret in ["tier2.access_key", "tier2.secret_key"] where values[secret].map({ $0 != .string("") }) ?? false {
+                throw ConfigError(code: .invalidValue, source: path, key: secret, message: "a secret is not read from a file: "
+                                  + "set ARTCACHE_\(secret.uppercased().replacingOccurrences(of: ".", with: "_")) or the "
+                                  + "service's credential \(Tier2Settings.credential)")
+            }
         }
         try applyEnvironment(environment, to: &values)
-        return try Configuration(values: values, file: path)
+        var configuration = try Configuration(values: values, file: path)
+        try configuration.applyTier2Credential(environment: environment)
+        return configuration
     }
 
     /// Checks the rules that span keys or that a configuration built in code

@@ -14,6 +14,8 @@ public enum OriginalSource: String, Sendable, Codable {
     case downloaded
     /// Downloaded, but the origin said `no-store`: not kept.
     case uncacheable
+    /// Read from the shared second tier (`[tier2]`) and stored: no origin request.
+    case tier2
     /// Expired, and served as stored: within stale-while-revalidate (a
     /// revalidation runs behind), or the origin unreachable or failing
     /// (stale-if-error).
@@ -76,6 +78,7 @@ extension ImagePipeline {
         case .revalidated: .revalidated
         case .stale: .stale
         case .downloaded, .uncacheable: .network
+        case .tier2: .tier2
         }
         let (width, height) = try await dimensions(of: outcome.data, priority: priority)
         if let entry = outcome.entry { computeIntrinsicsBehind(of: entry) }
@@ -126,6 +129,9 @@ extension ImagePipeline {
             return try await answerExpired(hit, url: url, now: now, behind: behind, staleOK: staleOK, priority: priority)
         }
         if !reload { try await refuseIfRemembered(url, now: now) }
+        if !reload, let stored = try await fromTier2(url, behind: behind, staleOK: staleOK, now: now, priority: priority) {
+            return stored
+        }
         if let plan, let response = try await fetchRendition(plan, for: url, priority: priority) {
             return try await keep(response, url: url, now: now, behind: behind, fetched: plan.stored)
         }
@@ -170,6 +176,8 @@ extension ImagePipeline {
             : try await store.put(url: url.string, data: response.body, contentType: checked.sniffed.mimeType,
                                   declaredType: checked.declared, repaired: checked.repaired, validators: validators,
                                   fetched: fetched, sha256: sha256, now: now)
+        writeToTier2Behind(url: url, data: response.body, sha256: sha256, contentType: checked.sniffed.mimeType,
+                           declaredType: checked.declared, repaired: checked.repaired, validators: validators, now: now)
         return FetchOutcome(source: .downloaded, entry: entry, data: response.body, repaired: checked.repaired,
                             downloadedBytes: response.body.count)
     }

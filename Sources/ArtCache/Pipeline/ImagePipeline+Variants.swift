@@ -93,6 +93,7 @@ extension ImagePipeline {
             case .revalidated: .revalidated
             case .stale: .stale
             case .downloaded, .uncacheable: .network
+            case .tier2: .tier2
             }
             return VariantOutcome(source: from, rendered: true, entry: entry, data: rendered.data,
                                   contentType: rendered.contentType, width: rendered.width, height: rendered.height,

@@ -50,6 +50,8 @@ public final class ImagePipeline: Sendable {
     let profileFallbacks = Locked<[String: Date]>([:])
     /// Revalidations and stale answers so far (ImagePipeline+Freshness).
     let freshness = Locked(FreshnessCounters())
+    /// The shared second tier, when `[tier2] endpoint` is set (ImagePipeline+Tier2).
+    package let tier2: Tier2?
 
     init(configuration: Configuration, store: CacheStore, downloader: Downloader, logger: Logger) {
         self.configuration = configuration
@@ -59,6 +61,7 @@ public final class ImagePipeline: Sendable {
         self.renderer = Renderer(settings: configuration.thumbnails)
         self.memory = MemoryCache(settings: configuration.memory)
         self.logger = logger
+        tier2 = configuration.tier2.isEnabled ? Tier2(settings: configuration.tier2, downloader: downloader, logger: logger) : nil
     }
 
     /// Opens the cache in `configuration.cache.directory` (creating it) and

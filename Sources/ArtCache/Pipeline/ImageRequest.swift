@@ -76,6 +76,9 @@ public struct ImageResponse: Sendable {
         case stale
         /// The request failed and asked for a placeholder; see `error`.
         case placeholder
+        /// The shared second tier (`[tier2]`): stored by another node, not
+        /// asked of the origin (a variant rendered now from it too).
+        case tier2
     }
 
     /// Encoded image bytes.

@@ -172,6 +172,7 @@ public final class ImagePrefetcher: Sendable {
                 case .network: .downloaded
                 case .revalidated: .revalidated
                 case .stale: .stale
+                case .tier2: .tier2
                 case .memory, .disk, .placeholder: .cached
                 }
                 return PrefetchItem(url: job.url, outcome: .success(source), entry: response.entry,

@@ -101,6 +101,7 @@ extension PrefetchSummary {
         case .success(.revalidated): revalidated += 1
         case .success(.downloaded): downloaded += 1
         case .success(.uncacheable): uncacheable += 1
+        case .success(.tier2): fromTier2 += 1
         case .failure(let error) where error.code == .notAnImage: refused += 1
         case .failure(let error):
             failed += 1

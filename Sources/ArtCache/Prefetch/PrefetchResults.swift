@@ -18,6 +18,8 @@ public struct PrefetchSummary: Sendable, Codable, Equatable {
     public var refused = 0
     /// Downloaded but not kept (`Cache-Control: no-store`).
     public var uncacheable = 0
+    /// Read from the shared second tier (`[tier2]`): no origin request.
+    public var fromTier2 = 0
     /// Failed for any other reason; `failures` has them by reason.
     public var failed = 0
     public var failures: [String: Int] = [:]

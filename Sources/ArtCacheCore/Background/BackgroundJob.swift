@@ -10,6 +10,8 @@ package enum BackgroundKind: String, CaseIterable, Sendable, Hashable {
     case placeholder
     /// A manifest's pending item fetched (with its thumbnails) before it is asked for.
     case warmUp = "warm_up"
+    /// An original (and its record) written to the shared second tier behind its answer.
+    case tier2Write = "tier2_write"
     /// A better format of a stored thumbnail, made when it pays.
     case formatUpgrade = "format_upgrade"
     /// Folding the access-time log into the index.

@@ -222,7 +222,16 @@ final class CurlEngine: @unchecked Sendable {
                     withOptionalCString(request.ifModifiedSince) { modified in
                         withOptionalCString(request.accept) { accept in
                             withOptionalCString(extra) { extra in
+                              withOptionalCString(request.method) { method in
+                                withOptionalCString(request.awsSigV4) { sigv4 in
+                                  withOptionalCString(request.credentials) { userpwd in
+                                    withOptionalBytes(request.body) { body, bodyLength in
                                 var r = ccurl_request_t()
+                                r.method = method
+                                r.body = body
+                                r.body_length = Int64(bodyLength)
+                                r.aws_sigv4 = sigv4
+                                r.userpwd = userpwd
                                 r.url = url
                                 r.user_agent = agent
                                 r.if_none_match = etag
@@ -242,6 +251,10 @@ final class CurlEngine: @unchecked Sendable {
                                 r.address_fn = request.trusted ? nil : transferAddress
                                 r.userdata = userdata
                                 return ccurl_transfer_create(&r)
+                                    }
+                                  }
+                                }
+                              }
                             }
                         }
                     }

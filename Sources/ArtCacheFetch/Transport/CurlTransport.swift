@@ -17,6 +17,13 @@ struct TransferRequest: Sendable {
     /// (``Downloader/getEndpoint(_:accept:timeout:maxBody:priority:)``): its
     /// connections are not checked against the address policy.
     var trusted = false
+    /// nil: GET.
+    var method: String? = nil
+    /// A request body (sent with `method`, e.g. PUT).
+    var body: Data? = nil
+    /// libcurl's SigV4 signing (`aws:amz:REGION:SERVICE`) with `credentials` (`ACCESS:SECRET`).
+    var awsSigV4: String? = nil
+    var credentials: String? = nil
 }
 
 /// What libcurl reported for one finished transfer.

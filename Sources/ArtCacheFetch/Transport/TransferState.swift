@@ -109,6 +109,13 @@ let transferAddress: ccurl_address_fn = { userdata, sockaddr, length in
     return 0
 }
 
+/// The bytes of `data` (nil, 0 for none), valid inside `body` only.
+func withOptionalBytes<R>(_ data: Data?, _ body: (UnsafeRawPointer?, Int) -> R) -> R {
+    guard let data else { return body(nil, 0) }
+    if data.isEmpty { return withUnsafeBytes(of: UInt8(0)) { body($0.baseAddress, 0) } }
+    return data.withUnsafeBytes { body($0.baseAddress, $0.count) }
+}
+
 func withOptionalCString<R>(_ string: String?, _ body: (UnsafePointer<CChar>?) -> R) -> R {
     guard let string else { return body(nil) }
     return string.withCString { body($0) }

@@ -30,6 +30,11 @@ typedef struct {
     const char *accept;              /* NULL: the image Accept every origin gets */
     const char *extra_headers;       /* NULL, or "Name: value" lines, each ended by '\n'
                                       * (a line holding a CR, or longer than 1 KiB, is left out) */
+    const char *method;              /* NULL: GET; "HEAD" sends no body back; "PUT", "DELETE"... */
+    const void *body;                /* NULL: no request body; else body_length bytes, copied */
+    long long body_length;
+    const char *aws_sigv4;           /* NULL, or CURLOPT_AWS_SIGV4's "aws:amz:REGION:SERVICE": libcurl signs */
+    const char *userpwd;             /* with aws_sigv4: "ACCESS_KEY:SECRET_KEY" */
 } ccurl_request_t;
 
 typedef struct ccurl_transfer ccurl_transfer;   /* an easy handle with its header list */

@@ -1,7 +1,3 @@
-import ArtCacheCore
-import ArtCacheFetch
-import ArtCacheRender
-import ArtCacheStore
 import Foundation
 
 /// Runs one operation per key at a time: concurrent callers for the same key
@@ -10,7 +6,7 @@ import Foundation
 ///
 /// The operation runs at the highest priority of the callers waiting for it:
 /// it gets a `PriorityHandle` that follows them as they come, go and change.
-final class Coalescer<Key: Hashable & Sendable, Value: Sendable>: Sendable {
+package final class Coalescer<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     private struct Waiter {
         let continuation: CheckedContinuation<Value, Error>
         let priority: PriorityHandle
@@ -30,14 +26,14 @@ final class Coalescer<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     /// Called after a caller has joined (or started) the flight for a key (tests).
     private let onJoin: @Sendable (Key) -> Void
 
-    init(onJoin: @escaping @Sendable (Key) -> Void = { _ in }) {
+    package init(onJoin: @escaping @Sendable (Key) -> Void = { _ in }) {
         self.onJoin = onJoin
     }
 
     /// Number of operations under way (for tests).
-    var inFlight: Int { flights.withLock { $0.count } }
+    package var inFlight: Int { flights.withLock { $0.count } }
 
-    func run(key: Key, priority: PriorityHandle,
+    package func run(key: Key, priority: PriorityHandle,
              operation: @escaping @Sendable (PriorityHandle) async throws -> Value) async throws -> Value {
         let waiter = UUID()
         return try await withTaskCancellationHandler {
@@ -120,24 +116,4 @@ final class Coalescer<Key: Hashable & Sendable, Value: Sendable>: Sendable {
             waiter.continuation.resume(with: result)
         }
     }
-}
-
-/// The flight of an original: requests with equal keys share one load.
-/// Requests of different modes never share work, nor does a load that must
-/// be fresh with one that may answer stale, nor loads of different
-/// renditions; a revalidation behind an answer has flights of its own.
-struct OriginalFlight: Hashable, Sendable {
-    enum Purpose: Hashable, Sendable {
-        case load(mode: FetchMode, staleOK: Bool, rendition: String?)
-        case revalidation
-    }
-
-    var key: CacheKey
-    var purpose: Purpose
-}
-
-/// The flight of a variant: one render per variant and mode.
-struct VariantFlight: Hashable, Sendable {
-    var key: CacheKey
-    var mode: FetchMode
 }

@@ -1,0 +1,114 @@
+import ArtCacheCore
+import ArtCacheFetch
+import Crypto
+import Foundation
+
+/// An S3-compatible bucket over the downloader's libcurl engine: path-style
+/// URLs (`ENDPOINT/BUCKET/KEY`), requests signed by libcurl's own SigV4
+/// (`CURLOPT_AWS_SIGV4`). Keys are this module's own (`[a-z0-9/]`), so
+/// they need no escaping.
+package struct ObjectStore: Sendable {
+    package let settings: Tier2Settings
+    let downloader: Downloader
+
+    package init(settings: Tier2Settings, downloader: Downloader) {
+        self.settings = settings
+        self.downloader = downloader
+    }
+
+    /// Hex SHA-256 of nothing: the payload hash of a request without a body.
+    static let emptyPayload = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
+
+    private func request(_ method: String, _ path: String, query: String = "", timeout: TimeInterval) -> EndpointRequest {
+        var request = EndpointRequest(url: settings.endpoint + "/" + settings.bucket + path + (query.isEmpty ? "" : "?" + query),
+                                      method: method, timeout: timeout)
+        request.accept = "*/*"
+        request.sigV4 = (settings.region, "s3", settings.accessKey, settings.secretKey)
+        // libcurl (7.88) signs the payload hash without sending it; S3 and
+        // RGW refuse a signed request that does not carry it.
+        request.headers = ["x-amz-content-sha256: " + Self.emptyPayload]
+        return request
+    }
+
+    /// GET: any status comes back (404: not there).
+    package func get(_ key: String, timeout: TimeInterval, maxBody: Int64, priority: PriorityHandle) async throws(DownloadError) -> EndpointAnswer {
+        var get = request("GET", "/" + key, timeout: timeout)
+        get.maxBody = maxBody
+        return try await downloader.endpoint(get, priority: priority)
+    }
+
+    /// PUT `body` under `key`. `sha256`: the body's hex SHA-256 when known
+    /// (computed otherwise; call from a blocking context for a large body);
+    /// the store checks it.
+    package func put(_ key: String, body: Data, contentType: String, sha256: String? = nil, timeout: TimeInterval,
+                     priority: PriorityHandle) async throws(DownloadError) -> Int {
+        var put = request("PUT", "/" + key, timeout: timeout)
+        let hash = sha256 ?? CacheKey.hex(SHA256.hash(data: body))
+        put.headers = ["x-amz-content-sha256: " + hash, "Content-Type: " + contentType]
+        put.body = body
+        return try await downloader.endpoint(put, priority: priority).status
+    }
+
+    package func head(_ key: String, timeout: TimeInterval, priority: PriorityHandle) async throws(DownloadError) -> Int {
+        try await downloader.endpoint(request("HEAD", "/" + key, timeout: timeout), priority: priority).status
+    }
+
+    package func delete(_ key: String, timeout: TimeInterval, priority: PriorityHandle) async throws(DownloadError) -> Int {
+        try await downloader.endpoint(request("DELETE", "/" + key, timeout: timeout), priority: priority).status
+    }
+
+    /// One object of a listing.
+    package struct Listed: Sendable, Equatable {
+        package var key: String
+        package var lastModified: Date
+        package var size: Int64
+    }
+
+    /// Up to 1,000 objects under `prefix` after `startAfter`, in key order,
+    /// and whether more follow (ListObjectsV2). The query is written in the
+    /// canonical order SigV4 signs.
+    package func list(prefix: String, startAfter: String?, timeout: TimeInterval,
+                      priority: PriorityHandle) async throws(DownloadError) -> (objects: [Listed], truncated: Bool) {
+        var query = "list-type=2&max-keys=1000&prefix=" + Self.escape(prefix)
+        if let startAfter { query += "&start-after=" + Self.escape(startAfter) }
+        let answer = try await downloader.endpoint(request("GET", "/", query: query, timeout: timeout), priority: priority)
+        guard answer.status == 200 else {
+            throw DownloadError(.httpStatus, "\(settings.endpoint)/\(settings.bucket): listing answered \(answer.status)",
+                                status: answer.status)
+        }
+        return Self.parseListing(String(decoding: answer.body, as: UTF8.self))
+    }
+
+    /// RFC 3986 unreserved characters kept, everything else percent-encoded (as SigV4 canonicalizes).
+    static func escape(_ text: String) -> String {
+        var out = ""
+        for byte in text.utf8 {
+            let c = Character(Unicode.Scalar(byte))
+            if c.isASCII, c.isLetter || c.isNumber || "-_.~".contains(c) { out.append(c) } else { out += String(format: "%%%02X", byte) }
+        }
+        return out
+    }
+
+    /// The `<Contents>` of a ListBucketResult: key, LastModified, Size.
+    static func parseListing(_ xml: String) -> (objects: [Listed], truncated: Bool) {
+        func value(_ tag: String, in text: Substring) -> Substring? {
+            guard let open = text.range(of: "<\(tag)>"), let close = text.range(of: "</\(tag)>", range: open.upperBound..<text.endIndex)
+            else { return nil }
+            return text[open.upperBound..<close.lowerBound]
+        }
+        let dates = ISO8601DateFormatter()
+        dates.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
+        let plain = ISO8601DateFormatter()
+        var objects: [Listed] = []
+        var rest = xml[...]
+        while let start = rest.range(of: "<Contents>"), let end = rest.range(of: "</Contents>", range: start.upperBound..<rest.endIndex) {
+            let block = rest[start.upperBound..<end.lowerBound]
+            if let key = value("Key", in: block), let modified = value("LastModified", in: block),
+               let date = dates.date(from: String(modified)) ?? plain.date(from: String(modified)) {
+                objects.append(Listed(key: String(key), lastModified: date, size: value("Size", in: block).flatMap { Int64($0) } ?? 0))
+            }
+            rest = rest[end.upperBound...]
+        }
+        return (objects, value("IsTruncated", in: xml[...]) == "true")
+    }
+}

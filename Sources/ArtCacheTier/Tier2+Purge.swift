@@ -1,0 +1,71 @@
+import ArtCacheCore
+import ArtCacheFetch
+import Foundation
+
+extension Tier2 {
+    /// What the bucket holds: records (one per URL) and blobs (one per distinct original).
+    package struct Usage: Sendable, Equatable, Codable {
+        package var records = 0
+        package var originals = 0
+        package var bytes: Int64 = 0
+    }
+
+    /// Most objects one listing walks (a bound on a loop over another
+    /// system's answers: 10 million objects).
+    static let maxListed = 10_000_000
+
+    /// Counts the bucket's records and originals (listing it: the bucket
+    /// keeps no totals).
+    package func usage(priority: PriorityHandle = PriorityHandle(.low)) async throws -> Usage {
+        var usage = Usage()
+        try await walk("keys/", priority: priority) { _ in usage.records += 1; return false }
+        try await walk("originals/", priority: priority) { object in
+            usage.originals += 1
+            usage.bytes += object.size
+            return false
+        }
+        return usage
+    }
+
+    /// Deletes records and originals older than `age` (by the object's own
+    /// date: when it was written; the bucket knows no access times). A
+    /// record whose original is gone reads as a miss. Returns what was deleted.
+    package func purge(olderThan age: TimeInterval, dryRun: Bool = false, now: Date = Date(),
+                       priority: PriorityHandle = PriorityHandle(.low)) async throws -> Usage {
+        let cutoff = now.addingTimeInterval(-age)
+        var deleted = Usage()
+        for prefix in ["keys/", "originals/"] {
+            var victims: [ObjectStore.Listed] = []
+            try await walk(prefix, priority: priority) { object in
+                if object.lastModified < cutoff { victims.append(object) }
+                return false
+            }
+            for object in victims {
+                if dryRun {
+                    if prefix == "keys/" { deleted.records += 1 } else { deleted.originals += 1; deleted.bytes += object.size }
+                    continue
+                }
+                let status = try await objects.delete(object.key, timeout: settings.writeTimeout, priority: priority)
+                guard (200..<300).contains(status) || status == 404 else {
+                    throw DownloadError(.httpStatus, "tier2: DELETE \(object.key) answered \(status)", status: status)
+                }
+                if prefix == "keys/" { deleted.records += 1 } else { deleted.originals += 1; deleted.bytes += object.size }
+            }
+        }
+        return deleted
+    }
+
+    /// Every object under `prefix`, page by page, until `visit` returns true.
+    private func walk(_ prefix: String, priority: PriorityHandle,
+                      _ visit: (ObjectStore.Listed) throws -> Bool) async throws {
+        var after: String?
+        var seen = 0
+        while seen < Self.maxListed {
+            let page = try await objects.list(prefix: prefix, startAfter: after, timeout: settings.writeTimeout, priority: priority)
+            for object in page.objects where try visit(object) { return }
+            seen += page.objects.count
+            guard page.truncated, let last = page.objects.last?.key else { return }
+            after = last
+        }
+    }
+}

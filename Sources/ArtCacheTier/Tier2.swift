@@ -1,0 +1,195 @@
+import ArtCacheCore
+import ArtCacheFetch
+import Foundation
+import Logging
+
+/// What travels with an original in the tier (`keys/<cache key>`, JSON):
+/// enough for a node that reads it to answer as the node that wrote it —
+/// its type, freshness and validators, and its placeholder when known.
+package struct Tier2Record: Codable, Sendable, Equatable {
+    package var version = 1
+    package var url: String
+    /// Hex SHA-256 of the bytes: the name of the blob (`originals/<sha256>`).
+    package var sha256: String
+    package var size: Int64
+    package var contentType: String
+    package var declaredType: String?
+    package var repaired: Bool
+    package var validators: HTTPValidators
+    package var storedAt: Date
+    package var width: Int?
+    package var height: Int?
+    package var color: String?
+    /// Base64.
+    package var thumbHash: String?
+
+    package init(url: String, sha256: String, size: Int64, contentType: String, declaredType: String?, repaired: Bool,
+                 validators: HTTPValidators, storedAt: Date) {
+        self.url = url
+        self.sha256 = sha256
+        self.size = size
+        self.contentType = contentType
+        self.declaredType = declaredType
+        self.repaired = repaired
+        self.validators = validators
+        self.storedAt = storedAt
+    }
+}
+
+/// The shared second tier (`[tier2]`): originals in an S3-compatible bucket,
+/// content-addressed (`originals/<sha256>`: the same bytes under several
+/// URLs are stored once) with a small record per URL (`keys/<cache key>`).
+///
+/// A cache, never required: every read has a short deadline and a miss
+/// goes on to the origin whatever the tier did; failures in a row open a
+/// breaker (the tier is not asked for `cool_down`), and errors are counted.
+package final class Tier2: Sendable {
+    package struct Counters: Sendable, Equatable {
+        package var hits = 0
+        package var misses = 0
+        package var errors = 0
+        /// Reads not tried: the breaker was open.
+        package var skipped = 0
+        package var writes = 0
+        /// Writes whose bytes the tier held already (another URL, another node).
+        package var deduplicated = 0
+        package var writeErrors = 0
+    }
+
+    private struct Breaker {
+        var failures = 0
+        var openUntil: Date?
+    }
+
+    package let settings: Tier2Settings
+    package let objects: ObjectStore
+    private let logger: Logger
+    private let breaker = Locked(Breaker())
+    private let tally = Locked(Counters())
+    /// Largest original read back (the download limit).
+    private let maxBody: Int64
+
+    package init(settings: Tier2Settings, downloader: Downloader, logger: Logger) {
+        self.settings = settings
+        objects = ObjectStore(settings: settings, downloader: downloader)
+        self.logger = logger
+        maxBody = downloader.settings.maxBodyBytes
+    }
+
+    package var counters: Counters { tally.withLock { $0 } }
+
+    package static func recordKey(_ key: CacheKey) -> String { "keys/" + key.hex }
+    package static func blobKey(_ sha256: String) -> String { "originals/" + sha256 }
+
+    /// The original stored for `key`, or nil: not in the tier, the tier
+    /// failing or slow (past `timeout`), or its breaker open. Never throws
+    /// but for cancellation: a miss goes on to the origin.
+    package func read(_ key: CacheKey, priority: PriorityHandle) async throws -> (record: Tier2Record, data: Data)? {
+        guard admits() else {
+            tally.withLock { $0.skipped += 1 }
+            return nil
+        }
+        let deadline = Date().addingTimeInterval(settings.timeout)
+        do {
+            let answer = try await objects.get(Self.recordKey(key), timeout: settings.timeout, maxBody: 64 << 10, priority: priority)
+            guard answer.status == 200 else { return try answered(answer.status, key) }
+            let record = try JSONDecoder.tier2.decode(Tier2Record.self, from: answer.body)
+            let left = deadline.timeIntervalSinceNow
+            guard record.version == 1, left > 0.001 else { return try answered(0, key) }
+            let blob = try await objects.get(Self.blobKey(record.sha256), timeout: left, maxBody: maxBody, priority: priority)
+            guard blob.status == 200 else { return try answered(blob.status, key) }
+            succeeded()
+            tally.withLock { $0.hits += 1 }
+            return (record, blob.body)
+        } catch let error as DownloadError where error.code == .cancelled {
+            throw CancellationError()
+        } catch {
+            failed(error, key)
+            return nil
+        }
+    }
+
+    /// Writes an original and its record (behind an answer: the caller runs
+    /// it as a background job). Bytes the tier holds already are not sent again.
+    package func write(_ record: Tier2Record, data: Data, for key: CacheKey, priority: PriorityHandle) async throws {
+        let timeout = settings.writeTimeout
+        do {
+            let blob = Self.blobKey(record.sha256)
+            let held = try await objects.head(blob, timeout: timeout, priority: priority)
+            if held == 200 {
+                tally.withLock { $0.deduplicated += 1 }
+            } else {
+                let status = try await objects.put(blob, body: data, contentType: record.contentType, sha256: record.sha256,
+                                                   timeout: timeout, priority: priority)
+                guard (200..<300).contains(status) else { throw DownloadError(.httpStatus, "tier2: PUT \(blob) answered \(status)", status: status) }
+            }
+            let json = try JSONEncoder.tier2.encode(record)
+            let status = try await objects.put(Self.recordKey(key), body: json, contentType: "application/json",
+                                               timeout: timeout, priority: priority)
+            guard (200..<300).contains(status) else { throw DownloadError(.httpStatus, "tier2: PUT record answered \(status)", status: status) }
+            tally.withLock { $0.writes += 1 }
+        } catch let error as DownloadError where error.code == .cancelled {
+            throw CancellationError()
+        } catch {
+            tally.withLock { $0.writeErrors += 1 }
+            logger.debug("tier2: not written", metadata: ["url": "\(record.url)", "error": "\(error)"])
+            throw error
+        }
+    }
+
+    /// A read that got an answer other than 200: 404 is a miss (the tier is
+    /// up); anything else an error.
+    private func answered(_ status: Int, _ key: CacheKey) throws -> (record: Tier2Record, data: Data)? {
+        if status == 404 {
+            succeeded()
+            tally.withLock { $0.misses += 1 }
+            return nil
+        }
+        failed(DownloadError(.httpStatus, "tier2 answered \(status)", status: status), key)
+        return nil
+    }
+
+    private func admits(now: Date = Date()) -> Bool {
+        breaker.withLock { state in
+            guard let until = state.openUntil else { return true }
+            if now < until { return false }
+            state.openUntil = nil  // one probe; a failure opens it again
+            state.failures = settings.offlineAfter - 1
+            return true
+        }
+    }
+
+    private func succeeded() { breaker.withLock { $0 = Breaker() } }
+
+    private func failed(_ error: any Error, _ key: CacheKey) {
+        tally.withLock { $0.errors += 1 }
+        let opened = breaker.withLock { state -> Bool in
+            state.failures += 1
+            guard state.failures >= settings.offlineAfter, state.openUntil == nil else { return false }
+            state.openUntil = Date().addingTimeInterval(settings.coolDown)
+            return true
+        }
+        logger.debug("tier2: read failed, asking the origin", metadata: ["key": "\(key)", "error": "\(error)"])
+        if opened {
+            logger.warning("tier2: \(settings.offlineAfter) failures in a row; not asked for \(Int(settings.coolDown)) s",
+                           metadata: ["endpoint": "\(settings.endpoint)"])
+        }
+    }
+}
+
+extension JSONEncoder {
+    static var tier2: JSONEncoder {
+        let encoder = JSONEncoder()
+        encoder.dateEncodingStrategy = .secondsSince1970
+        encoder.outputFormatting = [.sortedKeys]
+        return encoder
+    }
+}
+
+extension JSONDecoder {
+    static var tier2: JSONDecoder {
+        let decoder = JSONDecoder()
+        decoder.dateDecodingStrategy = .secondsSince1970
+        return decoder
+    }
+}

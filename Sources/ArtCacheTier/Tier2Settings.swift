@@ -1,0 +1,73 @@
+import ArtCacheCore
+import Foundation
+
+/// `[tier2]`: the shared second tier, an S3-compatible bucket below each
+/// node's own memory and disk (Ceph RGW, MinIO, S3...). Off while
+/// `endpoint` is empty. The keys come from the environment
+/// (`ARTCACHE_TIER2_ACCESS_KEY`, `ARTCACHE_TIER2_SECRET_KEY`) or the
+/// service's credential `$CREDENTIALS_DIRECTORY/tier2`, never from a file.
+package struct Tier2Settings: Sendable, Equatable {
+    /// `http(s)://host[:port]` of the object store; path-style addressing.
+    package var endpoint = ""
+    package var bucket = "artcache"
+    package var region = "us-east-1"
+    package var accessKey = ""
+    package var secretKey = ""
+    /// The deadline of a read (connecting included): past it the miss goes
+    /// to the origin. A tier on the same network answers in 1–10 ms.
+    package var timeout: TimeInterval = 0.5
+    /// The deadline of a write behind an answer.
+    package var writeTimeout: TimeInterval = 10
+    /// Failures in a row after which the tier is not asked for `coolDown`.
+    package var offlineAfter = 3
+    package var coolDown: TimeInterval = 30
+
+    package init() {}
+
+    package var isEnabled: Bool { !endpoint.isEmpty }
+
+    /// The endpoint as kept: trimmed, without a trailing slash; nil when not
+    /// an http or https URL of a host without path, query or fragment
+    /// (empty stays empty: the tier is off).
+    package static func endpoint(_ text: String) -> String? {
+        var text = text.trimmingCharacters(in: .whitespaces)
+        while text.hasSuffix("/") { text.removeLast() }
+        if text.isEmpty { return "" }
+        guard let components = URLComponents(string: text), let scheme = components.scheme?.lowercased(),
+              scheme == "http" || scheme == "https", let host = components.host, !host.isEmpty,
+              components.path.isEmpty, components.query == nil, components.fragment == nil,
+              components.user == nil, components.password == nil else { return nil }
+        return text
+    }
+
+    /// A bucket name S3 accepts (3–63 of a–z, 0–9, `.`, `-`; starting and
+    /// ending with a letter or digit): it is a path segment of every request.
+    package static func isValidBucket(_ name: String) -> Bool {
+        let bytes = Array(name.utf8)
+        guard (3...63).contains(bytes.count) else { return false }
+        let allowed = { (b: UInt8) in (b >= 97 && b <= 122) || (b >= 48 && b <= 57) || b == 46 || b == 45 }
+        let edge = { (b: UInt8) in (b >= 97 && b <= 122) || (b >= 48 && b <= 57) }
+        return bytes.allSatisfy(allowed) && edge(bytes.first!) && edge(bytes.last!)
+    }
+
+    /// The name of the credential under `$CREDENTIALS_DIRECTORY`: two lines,
+    /// the access key then the secret key.
+    package static let credential = "tier2"
+
+    /// The keys of the `tier2` credential, when `$CREDENTIALS_DIRECTORY`
+    /// holds one.
+    package static func credentialKeys(environment: [String: String]) throws(ConfigError) -> (access: String, secret: String)? {
+        guard let folder = environment["CREDENTIALS_DIRECTORY"], !folder.isEmpty else { return nil }
+        let path = (folder as NSString).appendingPathComponent(credential)
+        guard FileManager.default.fileExists(atPath: path) else { return nil }
+        guard let data = FileManager.default.contents(atPath: path), let text = String(data: data, encoding: .utf8) else {
+            throw ConfigError(code: .unreadable, source: path, key: "tier2.access_key", message: "cannot read the tier2 credential")
+        }
+        let lines = text.split(whereSeparator: \.isNewline).map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
+        guard lines.count == 2 else {
+            throw ConfigError(code: .invalidValue, source: path, key: "tier2.access_key",
+                              message: "the tier2 credential holds two lines: the access key, then the secret key")
+        }
+        return (lines[0], lines[1])
+    }
+}

@@ -1,0 +1,306 @@
+import ArtCacheOrigin
+import Foundation
+import Testing
+@testable import ArtCache
+@testable import ArtCacheCore
+@testable import ArtCacheFetch
+@testable import ArtCacheStore
+@testable import ArtCacheTier
+
+/// The tier `scripts/tier2/start DIR` runs (a one-node Ceph with radosgw),
+/// named by `ARTCACHE_TEST_TIER2_ENV=DIR/env` (`.ci/run` and
+/// `scripts/tier2/test` set it). Without it, the suite on the real store is
+/// skipped, visibly.
+enum Tier2Harness {
+    static let settings: Tier2Settings? = {
+        guard let path = ProcessInfo.processInfo.environment["ARTCACHE_TEST_TIER2_ENV"],
+              let text = try? String(contentsOfFile: path, encoding: .utf8) else { return nil }
+        var values: [String: String] = [:]
+        for line in text.split(separator: "\n") {
+            guard let equals = line.firstIndex(of: "=") else { continue }
+            values[String(line[..<equals])] = String(line[line.index(after: equals)...])
+        }
+        var settings = Tier2Settings()
+        settings.endpoint = values["ARTCACHE_TIER2_ENDPOINT"] ?? ""
+        settings.bucket = values["ARTCACHE_TIER2_BUCKET"] ?? ""
+        settings.region = values["ARTCACHE_TIER2_REGION"] ?? ""
+        settings.accessKey = values["ARTCACHE_TIER2_ACCESS_KEY"] ?? ""
+        settings.secretKey = values["ARTCACHE_TIER2_SECRET_KEY"] ?? ""
+        settings.timeout = 10  // a loaded full run; the deadline is tested on its own
+        return settings.isEnabled ? settings : nil
+    }()
+
+    static var available: Bool { settings != nil }
+
+    static func environment(_ settings: Tier2Settings) -> [String: String] {
+        ["ARTCACHE_TIER2_ENDPOINT": settings.endpoint, "ARTCACHE_TIER2_BUCKET": settings.bucket,
+         "ARTCACHE_TIER2_REGION": settings.region, "ARTCACHE_TIER2_ACCESS_KEY": settings.accessKey,
+         "ARTCACHE_TIER2_SECRET_KEY": settings.secretKey]
+    }
+}
+
+@Suite("Second tier on a real object store (Ceph RGW)",
+       .enabled(if: Tier2Harness.available, "ARTCACHE_TEST_TIER2_ENV is not set (scripts/tier2/start makes one)"),
+       .timeLimit(.minutes(3)))
+struct Tier2StoreTests {
+    let settings = Tier2Harness.settings ?? Tier2Settings()
+
+    func pipeline(_ dir: TempDir) async throws -> ImagePipeline {
+        try await Fixtures.pipeline(dir.path) { $0.tier2 = settings }
+    }
+
+    /// Node A downloads and writes behind its answer; node B (its own disk)
+    /// reads the tier before the origin: one origin request in all, and B
+    /// keeps the writer's validators and expiry.
+    @Test func anOriginalWrittenBehindIsReadBeforeTheOrigin() async throws {
+        let origin = try await OriginServer.start()
+        let body = try Fixtures.image(width: 71, height: 53, suffix: ".jpg")
+        origin.register("t.jpg", .init(body: body, contentType: "image/jpeg", cacheControl: "max-age=3600", etag: "\"v1\""))
+        let url = origin.url("/img/t.jpg")
+        let (dirA, dirB, dirC) = (TempDir(), TempDir(), TempDir())
+        let a = try await pipeline(dirA)
+        let first = try await a.image(ImageRequest(url: url))
+        #expect(first.source == .network)
+        await a.background.waitUntilIdle(.tier2Write)
+        #expect(a.tier2?.counters.writes == 1)
+        let written = try #require(try await a.store.lookup(key: CacheKey(url: url), counting: false))
+
+        let b = try await pipeline(dirB)
+        let read = try await b.image(ImageRequest(url: url))
+        #expect(read.source == .tier2 && read.data == body)
+        #expect(origin.requestCount("/img/t.jpg") == 1, "the origin was asked once, by A")
+        let kept = try #require(try await b.store.lookup(key: CacheKey(url: url), counting: false))
+        #expect(kept.entry.etag == "\"v1\"" && kept.entry.contentType == "image/jpeg")
+        let (writer, reader) = (try #require(written.entry.expiresAt), try #require(kept.entry.expiresAt))
+        #expect(abs(writer.timeIntervalSince(reader)) < 1, "the writer's expiry, not a new one")
+        #expect(try await b.image(ImageRequest(url: url)).source != .tier2, "then it is local")
+        #expect(b.tier2?.counters.hits == 1)
+
+        // A thumbnail on a third node: rendered from the tier's original.
+        let c = try await pipeline(dirC)
+        let thumb = try await c.image(ImageRequest(url: url, width: 32, height: 32))
+        #expect(thumb.source == .tier2 && thumb.width <= 32)
+        #expect(origin.requestCount("/img/t.jpg") == 1)
+        for pipeline in [a, b, c] { try await pipeline.close() }
+        origin.stop()
+    }
+
+    /// An expired record is answered as an expired stored original: revalidated
+    /// with the writer's validators (a 304), never downloaded again.
+    @Test func anExpiredRecordIsRevalidatedNotRefetched() async throws {
+        let origin = try await OriginServer.start()
+        origin.register("e.jpg", .init(body: try Fixtures.image(width: 67, height: 41, suffix: ".jpg"), contentType: "image/jpeg",
+                                       cacheControl: "no-cache", etag: "\"e1\""))
+        let url = origin.url("/img/e.jpg")
+        let (dirA, dirB) = (TempDir(), TempDir())
+        let a = try await pipeline(dirA)
+        #expect(try await a.image(ImageRequest(url: url)).source == .network)
+        await a.background.waitUntilIdle(.tier2Write)
+        let b = try await pipeline(dirB)
+        let read = try await b.image(ImageRequest(url: url))
+        #expect(read.source == .revalidated)
+        #expect(origin.notModifiedCount == 1 && origin.requestCount("/img/e.jpg") == 2, "one download, one 304")
+        #expect(b.tier2?.counters.hits == 1)
+        for pipeline in [a, b] { try await pipeline.close() }
+        origin.stop()
+    }
+
+    /// The same bytes under two URLs: two records, one original.
+    @Test func theSameBytesUnderTwoURLsAreStoredOnce() async throws {
+        let origin = try await OriginServer.start()
+        let body = try Fixtures.image(width: 59, height: 43, suffix: ".jpg")
+        for name in ["d1.jpg", "d2.jpg"] { origin.register(name, .init(body: body, contentType: "image/jpeg")) }
+        let dir = TempDir()
+        let a = try await pipeline(dir)
+        for name in ["d1.jpg", "d2.jpg"] {
+            _ = try await a.image(ImageRequest(url: origin.url("/img/" + name)))
+            await a.background.waitUntilIdle(.tier2Write)
+        }
+        // The second found the bytes there (the first may too: a tier kept from an earlier run).
+        #expect(a.tier2?.counters.writes == 2 && (a.tier2?.counters.deduplicated ?? 0) >= 1)
+        let tier = try #require(a.tier2)
+        let sha = CacheKey.sha256Hex(body)
+        #expect(try await tier.objects.head(Tier2.blobKey(sha), timeout: 10, priority: PriorityHandle(.normal)) == 200)
+        for name in ["d1.jpg", "d2.jpg"] {
+            let key = try CacheKey(url: origin.url("/img/" + name))
+            let answer = try await tier.objects.get(Tier2.recordKey(key), timeout: 10, maxBody: 1 << 16, priority: PriorityHandle(.normal))
+            let record = try JSONDecoder.tier2.decode(Tier2Record.self, from: answer.body)
+            #expect(record.sha256 == sha && record.url.hasSuffix(name))
+        }
+        try await a.close()
+        origin.stop()
+    }
+
+    /// `purge --tier2 --older-than` and `stats --tier2`, on a bucket of their own.
+    @Test func theCLIPurgesAndCountsTheTierByAge() async throws {
+        var settings = self.settings
+        settings.bucket = "artcache-purge-test"
+        let downloader = try Downloader(settings: DownloadSettings())
+        defer { downloader.shutdown() }
+        var create = EndpointRequest(url: settings.endpoint + "/" + settings.bucket, method: "PUT", timeout: 10)
+        create.sigV4 = (settings.region, "s3", settings.accessKey, settings.secretKey)
+        create.headers = ["x-amz-content-sha256: " + ObjectStore.emptyPayload]
+        create.body = Data()
+        let created = try await downloader.endpoint(create, priority: PriorityHandle(.normal))
+        #expect(created.status == 200 || created.status == 409, "\(created.status)")
+        let tier = Tier2(settings: settings, downloader: downloader, logger: .init(label: "test"))
+        let body = Data("not an image, a blob".utf8)
+        let record = Tier2Record(url: "https://example.test/p.jpg", sha256: CacheKey.sha256Hex(body), size: Int64(body.count),
+                                 contentType: "image/jpeg", declaredType: nil, repaired: false, validators: HTTPValidators(),
+                                 storedAt: Date())
+        try await tier.write(record, data: body, for: CacheKey(url: record.url), priority: PriorityHandle(.normal))
+        let environment = Tier2Harness.environment(settings)
+        let stats = try await CLI.run(["stats", "--tier2", "--json"], environment: environment)
+        #expect(stats.status == 0, "\(stats.stderr)")
+        #expect(stats.stdout.contains(#""records" : 1"#) && stats.stdout.contains(#""originals" : 1"#), "\(stats.stdout)")
+        let young = try await CLI.run(["purge", "--tier2", "--older-than", "1h", "--json"], environment: environment)
+        #expect(young.status == 0 && young.stdout.contains(#""records" : 0"#), "\(young.stdout) \(young.stderr)")
+        let purged = try await CLI.run(["purge", "--tier2", "--older-than", "0s", "--json"], environment: environment)
+        #expect(purged.status == 0 && purged.stdout.contains(#""records" : 1"#) && purged.stdout.contains(#""originals" : 1"#),
+                "\(purged.stdout) \(purged.stderr)")
+        #expect(try await tier.usage() == Tier2.Usage())
+        let bare = try await CLI.run(["purge", "--tier2"], environment: environment)
+        #expect(bare.status != 0 && bare.stderr.contains("--older-than"), "\(bare.stderr)")
+    }
+}
+
+@Suite("Second tier: a cache, never required", .timeLimit(.minutes(2)))
+struct Tier2FailureTests {
+    /// A loopback listener that never accepts: connections are made (the
+    /// kernel queues them), requests go out, no answer ever comes.
+    final class BlackHole: @unchecked Sendable {
+        // @unchecked Sendable: `fd` and `port` are set once in init; the socket is closed once, in deinit.
+        let fd: Int32
+        let port: Int
+        init() throws {
+            let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+            self.fd = fd
+            var address = sockaddr_in()
+            address.sin_family = sa_family_t(AF_INET)
+            address.sin_addr.s_addr = inet_addr("127.0.0.1")
+            var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+            let bound = withUnsafeMutablePointer(to: &address) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                    bind(fd, $0, length) == 0 && listen(fd, 64) == 0 && getsockname(fd, $0, &length) == 0
+                }
+            }
+            guard bound else { throw CocoaError(.fileWriteUnknown) }
+            port = Int(UInt16(bigEndian: address.sin_port))
+        }
+        deinit { close(fd) }
+    }
+
+    static func settings(port: Int) -> Tier2Settings {
+        var settings = Tier2Settings()
+        settings.endpoint = "http://127.0.0.1:\(port)"
+        settings.accessKey = "AKIDTEST"
+        settings.secretKey = "secret"
+        settings.timeout = 0.3
+        settings.offlineAfter = 2
+        return settings
+    }
+
+    /// A tier that never answers costs a miss its deadline, no more; after
+    /// `offline_after` failures it is not asked. Every request is answered
+    /// by the origin.
+    @Test func aSilentTierSendsMissesToTheOriginAfterItsDeadline() async throws {
+        let hole = try BlackHole()
+        let origin = try await OriginServer.start()
+        for name in ["s1.jpg", "s2.jpg", "s3.jpg"] {
+            origin.register(name, .init(body: try Fixtures.image(width: 30, height: 20, suffix: ".jpg"), contentType: "image/jpeg"))
+        }
+        let dir = TempDir()
+        let pipeline = try await Fixtures.pipeline(dir.path) { $0.tier2 = Self.settings(port: hole.port) }
+        let tier = try #require(pipeline.tier2)
+        let clock = ContinuousClock()
+        let started = clock.now
+        #expect(try await pipeline.image(ImageRequest(url: origin.url("/img/s1.jpg"))).source == .network)
+        #expect(clock.now - started >= .milliseconds(290), "it waited for the tier's deadline")
+        #expect(try await pipeline.image(ImageRequest(url: origin.url("/img/s2.jpg"))).source == .network)
+        #expect(tier.counters.errors == 2 && tier.counters.skipped == 0)
+        // The breaker is open: the tier is not asked.
+        #expect(try await pipeline.image(ImageRequest(url: origin.url("/img/s3.jpg"))).source == .network)
+        #expect(tier.counters.skipped == 1 && tier.counters.errors == 2)
+        #expect(["s1.jpg", "s2.jpg", "s3.jpg"].allSatisfy { origin.requestCount("/img/" + $0) == 1 })
+        try await pipeline.close()
+        origin.stop()
+    }
+
+    /// A tier that refuses connections fails at once; its write behind
+    /// fails, counted, and the answer was the origin's.
+    @Test func aRefusingTierIsAnErrorCountedNotAFailure() async throws {
+        let held = try HeldPort()
+        let origin = try await OriginServer.start()
+        origin.register("r.jpg", .init(body: try Fixtures.image(width: 30, height: 20, suffix: ".jpg"), contentType: "image/jpeg"))
+        let dir = TempDir()
+        let pipeline = try await Fixtures.pipeline(dir.path) { $0.tier2 = Self.settings(port: held.port) }
+        let response = try await pipeline.image(ImageRequest(url: origin.url("/img/r.jpg")))
+        #expect(response.source == .network)
+        await pipeline.background.waitUntilIdle(.tier2Write)
+        #expect(pipeline.tier2?.counters.errors == 1 && pipeline.tier2?.counters.writeErrors == 1)
+        try await pipeline.close()
+        origin.stop()
+        _ = held
+    }
+
+    /// `[tier2]` as read: keys only from the environment or the credential;
+    /// a bad endpoint or bucket, or an endpoint without keys, is a typed
+    /// configuration error naming the key.
+    @Test func settingsAreCheckedAndSecretsNeverComeFromAFile() throws {
+        let dir = TempDir()
+        try FileManager.default.createDirectory(atPath: dir.path, withIntermediateDirectories: true)
+        func load(_ text: String, _ environment: [String: String] = [:]) throws -> Configuration {
+            let file = dir.path + "/cache.conf"
+            try text.write(toFile: file, atomically: true, encoding: .utf8)
+            return try Configuration.load(path: file, environment: environment)
+        }
+        func refused(_ text: String, _ environment: [String: String] = [:], key: String) {
+            #expect {
+                _ = try load(text, environment)
+            } throws: { error in
+                (error as? ArtCacheError)?.code == .configuration && "\(error)".contains(key)
+            }
+        }
+        refused("[tier2]\nendpoint = \"http://rgw.internal\"\nsecret_key = \"s\"\n", key: "tier2.secret_key")
+        refused("[tier2]\naccess_key = \"a\"\n", key: "tier2.access_key")
+        refused("[tier2]\nendpoint = \"rgw.internal\"\n", key: "tier2.endpoint")
+        refused("[tier2]\nendpoint = \"http://rgw.internal/bucket\"\n", key: "tier2.endpoint")
+        refused("[tier2]\nbucket = \"No_Such\"\n", key: "tier2.bucket")
+        refused("[tier2]\nendpoint = \"http://rgw.internal\"\n", key: "tier2.access_key")  // no keys
+        let keys = ["ARTCACHE_TIER2_ACCESS_KEY": "AK", "ARTCACHE_TIER2_SECRET_KEY": "SK"]
+        let loaded = try load("[tier2]\nendpoint = \"http://rgw.internal:7480/\"\nbucket = \"art\"\ntimeout = 0.25\n", keys)
+        #expect(loaded.tier2.endpoint == "http://rgw.internal:7480" && loaded.tier2.bucket == "art")
+        #expect(loaded.tier2.accessKey == "AK" && loaded.tier2.secretKey == "SK" && loaded.tier2.timeout == 0.25)
+        #expect(try load("").tier2.isEnabled == false)
+        // The credential of a systemd unit: two lines.
+        let credentials = TempDir()
+        try FileManager.default.createDirectory(atPath: credentials.path, withIntermediateDirectories: true)
+        try "CREDAK\nCREDSK\n".write(toFile: credentials.path + "/tier2", atomically: true, encoding: .utf8)
+        let fromCredential = try load("[tier2]\nendpoint = \"http://rgw.internal\"\n", ["CREDENTIALS_DIRECTORY": credentials.path])
+        #expect(fromCredential.tier2.accessKey == "CREDAK" && fromCredential.tier2.secretKey == "CREDSK")
+    }
+
+    /// Object names and listings (known answers): the layout is an on-disk format.
+    @Test func theLayoutAndListingsAreKnownAnswers() throws {
+        let key = try CacheKey(url: "https://is1-ssl.mzstatic.com/image/thumb/a/100x100bb.jpg")
+        #expect(Tier2.recordKey(key) == "keys/" + key.hex && Tier2.blobKey("ab") == "originals/ab")
+        #expect(ObjectStore.escape("keys/a b+c~") == "keys%2Fa%20b%2Bc~")
+        let xml = """
+            <?xml version="1.0" encoding="UTF-8"?><ListBucketResult><Name>artcache</Name><IsTruncated>true</IsTruncated>\
+            <Contents><Key>keys/00ff</Key><LastModified>2026-11-27T04:07:38.123Z</LastModified><Size>412</Size></Contents>\
+            <Contents><Key>originals/ab12</Key><LastModified>2026-11-27T04:07:39Z</LastModified><Size>9000</Size></Contents>\
+            </ListBucketResult>
+            """
+        let page = ObjectStore.parseListing(xml)
+        #expect(page.truncated)
+        #expect(page.objects.map(\.key) == ["keys/00ff", "originals/ab12"] && page.objects.map(\.size) == [412, 9000])
+        #expect(page.objects[0].lastModified == Date(timeIntervalSince1970: 1_795_752_458.123))
+        let record = Tier2Record(url: "https://a.test/x.jpg", sha256: "ab", size: 2, contentType: "image/jpeg", declaredType: "text/html",
+                                 repaired: true, validators: HTTPValidators(etag: "\"1\"", expiresAt: Date(timeIntervalSince1970: 100)),
+                                 storedAt: Date(timeIntervalSince1970: 50))
+        let json = String(decoding: try JSONEncoder.tier2.encode(record), as: UTF8.self)
+        #expect(json == #"{"contentType":"image\/jpeg","declaredType":"text\/html","repaired":true,"sha256":"ab","size":2,"#
+                + #""storedAt":50,"url":"https:\/\/a.test\/x.jpg","validators":{"etag":"\"1\"","expiresAt":100,"immutable":false,"#
+                + #""mustRevalidate":false},"version":1}"#, "\(json)")
+    }
+}
