@@ -54,6 +54,17 @@ package struct Tier2Settings: Sendable, Equatable {
     /// the access key then the secret key.
     package static let credential = "tier2"
 
+    /// The `tier2` credential's keys in place of the environment's; with an
+    /// endpoint, both keys are required.
+    package mutating func applyCredential(environment: [String: String], source: String) throws(ConfigError) {
+        if let keys = try Self.credentialKeys(environment: environment) { (accessKey, secretKey) = (keys.access, keys.secret) }
+        if isEnabled, accessKey.isEmpty || secretKey.isEmpty {
+            throw ConfigError(code: .invalidValue, source: source, key: "tier2.access_key",
+                              message: "tier2.endpoint is set: ARTCACHE_TIER2_ACCESS_KEY and ARTCACHE_TIER2_SECRET_KEY "
+                                  + "(or the tier2 credential) are required")
+        }
+    }
+
     /// The keys of the `tier2` credential, when `$CREDENTIALS_DIRECTORY`
     /// holds one.
     package static func credentialKeys(environment: [String: String]) throws(ConfigError) -> (access: String, secret: String)? {

@@ -203,19 +203,6 @@ extension Configuration {
         return tier2
     }
 
-    /// The `tier2` credential's keys in place of the environment's; with an
-    /// endpoint, both keys are required.
-    mutating func applyTier2Credential(environment: [String: String]) throws(ConfigError) {
-        if let keys = try Tier2Settings.credentialKeys(environment: environment) {
-            (tier2.accessKey, tier2.secretKey) = (keys.access, keys.secret)
-        }
-        if tier2.isEnabled, tier2.accessKey.isEmpty || tier2.secretKey.isEmpty {
-            throw ConfigError(code: .invalidValue, source: file ?? "environment", key: "tier2.access_key",
-                              message: "tier2.endpoint is set: ARTCACHE_TIER2_ACCESS_KEY and ARTCACHE_TIER2_SECRET_KEY "
-                                  + "(or the tier2 credential) are required")
-        }
-    }
-
     /// `[presets]`: each a valid options string without a preset of its own.
     static func presets(_ read: ConfigValues) throws(ConfigError) -> [String: ThumbnailOptions] {
         var presets: [String: ThumbnailOptions] = [:]

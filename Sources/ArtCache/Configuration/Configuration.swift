@@ -115,7 +115,7 @@ public struct Configuration: Sendable, Equatable {
         }
         try applyEnvironment(environment, to: &values)
         var configuration = try Configuration(values: values, file: path)
-        try configuration.applyTier2Credential(environment: environment)
+        try configuration.tier2.applyCredential(environment: environment, source: path ?? "environment")
         return configuration
     }
 
