@@ -1,8 +1,11 @@
 import ArtCacheOrigin
 import Foundation
+import Hummingbird
+import HummingbirdTesting
 import Testing
 @testable import ArtCache
 @testable import ArtCacheCore
+@testable import ArtCacheServer
 @testable import ArtCacheFetch
 @testable import ArtCacheStore
 @testable import ArtCacheTier
@@ -129,6 +132,26 @@ struct Tier2StoreTests {
         }
         try await a.close()
         origin.stop()
+    }
+
+    /// The service on another node answers from the tier (`X-ArtCache-Source:
+    /// tier2`) and counts it in `/metrics`.
+    @Test func theServiceAnswersFromTheTierAndCountsIt() async throws {
+        let s = try await ServiceHarness { $0.tier2 = settings }
+        try s.register("svc.jpg", width: 73, height: 47)
+        let writer = try await pipeline(TempDir())
+        _ = try await writer.image(ImageRequest(url: s.origin.url("/img/svc.jpg")))
+        await writer.background.waitUntilIdle(.tier2Write)
+        try await writer.close()
+        try await s.app().test(.router) { client in
+            let answer = try await client.execute(uri: try s.path("/img/svc.jpg", "40x40"), method: .get)
+            #expect(answer.status == .ok && answer.headers[.artcacheSource] == "tier2")
+            let metrics = String(buffer: try await client.execute(uri: "/metrics", method: .get).body)
+            #expect(metrics.contains(#"artcache_images_total{tier="tier2"} 1"#), "\(metrics)")
+            #expect(metrics.contains(#"artcache_tier2_reads_total{outcome="hit"} 1"#), "\(metrics)")
+        }
+        #expect(s.origin.requestCount("/img/svc.jpg") == 1)
+        try await s.close()
     }
 
     /// `purge --tier2 --older-than` and `stats --tier2`, on a bucket of their own.
