@@ -206,11 +206,12 @@ final class ServiceMetrics: Sendable {
         // The shared second tier ([tier2]), when configured: reads and writes by outcome.
         if let tier2 {
             for (outcome, value) in [("hit", tier2.hits), ("miss", tier2.misses), ("error", tier2.errors),
-                                     ("skipped", tier2.skipped)] {
+                                     ("skipped", tier2.skipped), ("variant_hit", tier2.variantHits),
+                                     ("variant_miss", tier2.variantMisses)] {
                 mirror("artcache_tier2_reads_total", ("outcome", outcome), value)
             }
             for (outcome, value) in [("written", tier2.writes), ("deduplicated", tier2.deduplicated),
-                                     ("error", tier2.writeErrors)] {
+                                     ("variant", tier2.variantWrites), ("error", tier2.writeErrors)] {
                 mirror("artcache_tier2_writes_total", ("outcome", outcome), value)
             }
         }

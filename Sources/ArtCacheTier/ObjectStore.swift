@@ -1,6 +1,5 @@
 import ArtCacheCore
 import ArtCacheFetch
-import Crypto
 import Foundation
 
 /// An S3-compatible bucket over the downloader's libcurl engine: path-style
@@ -38,13 +37,13 @@ package struct ObjectStore: Sendable {
     }
 
     /// PUT `body` under `key`. `sha256`: the body's hex SHA-256 when known
-    /// (computed otherwise; call from a blocking context for a large body);
-    /// the store checks it.
-    package func put(_ key: String, body: Data, contentType: String, sha256: String? = nil, timeout: TimeInterval,
-                     priority: PriorityHandle) async throws(DownloadError) -> Int {
+    /// (the store checks it), else the payload is sent unsigned (no hashing
+    /// here). `metadata`: `x-amz-meta-NAME` values, returned by a GET.
+    package func put(_ key: String, body: Data, contentType: String, sha256: String? = nil, metadata: [String: String] = [:],
+                     timeout: TimeInterval, priority: PriorityHandle) async throws(DownloadError) -> Int {
         var put = request("PUT", "/" + key, timeout: timeout)
-        let hash = sha256 ?? CacheKey.hex(SHA256.hash(data: body))
-        put.headers = ["x-amz-content-sha256: " + hash, "Content-Type: " + contentType]
+        put.headers = ["x-amz-content-sha256: " + (sha256 ?? "UNSIGNED-PAYLOAD"), "Content-Type: " + contentType]
+            + metadata.sorted { $0.key < $1.key }.map { "x-amz-meta-\($0.key): \($0.value)" }
         put.body = body
         return try await downloader.endpoint(put, priority: priority).status
     }

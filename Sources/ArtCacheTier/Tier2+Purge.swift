@@ -3,12 +3,23 @@ import ArtCacheFetch
 import Foundation
 
 extension Tier2 {
-    /// What the bucket holds: records (one per URL) and blobs (one per distinct original).
+    /// What the bucket holds: records (one per URL), blobs (one per distinct
+    /// original), thumbnails (`[tier2] variants`), and their bytes.
     package struct Usage: Sendable, Equatable, Codable {
         package var records = 0
         package var originals = 0
+        package var variants = 0
         package var bytes: Int64 = 0
+
+        mutating func add(_ object: ObjectStore.Listed) {
+            if object.key.hasPrefix("keys/") { records += 1 }
+            if object.key.hasPrefix("originals/") { originals += 1 }
+            if object.key.hasPrefix("variants/") { variants += 1 }
+            bytes += object.key.hasPrefix("keys/") ? 0 : object.size
+        }
     }
+
+    static let prefixes = ["keys/", "originals/", "variants/"]
 
     /// Most objects one listing walks (a bound on a loop over another
     /// system's answers: 10 million objects).
@@ -18,11 +29,8 @@ extension Tier2 {
     /// keeps no totals).
     package func usage(priority: PriorityHandle = PriorityHandle(.low)) async throws -> Usage {
         var usage = Usage()
-        try await walk("keys/", priority: priority) { _ in usage.records += 1; return false }
-        try await walk("originals/", priority: priority) { object in
-            usage.originals += 1
-            usage.bytes += object.size
-            return false
+        for prefix in Self.prefixes {
+            try await walk(prefix, priority: priority) { usage.add($0); return false }
         }
         return usage
     }
@@ -34,7 +42,7 @@ extension Tier2 {
                        priority: PriorityHandle = PriorityHandle(.low)) async throws -> Usage {
         let cutoff = now.addingTimeInterval(-age)
         var deleted = Usage()
-        for prefix in ["keys/", "originals/"] {
+        for prefix in Self.prefixes {
             var victims: [ObjectStore.Listed] = []
             try await walk(prefix, priority: priority) { object in
                 if object.lastModified < cutoff { victims.append(object) }
@@ -42,14 +50,14 @@ extension Tier2 {
             }
             for object in victims {
                 if dryRun {
-                    if prefix == "keys/" { deleted.records += 1 } else { deleted.originals += 1; deleted.bytes += object.size }
+                    deleted.add(object)
                     continue
                 }
                 let status = try await objects.delete(object.key, timeout: settings.writeTimeout, priority: priority)
                 guard (200..<300).contains(status) || status == 404 else {
                     throw DownloadError(.httpStatus, "tier2: DELETE \(object.key) answered \(status)", status: status)
                 }
-                if prefix == "keys/" { deleted.records += 1 } else { deleted.originals += 1; deleted.bytes += object.size }
+                deleted.add(object)
             }
         }
         return deleted

@@ -54,6 +54,10 @@ package final class Tier2: Sendable {
         /// Writes whose bytes the tier held already (another URL, another node).
         package var deduplicated = 0
         package var writeErrors = 0
+        /// Thumbnails (`[tier2] variants`): read instead of rendered, not found, written.
+        package var variantHits = 0
+        package var variantMisses = 0
+        package var variantWrites = 0
     }
 
     private struct Breaker {
@@ -65,7 +69,7 @@ package final class Tier2: Sendable {
     package let objects: ObjectStore
     private let logger: Logger
     private let breaker = Locked(Breaker())
-    private let tally = Locked(Counters())
+    let tally = Locked(Counters())
     /// Largest original read back (the download limit).
     private let maxBody: Int64
 
@@ -149,7 +153,7 @@ package final class Tier2: Sendable {
         return nil
     }
 
-    private func admits(now: Date = Date()) -> Bool {
+    func admits(now: Date = Date()) -> Bool {
         breaker.withLock { state in
             guard let until = state.openUntil else { return true }
             if now < until { return false }
@@ -159,9 +163,9 @@ package final class Tier2: Sendable {
         }
     }
 
-    private func succeeded() { breaker.withLock { $0 = Breaker() } }
+    func succeeded() { breaker.withLock { $0 = Breaker() } }
 
-    private func failed(_ error: any Error, _ key: CacheKey) {
+    func failed(_ error: any Error, _ key: CacheKey) {
         tally.withLock { $0.errors += 1 }
         let opened = breaker.withLock { state -> Bool in
             state.failures += 1

@@ -13,6 +13,11 @@ package struct Tier2Settings: Sendable, Equatable {
     package var region = "us-east-1"
     package var accessKey = ""
     package var secretKey = ""
+    /// Thumbnails are written to the tier too, and a node that has the
+    /// original reads a thumbnail rendered elsewhere instead of rendering it.
+    /// Off by default: a small thumbnail renders in about a tier round trip
+    /// (1–3 ms); it pays for large or AVIF ones (10–70 ms to encode).
+    package var variants = false
     /// The deadline of a read (connecting included): past it the miss goes
     /// to the origin. A tier on the same network answers in 1–10 ms.
     package var timeout: TimeInterval = 0.5

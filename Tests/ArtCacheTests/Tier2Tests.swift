@@ -82,9 +82,39 @@ struct Tier2StoreTests {
         // A thumbnail on a third node: rendered from the tier's original.
         let c = try await pipeline(dirC)
         let thumb = try await c.image(ImageRequest(url: url, width: 32, height: 32))
-        #expect(thumb.source == .tier2 && thumb.width <= 32)
+        #expect(thumb.source == .tier2 && thumb.width <= 32 && thumb.rendered, "variants off: rendered here")
         #expect(origin.requestCount("/img/t.jpg") == 1)
         for pipeline in [a, b, c] { try await pipeline.close() }
+        origin.stop()
+    }
+
+    /// `[tier2] variants`: a thumbnail rendered on one node is read, not
+    /// rendered, by another that has (or reads) the same original.
+    @Test func withVariantsOnAThumbnailRenderedOnceIsReadElsewhere() async throws {
+        let origin = try await OriginServer.start()
+        origin.register("v.jpg", .init(body: try Fixtures.image(width: 83, height: 61, suffix: ".jpg"), contentType: "image/jpeg",
+                                       cacheControl: "max-age=3600"))
+        let url = origin.url("/img/v.jpg")
+        var settings = self.settings
+        settings.variants = true
+        let (dirA, dirB) = (TempDir(), TempDir())
+        let a = try await Fixtures.pipeline(dirA.path) { $0.tier2 = settings }
+        let request = ImageRequest(url: url, width: 40, height: 40, format: .webp)
+        let made = try await a.image(request)
+        #expect(made.source == .network && made.rendered)
+        await a.background.waitUntilIdle(.tier2Write)
+        #expect(a.tier2?.counters.writes == 1 && a.tier2?.counters.variantWrites == 1)
+        let b = try await Fixtures.pipeline(dirB.path) { $0.tier2 = settings }
+        let read = try await b.image(request)
+        #expect(read.source == .tier2 && !read.rendered && read.data == made.data)
+        #expect((read.width, read.height) == (made.width, made.height) && read.contentType == "image/webp")
+        #expect(b.tier2?.counters.hits == 1 && b.tier2?.counters.variantHits == 1)
+        #expect(try await b.image(request).source == .memory, "then it is local")
+        // Another size: not in the tier, rendered from the original B holds now.
+        let other = try await b.image(ImageRequest(url: url, width: 20, height: 20, format: .webp))
+        #expect(other.rendered && b.tier2?.counters.variantMisses == 1)
+        #expect(origin.requestCount("/img/v.jpg") == 1)
+        for pipeline in [a, b] { try await pipeline.close() }
         origin.stop()
     }
 

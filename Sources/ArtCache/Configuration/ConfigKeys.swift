@@ -143,6 +143,7 @@ package struct ConfigKey: Sendable {
         ConfigKey(section: "tier2", name: "region", kind: .string, defaultValue: .string(tier2.region)),
         ConfigKey(section: "tier2", name: "access_key", kind: .string, defaultValue: .string("")),
         ConfigKey(section: "tier2", name: "secret_key", kind: .string, defaultValue: .string("")),
+        ConfigKey(section: "tier2", name: "variants", kind: .bool, defaultValue: .bool(tier2.variants)),
         ConfigKey(section: "tier2", name: "timeout", kind: .duration(min: 0.01, max: 60), defaultValue: .duration(tier2.timeout)),
         // [profiles] (each other key of the table is a profile line)
         ConfigKey(section: "profiles", name: "fallback_ttl", kind: .duration(min: 0, max: .day), defaultValue: .duration(profiles.fallbackTTL)),

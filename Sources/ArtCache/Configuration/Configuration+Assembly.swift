@@ -200,6 +200,7 @@ extension Configuration {
         tier2.accessKey = read.string("tier2.access_key")
         tier2.secretKey = read.string("tier2.secret_key")
         tier2.timeout = read.duration("tier2.timeout")
+        tier2.variants = read.bool("tier2.variants")
         return tier2
     }
 

@@ -64,4 +64,24 @@ extension ImagePipeline {
             try? await tier2.write(record, data: data, for: key, priority: PriorityHandle(.veryLow, background: true))
         }
     }
+
+    /// A thumbnail another node rendered from these bytes (`[tier2]
+    /// variants`), in place of a render; not asked for an original
+    /// downloaded just now (no other node can have rendered it yet).
+    func variantFromTier2(_ key: CacheKey, of original: FetchOutcome, priority: PriorityHandle) async throws -> RenderedImage? {
+        guard let tier2, original.source != .downloaded, let parent = original.entry,
+              let found = try await tier2.readVariant(key, sourceSHA256: parent.sha256, priority: priority) else { return nil }
+        return RenderedImage(stored: found.data, contentType: found.contentType, width: found.width, height: found.height)
+    }
+
+    /// Writes a thumbnail rendered here to the tier, behind its answer (`[tier2] variants`).
+    func writeVariantToTier2Behind(_ key: CacheKey, _ image: RenderedImage, of parent: CacheEntry) {
+        guard let tier2, tier2.settings.variants else { return }
+        let variant = Tier2Variant(data: image.data, contentType: image.contentType, width: image.width, height: image.height,
+                                   sourceSHA256: parent.sha256)
+        background.submit(BackgroundJobKey(.tier2Write, key: key.hex, spec: parent.sha256), priority: .veryLow,
+                          bytes: image.data.count) {
+            try? await tier2.writeVariant(key, variant, priority: PriorityHandle(.veryLow, background: true))
+        }
+    }
 }

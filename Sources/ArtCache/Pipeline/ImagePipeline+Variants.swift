@@ -73,9 +73,12 @@ extension ImagePipeline {
             } else {
                 source = try await self.original(url, mode: mode, behind: behind, pixels: spec.longerSide, priority: priority)
             }
-            let rendered: RenderedImage
+            var rendered: RenderedImage
             var intrinsics: Intrinsics?
-            if let parent = source.entry, claimIntrinsics(parent) {
+            let shared = try await variantFromTier2(key, of: source, priority: priority)
+            if let shared {
+                rendered = shared
+            } else if let parent = source.entry, claimIntrinsics(parent) {
                 let made = try await timed(.render) {
                     try await renderer.renderWithIntrinsics(source.data, specs: [spec], priority: priority)
                 }
@@ -87,6 +90,7 @@ extension ImagePipeline {
             if let parent = source.entry {
                 entry = try await storeVariant(rendered, spec: canonical, of: parent, url: url, behind: behind,
                                                intrinsics: intrinsics)
+                if shared == nil { writeVariantToTier2Behind(key, rendered, of: parent) }
             }
             let from: ImageResponse.Source = switch source.source {
             case .cached: .disk
@@ -95,7 +99,7 @@ extension ImagePipeline {
             case .downloaded, .uncacheable: .network
             case .tier2: .tier2
             }
-            return VariantOutcome(source: from, rendered: true, entry: entry, data: rendered.data,
+            return VariantOutcome(source: shared == nil ? from : .tier2, rendered: shared == nil, entry: entry, data: rendered.data,
                                   contentType: rendered.contentType, width: rendered.width, height: rendered.height,
                                   freshUntil: source.entry?.expiresAt, parent: source.entry)
         }
@@ -155,6 +159,7 @@ extension ImagePipeline {
                 // The original's intrinsics ride on its first variant's write.
                 _ = try await storeVariant(image, spec: specs[index].canonical, of: parent, url: url,
                                            intrinsics: number == 0 ? intrinsics : nil)
+                writeVariantToTier2Behind(CacheKey(parent: url.key, spec: specs[index].canonical), image, of: parent)
                 results[index] = .success(true)
             } catch {
                 results[index] = .failure(ArtCacheError(any: error, context: url.string))
