@@ -122,7 +122,7 @@ struct HealthCommandTests {
 
 /// A loopback socket that listens and never accepts: connects succeed (the
 /// kernel's backlog) and nothing is ever answered.
-private final class SilentListener: @unchecked Sendable {
+final class SilentListener: @unchecked Sendable {
     // @unchecked Sendable: `fd` is set once in init; `close()` runs once, at the test's end.
     let fd: Int32
     let port: Int

@@ -219,30 +219,6 @@ struct Tier2StoreTests {
 
 @Suite("Second tier: a cache, never required", .timeLimit(.minutes(2)))
 struct Tier2FailureTests {
-    /// A loopback listener that never accepts: connections are made (the
-    /// kernel queues them), requests go out, no answer ever comes.
-    final class BlackHole: @unchecked Sendable {
-        // @unchecked Sendable: `fd` and `port` are set once in init; the socket is closed once, in deinit.
-        let fd: Int32
-        let port: Int
-        init() throws {
-            let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-            self.fd = fd
-            var address = sockaddr_in()
-            address.sin_family = sa_family_t(AF_INET)
-            address.sin_addr.s_addr = inet_addr("127.0.0.1")
-            var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-            let bound = withUnsafeMutablePointer(to: &address) {
-                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                    bind(fd, $0, length) == 0 && listen(fd, 64) == 0 && getsockname(fd, $0, &length) == 0
-                }
-            }
-            guard bound else { throw CocoaError(.fileWriteUnknown) }
-            port = Int(UInt16(bigEndian: address.sin_port))
-        }
-        deinit { close(fd) }
-    }
-
     static func settings(port: Int) -> Tier2Settings {
         var settings = Tier2Settings()
         settings.endpoint = "http://127.0.0.1:\(port)"
@@ -257,7 +233,8 @@ struct Tier2FailureTests {
     /// `offline_after` failures it is not asked. Every request is answered
     /// by the origin.
     @Test func aSilentTierSendsMissesToTheOriginAfterItsDeadline() async throws {
-        let hole = try BlackHole()
+        let hole = try SilentListener()  // connections are made (the kernel's backlog); no answer ever comes
+        defer { hole.close() }
         let origin = try await OriginServer.start()
         for name in ["s1.jpg", "s2.jpg", "s3.jpg"] {
             origin.register(name, .init(body: try Fixtures.image(width: 30, height: 20, suffix: ".jpg"), contentType: "image/jpeg"))
