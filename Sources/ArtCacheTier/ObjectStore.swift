@@ -36,24 +36,32 @@ package struct ObjectStore: Sendable {
         return try await downloader.endpoint(get, priority: priority)
     }
 
-    /// PUT `body` under `key`. `sha256`: the body's hex SHA-256 when known
-    /// (the store checks it), else the payload is sent unsigned (no hashing
-    /// here). `metadata`: `x-amz-meta-NAME` values, returned by a GET.
+    /// PUT `body` under `key`; an answer other than 2xx throws. `sha256`:
+    /// the body's hex SHA-256 when known (the store checks it), else the
+    /// payload is sent unsigned (no hashing here). `metadata`:
+    /// `x-amz-meta-NAME` values, returned by a GET.
     package func put(_ key: String, body: Data, contentType: String, sha256: String? = nil, metadata: [String: String] = [:],
-                     timeout: TimeInterval, priority: PriorityHandle) async throws(DownloadError) -> Int {
+                     timeout: TimeInterval, priority: PriorityHandle) async throws(DownloadError) {
         var put = request("PUT", "/" + key, timeout: timeout)
         put.headers = ["x-amz-content-sha256: " + (sha256 ?? "UNSIGNED-PAYLOAD"), "Content-Type: " + contentType]
             + metadata.sorted { $0.key < $1.key }.map { "x-amz-meta-\($0.key): \($0.value)" }
         put.body = body
-        return try await downloader.endpoint(put, priority: priority).status
+        try expect(try await downloader.endpoint(put, priority: priority).status, from: "PUT", key)
     }
 
     package func head(_ key: String, timeout: TimeInterval, priority: PriorityHandle) async throws(DownloadError) -> Int {
         try await downloader.endpoint(request("HEAD", "/" + key, timeout: timeout), priority: priority).status
     }
 
-    package func delete(_ key: String, timeout: TimeInterval, priority: PriorityHandle) async throws(DownloadError) -> Int {
-        try await downloader.endpoint(request("DELETE", "/" + key, timeout: timeout), priority: priority).status
+    /// DELETE; gone already (404) is done too, any other answer but 2xx throws.
+    package func delete(_ key: String, timeout: TimeInterval, priority: PriorityHandle) async throws(DownloadError) {
+        let status = try await downloader.endpoint(request("DELETE", "/" + key, timeout: timeout), priority: priority).status
+        try expect(status == 404 ? 204 : status, from: "DELETE", key)
+    }
+
+    private func expect(_ status: Int, from method: String, _ key: String) throws(DownloadError) {
+        guard !(200..<300).contains(status) else { return }
+        throw DownloadError(.httpStatus, "tier2: \(method) \(key) answered \(status)", status: status)
     }
 
     /// One object of a listing.

@@ -30,7 +30,7 @@ extension Tier2 {
     package func usage(priority: PriorityHandle = PriorityHandle(.low)) async throws -> Usage {
         var usage = Usage()
         for prefix in Self.prefixes {
-            try await walk(prefix, priority: priority) { usage.add($0); return false }
+            try await walk(prefix, priority: priority) { usage.add($0) }
         }
         return usage
     }
@@ -46,31 +46,22 @@ extension Tier2 {
             var victims: [ObjectStore.Listed] = []
             try await walk(prefix, priority: priority) { object in
                 if object.lastModified < cutoff { victims.append(object) }
-                return false
             }
             for object in victims {
-                if dryRun {
-                    deleted.add(object)
-                    continue
-                }
-                let status = try await objects.delete(object.key, timeout: settings.writeTimeout, priority: priority)
-                guard (200..<300).contains(status) || status == 404 else {
-                    throw DownloadError(.httpStatus, "tier2: DELETE \(object.key) answered \(status)", status: status)
-                }
+                if !dryRun { try await objects.delete(object.key, timeout: settings.writeTimeout, priority: priority) }
                 deleted.add(object)
             }
         }
         return deleted
     }
 
-    /// Every object under `prefix`, page by page, until `visit` returns true.
-    private func walk(_ prefix: String, priority: PriorityHandle,
-                      _ visit: (ObjectStore.Listed) throws -> Bool) async throws {
+    /// Every object under `prefix`, page by page (at most ``maxListed``).
+    private func walk(_ prefix: String, priority: PriorityHandle, _ visit: (ObjectStore.Listed) -> Void) async throws {
         var after: String?
         var seen = 0
         while seen < Self.maxListed {
             let page = try await objects.list(prefix: prefix, startAfter: after, timeout: settings.writeTimeout, priority: priority)
-            for object in page.objects where try visit(object) { return }
+            page.objects.forEach(visit)
             seen += page.objects.count
             guard page.truncated, let last = page.objects.last?.key else { return }
             after = last

@@ -28,15 +28,7 @@ extension Tier2 {
         guard settings.variants, admits() else { return nil }
         do {
             let answer = try await objects.get(Self.variantKey(key), timeout: settings.timeout, maxBody: 64 << 20, priority: priority)
-            guard answer.status == 200 else {
-                if answer.status == 404 {
-                    succeeded()
-                    tally.withLock { $0.variantMisses += 1 }
-                } else {
-                    failed(DownloadError(.httpStatus, "tier2 answered \(answer.status)", status: answer.status), key)
-                }
-                return nil
-            }
+            guard answer.status == 200 else { return answered(answer.status, key, miss: \.variantMisses) }
             succeeded()
             guard answer.headers["x-amz-meta-source-sha256"] == sourceSHA256,
                   let width = answer.headers["x-amz-meta-width"].flatMap({ Int($0) }),
@@ -59,11 +51,8 @@ extension Tier2 {
     package func writeVariant(_ key: CacheKey, _ variant: Tier2Variant, priority: PriorityHandle) async throws {
         let metadata = ["source-sha256": variant.sourceSHA256, "width": String(variant.width), "height": String(variant.height)]
         do {
-            let status = try await objects.put(Self.variantKey(key), body: variant.data, contentType: variant.contentType,
-                                               metadata: metadata, timeout: settings.writeTimeout, priority: priority)
-            guard (200..<300).contains(status) else {
-                throw DownloadError(.httpStatus, "tier2: PUT \(Self.variantKey(key)) answered \(status)", status: status)
-            }
+            try await objects.put(Self.variantKey(key), body: variant.data, contentType: variant.contentType,
+                                  metadata: metadata, timeout: settings.writeTimeout, priority: priority)
             tally.withLock { $0.variantWrites += 1 }
         } catch let error as DownloadError where error.code == .cancelled {
             throw CancellationError()

@@ -96,12 +96,12 @@ package final class Tier2: Sendable {
         let deadline = Date().addingTimeInterval(settings.timeout)
         do {
             let answer = try await objects.get(Self.recordKey(key), timeout: settings.timeout, maxBody: 64 << 10, priority: priority)
-            guard answer.status == 200 else { return try answered(answer.status, key) }
+            guard answer.status == 200 else { return answered(answer.status, key, miss: \.misses) }
             let record = try JSONDecoder.tier2.decode(Tier2Record.self, from: answer.body)
             let left = deadline.timeIntervalSinceNow
-            guard record.version == 1, left > 0.001 else { return try answered(0, key) }
+            guard record.version == 1, left > 0.001 else { return answered(0, key, miss: \.misses) }
             let blob = try await objects.get(Self.blobKey(record.sha256), timeout: left, maxBody: maxBody, priority: priority)
-            guard blob.status == 200 else { return try answered(blob.status, key) }
+            guard blob.status == 200 else { return answered(blob.status, key, miss: \.misses) }
             succeeded()
             tally.withLock { $0.hits += 1 }
             return (record, blob.body)
@@ -123,14 +123,12 @@ package final class Tier2: Sendable {
             if held == 200 {
                 tally.withLock { $0.deduplicated += 1 }
             } else {
-                let status = try await objects.put(blob, body: data, contentType: record.contentType, sha256: record.sha256,
-                                                   timeout: timeout, priority: priority)
-                guard (200..<300).contains(status) else { throw DownloadError(.httpStatus, "tier2: PUT \(blob) answered \(status)", status: status) }
+                try await objects.put(blob, body: data, contentType: record.contentType, sha256: record.sha256,
+                                      timeout: timeout, priority: priority)
             }
             let json = try JSONEncoder.tier2.encode(record)
-            let status = try await objects.put(Self.recordKey(key), body: json, contentType: "application/json",
-                                               timeout: timeout, priority: priority)
-            guard (200..<300).contains(status) else { throw DownloadError(.httpStatus, "tier2: PUT record answered \(status)", status: status) }
+            try await objects.put(Self.recordKey(key), body: json, contentType: "application/json", timeout: timeout,
+                                  priority: priority)
             tally.withLock { $0.writes += 1 }
         } catch let error as DownloadError where error.code == .cancelled {
             throw CancellationError()
@@ -142,14 +140,15 @@ package final class Tier2: Sendable {
     }
 
     /// A read that got an answer other than 200: 404 is a miss (the tier is
-    /// up); anything else an error.
-    private func answered(_ status: Int, _ key: CacheKey) throws -> (record: Tier2Record, data: Data)? {
+    /// up; counted in `miss`), anything else an error. Returns nil, the
+    /// read's answer either way.
+    func answered<Value>(_ status: Int, _ key: CacheKey, miss: WritableKeyPath<Counters, Int>) -> Value? {
         if status == 404 {
             succeeded()
-            tally.withLock { $0.misses += 1 }
-            return nil
+            tally.withLock { $0[keyPath: miss] += 1 }
+        } else {
+            failed(DownloadError(.httpStatus, "tier2 answered \(status)", status: status), key)
         }
-        failed(DownloadError(.httpStatus, "tier2 answered \(status)", status: status), key)
         return nil
     }
 

@@ -86,6 +86,20 @@ struct GlobalOptions: ParsableArguments {
         try await pipeline.close()
         return result
     }
+
+    /// Runs `body` on the configured second tier (`stats --tier2`, `purge
+    /// --tier2`), without opening the local cache; its failures name the tier.
+    func withTier2<T>(_ configuration: Configuration, _ body: (Tier2) async throws -> T) async throws -> T {
+        let settings = configuration.tier2
+        guard settings.isEnabled else { throw ValidationError("--tier2: no [tier2] endpoint is configured") }
+        let downloader = try Downloader(settings: configuration.download, logger: logger)
+        defer { downloader.shutdown() }
+        do {
+            return try await body(Tier2(settings: settings, downloader: downloader, logger: logger))
+        } catch {
+            throw ArtCacheError(any: error, context: "tier2 \(settings.endpoint)")
+        }
+    }
 }
 
 /// Runs a command body, turning our typed errors into one line on stderr and

@@ -66,16 +66,7 @@ struct PurgeCommand: AsyncParsableCommand {
             throw ValidationError("--tier2 takes --older-than, --dry-run and --json only")
         }
         let settings = try global.configuration()
-        guard settings.tier2.isEnabled else { throw ValidationError("--tier2: no [tier2] endpoint is configured") }
-        let downloader = try Downloader(settings: settings.download, logger: global.logger)
-        defer { downloader.shutdown() }
-        let tier = Tier2(settings: settings.tier2, downloader: downloader, logger: global.logger)
-        let report: Tier2.Usage
-        do {
-            report = try await tier.purge(olderThan: olderThan, dryRun: dryRun)
-        } catch {
-            throw ArtCacheError(any: error, context: "tier2 \(settings.tier2.endpoint)")
-        }
+        let report = try await global.withTier2(settings) { try await $0.purge(olderThan: olderThan, dryRun: dryRun) }
         if json {
             print(try Output.json(report))
         } else {

@@ -32,15 +32,7 @@ struct StatsCommand: AsyncParsableCommand {
     /// What the tier's bucket holds: records (URLs), originals (distinct bytes) and their size.
     private func tier2Usage(_ configuration: Configuration) async throws {
         let settings = configuration.tier2
-        guard settings.isEnabled else { throw ValidationError("--tier2: no [tier2] endpoint is configured") }
-        let downloader = try Downloader(settings: configuration.download, logger: global.logger)
-        defer { downloader.shutdown() }
-        let usage: Tier2.Usage
-        do {
-            usage = try await Tier2(settings: settings, downloader: downloader, logger: global.logger).usage()
-        } catch {
-            throw ArtCacheError(any: error, context: "tier2 \(settings.endpoint)")
-        }
+        let usage = try await global.withTier2(configuration) { try await $0.usage() }
         if json {
             struct Report: Encodable { let tier2: Tier2.Usage; let endpoint: String; let bucket: String }
             print(try Output.json(Report(tier2: usage, endpoint: settings.endpoint, bucket: settings.bucket)))

@@ -107,10 +107,10 @@ public struct Configuration: Sendable, Equatable {
                 throw ConfigError(code: .unreadable, source: path, key: nil, message: "cannot read: \(error.localizedDescription)")
             }
             values = try parse(toml: text, source: path)
-            for secret in ["tier2.access_key", "tier2.secret_key"] where values[secret].map({ $0 != .string("") }) ?? false {
-                throw ConfigError(code: .invalidValue, source: path, key: secret, message: "a secret is not read from a file: "
-                                  + "set ARTCACHE_\(secret.uppercased().replacingOccurrences(of: ".", with: "_")) or the "
-                                  + "service's credential \(Tier2Settings.credential)")
+            for secret in ["access_key", "secret_key"].compactMap({ ConfigKey.lookup(section: "tier2", name: $0) })
+            where values[secret.path].map({ $0 != .string("") }) ?? false {
+                throw ConfigError(code: .invalidValue, source: path, key: secret.path, message: "a secret is not read from a file: "
+                                  + "set \(secret.environmentName) or the service's credential \(Tier2Settings.credential)")
             }
         }
         try applyEnvironment(environment, to: &values)

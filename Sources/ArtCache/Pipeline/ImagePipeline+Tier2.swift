@@ -21,9 +21,10 @@ extension ImagePipeline {
             logger.warning("tier2: an object does not match its record; asking the origin", metadata: ["url": "\(url)"])
             return nil
         }
-        let placeholder = record.thumbHash.flatMap { Data(base64Encoded: $0) }.flatMap { hash in
-            record.width.flatMap { width in record.height.flatMap { height in
-                record.color.map { OriginalIntrinsics(width: width, height: height, color: $0, thumbHash: hash) } } }
+        var placeholder: OriginalIntrinsics?
+        if let width = record.width, let height = record.height, let color = record.color,
+           let hash = record.thumbHash.flatMap({ Data(base64Encoded: $0) }) {
+            placeholder = OriginalIntrinsics(width: width, height: height, color: color, thumbHash: hash)
         }
         let fresh = record.validators.expiresAt.map { $0 > now } ?? false
         var entry = behind && fresh
