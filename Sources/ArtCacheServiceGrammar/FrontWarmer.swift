@@ -17,13 +17,18 @@ package struct FrontWarmer: Sendable {
     /// Per request (`[service] timeout`).
     let timeout: TimeInterval
     let logger: Logger
+    /// Where a failed warm-up is logged: `.debug` behind a manifest (the
+    /// owner remembers why), `.warning` in the CLI, whose user asked for it.
+    let failureLevel: Logger.Level
 
-    package init(front: String, signer: ServiceURLSigner, downloader: Downloader, timeout: TimeInterval, logger: Logger) {
+    package init(front: String, signer: ServiceURLSigner, downloader: Downloader, timeout: TimeInterval, logger: Logger,
+                 failureLevel: Logger.Level = .debug) {
         self.front = front
         self.signer = signer
         self.downloader = downloader
         self.timeout = timeout
         self.logger = logger
+        self.failureLevel = failureLevel
     }
 
     /// Asks the front for `url`'s thumbnails at `sizes` (with `fit`), once
@@ -46,12 +51,12 @@ package struct FrontWarmer: Sendable {
                 let answer = try await downloader.getEndpoint(front + request.path, accept: request.accept, timeout: timeout,
                                                               priority: priority)
                 guard answer.status == 200 else {
-                    logger.debug("warm-up through the front refused", metadata: [
+                    logger.log(level: failureLevel, "warm-up through the front refused", metadata: [
                         "url": "\(url)", "status": "\(answer.status)", "error": "\(answer.headers["x-artcache-error"] ?? "")"])
                     return false
                 }
             } catch {
-                logger.debug("warm-up through the front failed", metadata: ["url": "\(url)", "error": "\(error)"])
+                logger.log(level: failureLevel, "warm-up through the front failed", metadata: ["url": "\(url)", "error": "\(error)"])
                 return false
             }
         }

@@ -28,7 +28,7 @@ extension PrefetchCommand {
         let downloader = try Downloader(settings: configuration.download, logger: logger)
         defer { downloader.shutdown() }
         let warmer = FrontWarmer(front: front, signer: signer, downloader: downloader, timeout: configuration.service.timeout,
-                                 logger: logger)
+                                 logger: logger, failureLevel: .warning)
         let specs = noThumbnails ? [] : configuration.thumbnails.sizes
         let workers = max(1, configuration.download.concurrency)
         let warmed = await withTaskGroup(of: Bool.self) { group in

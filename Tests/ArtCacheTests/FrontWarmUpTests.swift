@@ -93,7 +93,10 @@ struct FrontWarmUpTests {
         let list = work.write("urls.txt", names.map { s.origin.url("/img/" + $0) }.joined(separator: "\n"))
         try await s.app().test(.live) { client in
             let base = "http://127.0.0.1:\(client.port!)"
-            let environment = ["ARTCACHE_SERVICE_KEYS": CacheKey.hex(ServiceHarness.key), "ARTCACHE_THUMBNAILS_SIZES": "40x40"]
+            // The CLI waits as long as the node does (ServiceHarness: 150 s): in
+            // a loaded run a low-priority render may wait past the default 30 s.
+            let environment = ["ARTCACHE_SERVICE_KEYS": CacheKey.hex(ServiceHarness.key), "ARTCACHE_THUMBNAILS_SIZES": "40x40",
+                               "ARTCACHE_SERVICE_TIMEOUT": "150"]
             let result = try await CLI.run(["prefetch", "--cache-dir", local, "--via", base + "/", "--json", list],
                                            environment: environment)
             #expect(result.status == 0, "\(result.stderr)")
