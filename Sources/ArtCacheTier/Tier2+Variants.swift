@@ -39,7 +39,7 @@ extension Tier2 {
             }
             tally.withLock { $0.variantHits += 1 }
             return Tier2Variant(data: answer.body, contentType: type, width: width, height: height, sourceSHA256: sourceSHA256)
-        } catch let error as DownloadError where error.code == .cancelled {
+        } catch where error.code == .cancelled {
             throw CancellationError()
         } catch {
             failed(error, key)
@@ -54,7 +54,7 @@ extension Tier2 {
             try await objects.put(Self.variantKey(key), body: variant.data, contentType: variant.contentType,
                                   metadata: metadata, timeout: settings.writeTimeout, priority: priority)
             tally.withLock { $0.variantWrites += 1 }
-        } catch let error as DownloadError where error.code == .cancelled {
+        } catch where error.code == .cancelled {
             throw CancellationError()
         } catch {
             tally.withLock { $0.writeErrors += 1 }

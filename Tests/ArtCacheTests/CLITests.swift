@@ -48,8 +48,13 @@ struct CLITests {
         #expect(viaConfig["entries"] as? Int == 2, "--config before the subcommand")
         let missing = try await CLI.run(["--config", dir.file("absent.conf"), "stats"])
         #expect(missing.status != 0 && missing.stderr.contains("absent.conf"))
-        let verbose = try await CLI.run(["-v", "--cache-dir", first, "stats"])
-        #expect(verbose.status == 0, "-v before the subcommand: \(verbose.stderr)")
+        // -v turns logging on, before or after the subcommand; without it, stderr stays quiet.
+        let quiet = try await CLI.run(["--cache-dir", first, "stats"])
+        #expect(quiet.status == 0 && !quiet.stderr.contains(" debug "), "\(quiet.stderr)")
+        for arguments in [["-v", "--cache-dir", first, "stats"], ["stats", "--cache-dir", first, "-v"], ["stats", "--verbose", "--cache-dir", first]] {
+            let verbose = try await CLI.run(arguments)
+            #expect(verbose.status == 0 && verbose.stderr.contains(" debug "), "\(arguments): \(verbose.stderr)")
+        }
     }
 
     @Test func purgeDryRunThenPurge() async throws {

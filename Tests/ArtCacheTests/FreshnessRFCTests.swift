@@ -77,6 +77,33 @@ struct FreshnessRFCTests {
         try await h.pipeline.close()
     }
 
+    /// A revalidation answered 200 with `no-store` (or `private`): the new
+    /// bytes are served to that request and not kept, and the copy stored
+    /// before goes with its variants — else it is served stale again in
+    /// place of what the origin now answers.
+    @Test(arguments: ["no-store", "private, max-age=600"])
+    func aRevalidationAnsweredUncacheableRemovesTheStoredCopy(cacheControl: String) async throws {
+        let h = try await FreshnessTests.harness { $0.cache.staleWhileRevalidate = 0 }
+        h.origin.register("a.jpg", .init(body: Self.jpeg, contentType: "image/jpeg", cacheControl: "max-age=0", etag: "\"v1\""))
+        let url = h.url("/img/a.jpg")
+        _ = try await h.pipeline.image(ImageRequest(url: url))
+        _ = try await h.pipeline.image(ImageRequest(url: url, width: 40, height: 40))
+        await h.store.waitForWritesBehind()
+        #expect(try await h.store.stats().variants == 1)
+        let changed = try Fixtures.image(width: 30, height: 20, suffix: ".jpg")
+        h.origin.register("a.jpg", .init(body: changed, contentType: "image/jpeg", cacheControl: cacheControl, etag: "\"v2\""))
+        let answer = try await h.pipeline.image(ImageRequest(url: url))
+        #expect(answer.source == .network && answer.data == changed, "the origin's new answer, \(answer.source)")
+        await h.store.waitForWritesBehind()
+        let after = try await h.store.stats()
+        #expect(after.originals == 0 && after.variants == 0, "\(after.originals) originals, \(after.variants) variants")
+        // The next request asks the origin again (nothing stored to serve).
+        let next = try await h.pipeline.image(ImageRequest(url: url))
+        #expect(next.data == changed)
+        #expect(h.origin.requestCount("/img/a.jpg") == 4, "download, thumbnail's revalidation, two uncacheable answers")
+        try await h.pipeline.close()
+    }
+
     /// With negative_ttl = 0 and the default stale-while-revalidate window,
     /// a gone image is answered stale once (its revalidation runs behind),
     /// then never again.

@@ -210,4 +210,29 @@ struct ManifestTests {
         let badSizes = try await CLI.run(["manifest", file, "--sizes", "big", "--cache-dir", cache], environment: local)
         #expect(badSizes.status == 64)
     }
+
+    /// `artcache manifest` reads the answers the cache remembers: a URL whose
+    /// `get` was answered 404, or with an HTML page, is `failed` with that
+    /// reason, from the same cache in another process, and is not fetched again.
+    @Test(.timeLimit(.minutes(2))) func theCLISaysWhatFailedFromTheCachesMemory() async throws {
+        let origin = try await OriginServer.start()
+        defer { origin.stop() }
+        let dir = TempDir()
+        let cache = dir.file("cache")
+        let loopback = ["ARTCACHE_DOWNLOAD_ALLOWED_SOURCES": "127.0.0.1", "ARTCACHE_DOWNLOAD_ALLOWED_NETWORKS": "127.0.0.1/32",
+                        "ARTCACHE_DOWNLOAD_RETRIES": "0"]
+        let (gone, html) = (origin.url("/status/404"), origin.url("/html200"))
+        for url in [gone, html] {
+            let got = try await CLI.run(["get", url, "--cache-dir", cache], environment: loopback)
+            #expect(got.status != 0, "\(url): \(got.stdout)")
+        }
+        let file = dir.write("set.txt", "\(gone)\n\(html)\n")
+        let printed = try await CLI.run(["manifest", file, "--sizes", "64x64", "--json", "--cache-dir", cache], environment: loopback)
+        #expect(printed.status == 0, "\(printed.stderr)")
+        let json = try JSONSerialization.jsonObject(with: Data(printed.stdout.utf8)) as? [String: Any]
+        let items = try #require(json?["items"] as? [[String: Any]])
+        #expect(items.map { $0["status"] as? String } == ["failed", "failed"], "\(printed.stdout)")
+        #expect(items.map { $0["reason"] as? String } == ["http_404", "not_an_image"], "\(printed.stdout)")
+        #expect(origin.requestCount("/status/404") == 1 && origin.requestCount("/html200") == 1)
+    }
 }

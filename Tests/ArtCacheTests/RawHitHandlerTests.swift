@@ -90,6 +90,25 @@ struct RawHitHandlerTests {
         return heads
     }
 
+    /// The head reader's known answers: the path, what it reads, whether the
+    /// path can be an image path (three slashes, no query: the memory tier
+    /// is asked only then), and what it leaves to the decoder.
+    @Test func theHeadReaderKnowsImagePaths() {
+        func parse(_ text: String) -> RawRequestHead?? {
+            RawRequestHead.parse(ByteBuffer(string: text), maxHead: RawHitHandler.maxHead)
+        }
+        let image = parse("GET /sig/100x100/aHR0cA HTTP/1.1\r\nAccept: image/avif\r\nIf-None-Match: \"e\"\r\n\r\n")
+        #expect(image??.path == "/sig/100x100/aHR0cA" && image??.isImagePath == true)
+        #expect(image??.accept == "image/avif" && image??.ifNoneMatch == "\"e\"" && image??.length == 76)
+        #expect(parse("GET /sig/100x100/aHR0cA?x=1 HTTP/1.1\r\n\r\n")??.isImagePath == false)
+        #expect(parse("GET /v1/info/sig/aHR0cA HTTP/1.1\r\n\r\n")??.isImagePath == false)
+        #expect(parse("GET /health HTTP/1.1\r\n\r\n")??.isImagePath == false)
+        let incomplete = parse("GET /sig/100x100/aHR0cA HTTP/1.1\r\nAccept: a")
+        #expect(incomplete != nil && incomplete! == nil, "incomplete: wait for more")
+        #expect(parse("POST /sig/100x100/aHR0cA HTTP/1.1\r\n\r\n") == nil, "the decoder's")
+        #expect(parse("GET /sig/100x100/aHR0cA HTTP/1.1\r\nContent-Length: 0\r\n\r\n") == nil, "a body: the decoder's")
+    }
+
     @Test func pipelinedHitsAndOneInPiecesAreAnsweredInOrderAsTheRouterWould() async throws {
         let (s, path, cold) = try await Self.warm()
         let body = cold.body

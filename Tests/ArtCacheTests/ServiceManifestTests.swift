@@ -6,6 +6,7 @@ import NIOCore
 import Testing
 @testable import ArtCache
 @testable import ArtCacheCore
+@testable import ArtCacheFetch
 @testable import ArtCacheServer
 
 /// `POST /v1/manifest` (signed bodies: 401 without, 403 wrong, 413 too
@@ -61,6 +62,43 @@ struct ServiceManifestTests {
                                      body: ByteBuffer(bytes: junk)) { response in
                 #expect(response.status == .badRequest)
             }
+        }
+        try await s.close()
+    }
+
+    /// Issue 36 item 3 through `POST /v1/manifest`: what failed for good —
+    /// 404, 410, an HTML page, a source or address the policy refuses — is
+    /// `failed` with its typed reason, is not queued, and is still `failed`
+    /// (nothing fetched again) when the same result set is posted again.
+    @Test func failedItemsAreFailedWithTheirReasonAndNotQueued() async throws {
+        let s = try await ServiceHarness { configuration in
+            configuration.download.retries = 0
+            configuration.download.allowedNetworks = [IPNetwork("127.0.0.1/32")!]
+            configuration.download.allowedSources = [HostPattern("127.0.0.1")!, HostPattern("127.0.0.2")!]
+        }
+        let (gone, removed, html) = (s.origin.url("/status/404"), s.origin.url("/status/410"), s.origin.url("/html200"))
+        for url in [gone, removed, html] {
+            await #expect(throws: ArtCacheError.self) { _ = try await s.pipeline.image(ImageRequest(url: url)) }
+        }
+        let urls = [gone, removed, html, "http://blocked.invalid/a.jpg", "http://127.0.0.2:\(s.origin.port)/img/a.jpg"]
+        let body = Array(urls.joined(separator: "\n").utf8)
+        let signature = try #require(s.signer.signature(forBody: body))
+        try await s.app().test(.router) { client in
+            for round in 1...2 {
+                try await client.execute(uri: "/v1/manifest?sizes=48x48", method: .post,
+                                         headers: [ThumbnailService.signatureHeader: signature], body: ByteBuffer(bytes: body)) { response in
+                    #expect(response.status == .ok)
+                    let manifest = try JSONDecoder().decode(ImageManifest.self, from: Data(buffer: response.body))
+                    #expect(manifest.items.map(\.status) == Array(repeating: .failed, count: urls.count), "round \(round)")
+                    #expect(manifest.items.map(\.reason) == ["http_404", "http_410", "not_an_image", "blocked_source", "blocked_address"],
+                            "round \(round)")
+                }
+            }
+        }
+        let warmUps = s.pipeline.background.counts[.warmUp]
+        #expect(warmUps?.queued == 0 && warmUps?.running == 0 && warmUps?.finished == 0, "nothing was queued")
+        for path in ["/status/404", "/status/410", "/html200"] {
+            #expect(s.origin.requestCount(path) == 1, "\(path): asked once, then remembered")
         }
         try await s.close()
     }

@@ -161,7 +161,14 @@ extension ImagePipeline {
         }
         let outcome = try await keep(response, url: url, now: now, behind: behind, fetched: fetched)
         freshness.withLock { $0.revalidated200 += 1 }
-        if response.body != hit.data { memory.removeFamily(of: url.key.hex) }
+        if outcome.source == .uncacheable {
+            // The origin no longer lets the image be stored (`no-store`,
+            // `private`): the copy kept from before goes, or it would be
+            // served stale again in place of what the origin now answers.
+            await forget(url)
+        } else if response.body != hit.data {
+            memory.removeFamily(of: url.key.hex)
+        }
         return outcome
     }
 

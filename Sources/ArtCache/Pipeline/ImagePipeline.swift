@@ -132,12 +132,15 @@ public final class ImagePipeline: Sendable {
         let url: NormalizedURL
         let spec: VariantSpec?
         let cacheKey: CacheKey
-        var memoryKey: String { cacheKey.hex }
+        /// `cacheKey.hex`, made once (resolved requests are memoized: a
+        /// memory hit reads it without writing 64 characters).
+        let memoryKey: String
 
         init(url: NormalizedURL, spec: VariantSpec?) {
             self.url = url
             self.spec = spec
             cacheKey = spec.map { CacheKey(parent: url.key, spec: $0.canonical) } ?? url.key
+            memoryKey = cacheKey.hex
         }
     }
 

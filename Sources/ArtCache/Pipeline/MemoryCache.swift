@@ -15,7 +15,11 @@ final class MemoryCache: Sendable {
         var value: ImageResponse
         var cost: Int64
         var newer: Node?
-        weak var older: Node?
+        /// Not counted: `nodes` keeps every linked node alive, and a node
+        /// is unlinked before it leaves `nodes` (``State/remove(_:)``), so
+        /// this never dangles; a weak reference cost a side-table load on
+        /// every hit.
+        unowned(unsafe) var older: Node?
 
         init(key: String, value: ImageResponse, cost: Int64) {
             self.key = key

@@ -170,6 +170,7 @@ package final class CacheStore: Sendable {
         // chunks that each commit, so an interrupted migration resumes here.
         try LegacyBlobMigration(db: db, blobs: blobs, inlineMax: settings.inlineMax, logger: logger).run()
         blobs.ensureReserve()
+        logger.debug("cache opened", metadata: ["directory": "\(directory.path)"])
         withExtendedLifetime(lock) {}
     }
 
