@@ -49,11 +49,9 @@ struct FreshnessRFCTests {
         try await h.pipeline.close()
     }
 
-    /// A revalidation answered 404 or 410 removes the original and its
-    /// variants (else they are served stale again), and the answer is
-    /// remembered for negative_ttl.
-    @Test(arguments: [404, 410])
-    func aRevalidationAnsweredGoneRemovesTheEntryAndItsVariants(status: Int) async throws {
+    /// `a.jpg` stored already expired (`max-age=0`, an ETag) with one
+    /// 40x40 variant, stale-while-revalidate off: the next request revalidates first.
+    static func storedExpiredWithAVariant() async throws -> (LoopbackHarness, String) {
         let h = try await FreshnessTests.harness { $0.cache.staleWhileRevalidate = 0 }
         h.origin.register("a.jpg", .init(body: Self.jpeg, contentType: "image/jpeg", cacheControl: "max-age=0", etag: "\"v1\""))
         let url = h.url("/img/a.jpg")
@@ -62,6 +60,15 @@ struct FreshnessRFCTests {
         await h.store.waitForWritesBehind()
         let before = try await h.store.stats()
         #expect(before.originals == 1 && before.variants == 1)
+        return (h, url)
+    }
+
+    /// A revalidation answered 404 or 410 removes the original and its
+    /// variants (else they are served stale again), and the answer is
+    /// remembered for negative_ttl.
+    @Test(arguments: [404, 410])
+    func aRevalidationAnsweredGoneRemovesTheEntryAndItsVariants(status: Int) async throws {
+        let (h, url) = try await Self.storedExpiredWithAVariant()
         h.origin.register("a.jpg", .init(body: Data(), contentType: nil, status: status))
         let error = await #expect(throws: ArtCacheError.self) {
             try await h.pipeline.image(ImageRequest(url: url, width: 40, height: 40))
@@ -83,13 +90,7 @@ struct FreshnessRFCTests {
     /// place of what the origin now answers.
     @Test(arguments: ["no-store", "private, max-age=600"])
     func aRevalidationAnsweredUncacheableRemovesTheStoredCopy(cacheControl: String) async throws {
-        let h = try await FreshnessTests.harness { $0.cache.staleWhileRevalidate = 0 }
-        h.origin.register("a.jpg", .init(body: Self.jpeg, contentType: "image/jpeg", cacheControl: "max-age=0", etag: "\"v1\""))
-        let url = h.url("/img/a.jpg")
-        _ = try await h.pipeline.image(ImageRequest(url: url))
-        _ = try await h.pipeline.image(ImageRequest(url: url, width: 40, height: 40))
-        await h.store.waitForWritesBehind()
-        #expect(try await h.store.stats().variants == 1)
+        let (h, url) = try await Self.storedExpiredWithAVariant()
         let changed = try Fixtures.image(width: 30, height: 20, suffix: ".jpg")
         h.origin.register("a.jpg", .init(body: changed, contentType: "image/jpeg", cacheControl: cacheControl, etag: "\"v2\""))
         let answer = try await h.pipeline.image(ImageRequest(url: url))
