@@ -117,9 +117,9 @@ struct RawRequestHead {
     var ifNoneMatch: String?
     /// The head's length in bytes, its blank line included.
     var length: Int
-    /// ``MemoryHitHandler/isImagePath(_:)`` of `path`, read while parsing:
-    /// three slashes, no query.
-    var isImagePath = false
+    /// Whether `path` can name an image (``MemoryHitHandler/isImagePath(_:)``:
+    /// only then is the memory tier asked).
+    var isImagePath: Bool { MemoryHitHandler.isImagePath(path) }
 
     // The literals a head is compared with, made once (not an array per request).
     private static let getPrefix = Array("GET /".utf8)
@@ -138,11 +138,8 @@ struct RawRequestHead {
             if count < get.count { return .some(nil) }
             // The request target: visible ASCII up to one space.
             var index = 4
-            var (slashes, query) = (0, false)
             while index < count, bytes[index] != 0x20 {
-                let byte = bytes[index]
-                guard byte > 0x20, byte < 0x7F else { return nil }
-                if byte == UInt8(ascii: "/") { slashes += 1 } else if byte == UInt8(ascii: "?") { query = true }
+                guard bytes[index] > 0x20, bytes[index] < 0x7F else { return nil }
                 index += 1
             }
             let version = Self.versionSuffix
@@ -153,7 +150,7 @@ struct RawRequestHead {
             let path = String(decoding: UnsafeRawBufferPointer(rebasing: bytes[4..<index]), as: UTF8.self)
             index += version.count
             guard index <= maxHead else { return nil }
-            var head = RawRequestHead(path: path, length: 0, isImagePath: slashes == 3 && !query)
+            var head = RawRequestHead(path: path, length: 0)
             var seen = 0  // bit per header read
             while true {
                 guard index + 1 < count else { return count > maxHead ? nil : .some(nil) }
