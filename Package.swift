@@ -66,15 +66,16 @@ let package = Package(
         //
         //   artcache (CLI) ── ArtCacheServer ── Examples (fronts)
         //                 \        |        /
-        //                        ArtCache                 pipeline, prefetcher, memory tier,
-        //              /      /     |     \      \          configuration, manifests
-        //   ResultSets  ServiceGrammar  Fetch  Store  Render
-        //              \      \     |     /      /
-        //                      ArtCacheCore               URL + key, validators, priority,
-        //                                                 errors, locks and threads
+        //                        ArtCache                       pipeline, prefetcher, memory tier,
+        //              /      /     |     \      \      \        configuration, manifests
+        //   ResultSets  ServiceGrammar  Fetch  Store  Render  Tier
+        //              \      \     |     /      /      /
+        //                      ArtCacheCore                     URL + key, validators, priority,
+        //                                                       errors, locks and threads
         //
         // (ArtCacheServiceGrammar also uses Fetch and Render for their value
-        // types.) The server and the CLI depend on ArtCache alone: it
+        // types; ArtCacheTier, the shared second tier, uses Fetch's libcurl
+        // engine.) The server and the CLI depend on ArtCache alone: it
         // re-exports the stages. Cross-target internals are `package`;
         // `public` is the embedding API; `@_spi(Benchmarks)` is two small
         // façades (IndexBenchmark, RenderBenchmark) for the Benchmarks package,

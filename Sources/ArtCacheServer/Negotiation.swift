@@ -150,15 +150,3 @@ struct FormatPolicy: Sendable {
         }
     }
 }
-
-/// HTTP-date (RFC 9110 IMF-fixdate) without a shared formatter.
-enum HTTPDate {
-    static func string(_ seconds: Double) -> String {
-        var time = time_t(seconds)
-        var parts = tm()
-        gmtime_r(&time, &parts)
-        var buffer = [CChar](repeating: 0, count: 64)
-        let count = strftime(&buffer, buffer.count, "%a, %d %b %Y %H:%M:%S GMT", &parts)
-        return String(decoding: buffer[..<count].map { UInt8(bitPattern: $0) }, as: UTF8.self)
-    }
-}

@@ -181,6 +181,44 @@ struct FastJPEGTests {
         #expect(Resampler.resize(flat, width: 90, height: 70).bytes == flat.bytes)
     }
 
+    /// The C loops take four column blocks and four output pixels at a time
+    /// (and one at a time near the edges and at the ends): every output
+    /// byte is what the taps give summed one by one, in Double here (±1 for
+    /// float rounding and fused multiply-adds), on sizes that reach every
+    /// path: widths not a multiple of 4 or 8, one channel and three, edge
+    /// taps on both sides, and 2:1 (the P2b case).
+    @Test(arguments: [(600, 600, 300, 300, 3), (601, 7, 37, 3, 3), (150, 150, 100, 100, 1), (1000, 300, 64, 200, 3),
+                      (97, 13, 5, 11, 3), (33, 9, 32, 9, 1), (9, 9, 1, 1, 3)])
+    func theResamplerIsItsTapsSummed(_ sw: Int, _ sh: Int, _ tw: Int, _ th: Int, _ channels: Int) {
+        var source = PixelBuffer(width: sw, height: sh, channels: channels)
+        var seed: UInt32 = 12345
+        for i in source.bytes.indices {
+            seed = seed &* 1_664_525 &+ 1_013_904_223
+            source.bytes[i] = UInt8(truncatingIfNeeded: (i * 7 + (i / (sw * channels)) * 13) ^ Int(seed >> 28))
+        }
+        let out = Resampler.resize(source, width: tw, height: th)
+        let h = Resampler.taps(source: sw, target: tw), v = Resampler.taps(source: sh, target: th)
+        var worst = 0
+        for y in 0..<th {
+            var column = [Double](repeating: 0, count: sw * channels)
+            for k in 0..<Int(v.count[y]) {
+                let row = Int(v.start[y]) + k, w = Double(v.weights[y * v.taps + k])
+                for i in 0..<sw * channels { column[i] += w * Double(source.bytes[row * sw * channels + i]) }
+            }
+            for x in 0..<tw {
+                for c in 0..<channels {
+                    var sum = 0.0
+                    for k in 0..<Int(h.count[x]) {
+                        sum += Double(h.weights[x * h.taps + k]) * column[(Int(h.start[x]) + k) * channels + c]
+                    }
+                    let expected = Int(min(255, max(0, sum + 0.5)))
+                    worst = max(worst, abs(expected - Int(out.bytes[(y * tw + x) * channels + c])))
+                }
+            }
+        }
+        #expect(worst <= 1, "\(sw)x\(sh) → \(tw)x\(th), \(channels) channels: off by \(worst)")
+    }
+
     /// EXIF orientation from either byte order; ICC profiles told apart.
     @Test func metadataKnownAnswers() throws {
         #expect(JPEGMetadata(Data([0x89, 0x50])) == nil)

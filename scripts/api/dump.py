@@ -18,7 +18,7 @@ import sys
 # Every library module: the embedding API (`ArtCache` and the modules it
 # re-exports), then the server. A new target goes here, or its types go uncounted.
 EMBEDDING = ["ArtCacheCore", "ArtCacheFetch", "ArtCacheStore", "ArtCacheRender", "ArtCacheResultSets",
-             "ArtCacheServiceGrammar", "ArtCache"]
+             "ArtCacheServiceGrammar", "ArtCacheTier", "ArtCache"]
 MODULES = EMBEDDING + ["ArtCacheServer"]
 TYPE_KINDS = {"swift.struct", "swift.class", "swift.enum", "swift.protocol", "swift.actor"}
 
