@@ -1,6 +1,15 @@
 // swift-tools-version:6.0
 import PackageDescription
 
+// Fuzz/run builds the fuzz targets with ARTCACHE_FUZZ=1, into this
+// package's own .build: then artcache's Swift modules (not its
+// dependencies) are compiled for libFuzzer's coverage and AddressSanitizer,
+// and the dependencies are the ones every debug build here compiled, reused
+// instead of built again instrumented (most of a cold fuzz build). Without
+// the variable this is empty and changes nothing.
+let fuzzing: [SwiftSetting] = Context.environment["ARTCACHE_FUZZ"] == "1"
+    ? [.unsafeFlags(["-sanitize=fuzzer,address"])] : []
+
 let package = Package(
     name: "artcache",
     platforms: [.macOS(.v14)],
@@ -82,27 +91,31 @@ let package = Package(
         // which cannot see `package` (Fuzz reaches internals by `@testable`).
         .target(
             name: "ArtCacheCore",
-            dependencies: [.product(name: "Crypto", package: "swift-crypto")]
+            dependencies: [.product(name: "Crypto", package: "swift-crypto")],
+            swiftSettings: fuzzing
         ),
         // libcurl engine, address policy, host breaker, HTTP cache policy.
         .target(
             name: "ArtCacheFetch",
-            dependencies: ["ArtCacheCore", "CCurlShim", .product(name: "Logging", package: "swift-log")]
+            dependencies: ["ArtCacheCore", "CCurlShim", .product(name: "Logging", package: "swift-log")],
+            swiftSettings: fuzzing
         ),
         // SQLite index, blobs, group commit, eviction, verify, purge, migration.
         .target(
             name: "ArtCacheStore",
             dependencies: ["ArtCacheCore", .product(name: "GRDB", package: "GRDB.swift"),
-                           .product(name: "Logging", package: "swift-log")]
+                           .product(name: "Logging", package: "swift-log")],
+            swiftSettings: fuzzing
         ),
         // Sniffing, libvips, and the TurboJPEG fast path.
         .target(
             name: "ArtCacheRender",
-            dependencies: ["ArtCacheCore", "CVipsShim", "CZlib", "CTurboJPEG", "CWebP", "CHeif", "CPixels"]
+            dependencies: ["ArtCacheCore", "CVipsShim", "CZlib", "CTurboJPEG", "CWebP", "CHeif", "CPixels"],
+            swiftSettings: fuzzing
         ),
         // The result sets the prefetcher mines for image URLs (iTunes, GitHub,
         // Twitter): pure parsing of untrusted JSON, fuzzed.
-        .target(name: "ArtCacheResultSets", dependencies: ["ArtCacheCore"]),
+        .target(name: "ArtCacheResultSets", dependencies: ["ArtCacheCore"], swiftSettings: fuzzing),
         // The service's contract with its clients: its settings, the URL
         // grammar (`ThumbnailOptions`), the signer, and a client of a ring's
         // front door (`FrontWarmer`, over Fetch's engine). Below ArtCache,
@@ -111,14 +124,16 @@ let package = Package(
         .target(
             name: "ArtCacheServiceGrammar",
             dependencies: ["ArtCacheCore", "ArtCacheFetch", "ArtCacheRender", .product(name: "Crypto", package: "swift-crypto"),
-                           .product(name: "Logging", package: "swift-log")]
+                           .product(name: "Logging", package: "swift-log")],
+            swiftSettings: fuzzing
         ),
         // The shared second tier: originals in an S3-compatible bucket (Ceph
         // RGW, MinIO, S3) over Fetch's libcurl engine, signed by libcurl's SigV4.
         .target(
             name: "ArtCacheTier",
             dependencies: ["ArtCacheCore", "ArtCacheFetch", .product(name: "Crypto", package: "swift-crypto"),
-                           .product(name: "Logging", package: "swift-log")]
+                           .product(name: "Logging", package: "swift-log")],
+            swiftSettings: fuzzing
         ),
         .target(
             name: "ArtCache",
@@ -133,7 +148,8 @@ let package = Package(
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "TOMLKit", package: "TOMLKit"),
-            ]
+            ],
+            swiftSettings: fuzzing
         ),
         // The thumbnail service: HTTP → ImageRequest → HTTP, with signing,
         // negotiation, admission, metrics. Depends on the pipeline (ArtCache)
@@ -154,7 +170,8 @@ let package = Package(
                 .product(name: "Prometheus", package: "swift-prometheus"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
-            ]
+            ],
+            swiftSettings: fuzzing
         ),
         // A loopback HTTP/1.1 origin that misbehaves on purpose (cut bodies,
         // dribbled bodies, wrong types): serves the demo and the downloader
