@@ -120,7 +120,7 @@ thumbor_round() {
 # behind the next measurement), the same requests again (P2c); on the last
 # pair also every 300 px answer kept for the quality mean.
 artcache_round() {
-  local qi=$1 last=$2 t b
+  local qi=$1 last=$2 t t2 b
   rm -rf "$WORK/cache-browsers"; start_serve "$WORK/cache-browsers"
   : > "$WORK/artcache-browsers.txt"
   for s in 100 300; do
