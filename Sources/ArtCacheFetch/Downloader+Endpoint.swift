@@ -49,7 +49,8 @@ extension Downloader {
     /// followed, no retry, retry queue, negative answer or host breaker (a
     /// caller keeps its own). It shares the transport (one libcurl multi
     /// handle and its total and per-host limits) and keeps a deadline
-    /// (`timeout`, connecting included) and a body limit (`maxBody`). Any
+    /// (`timeout`, connecting included; the download low-speed rule never
+    /// cuts it shorter) and a body limit (`maxBody`). Any
     /// status comes back; a transfer that fails throws, typed.
     package func endpoint(_ endpoint: EndpointRequest, priority: PriorityHandle) async throws(DownloadError) -> EndpointAnswer {
         let url = endpoint.url
@@ -60,6 +61,11 @@ extension Downloader {
         var settings = self.settings
         settings.timeout = endpoint.timeout
         settings.connectTimeout = min(settings.connectTimeout, endpoint.timeout)
+        // The deadline decides, not the origins' stall rule: a node holds a
+        // request at admission and sends nothing until its render is done,
+        // so a warm-up through the front may be silent for most of its
+        // `timeout` (and a trickle is still cut by that deadline).
+        settings.lowSpeedTime = max(settings.lowSpeedTime, endpoint.timeout)
         settings.maxBodyBytes = endpoint.maxBody
         settings.maxRedirects = 0
         settings.allowHTTP = true

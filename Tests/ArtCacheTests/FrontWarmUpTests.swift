@@ -142,6 +142,33 @@ struct FrontWarmUpTests {
         origin.stop()
     }
 
+    /// A node holds a warm-up at admission and sends nothing until its render
+    /// is done: the endpoint's deadline decides, not the origins' low-speed
+    /// rule (CI once cut `prefetch --via` after 20 silent seconds of a 150 s
+    /// timeout). Past the deadline the request is still cut, typed.
+    @Test func anEndpointSilentPastTheLowSpeedTimeIsWaitedForUntilItsDeadline() async throws {
+        let origin = try await OriginServer.start()
+        origin.register("slow.jpg", .init(body: try Fixtures.image(width: 20, height: 20, suffix: ".jpg"), contentType: "image/jpeg"))
+        var settings = DownloadSettings()
+        settings.lowSpeedLimit = 100_000
+        settings.lowSpeedTime = 1
+        let downloader = try Downloader(settings: settings)
+        defer { downloader.shutdown() }
+        let answer = try await downloader.getEndpoint(origin.url("/hold/2500/slow.jpg"), accept: nil, timeout: 60,
+                                                      priority: PriorityHandle(.low))
+        #expect(answer.status == 200 && answer.body.count > 0)
+        let clock = ContinuousClock()
+        let started = clock.now
+        await #expect {
+            _ = try await downloader.getEndpoint(origin.url("/hold/20000/slow.jpg"), accept: nil, timeout: 2,
+                                                 priority: PriorityHandle(.low))
+        } throws: { error in
+            (error as? DownloadError)?.code == .timeout
+        }
+        #expect(clock.now - started < .seconds(15), "cut by its 2 s deadline")
+        origin.stop()
+    }
+
     /// `[service] front_url` as kept (known answers), and a bad one is a typed configuration error naming the key.
     @Test func frontURLsAreCheckedAndKept() throws {
         #expect(ServiceSettings.frontURL("") == "")
