@@ -188,13 +188,49 @@ struct BackgroundSchedulerTests {
         #expect(scheduler.counts[.formatUpgrade]?.queued == 1 && scheduler.counts[.formatUpgrade]?.running == 0)
         scheduler.foregroundEnded()
         #expect(scheduler.counts[.formatUpgrade]?.queued == 1, "one request is still in flight")
+        let clock = ContinuousClock()
+        let quiet = clock.now
         scheduler.foregroundEnded()
         await scheduler.waitUntilIdle(.formatUpgrade)
         #expect(ran.withLock { $0 } == 1 && scheduler.foregroundCount == 0)
+        #expect(clock.now - quiet >= scheduler.settings.quietAfter, "started once the quiet had lasted")
         // Submitted while quiet: starts at once.
         scheduler.submit(BackgroundJobKey(.formatUpgrade, key: "v")) { ran.withLock { $0 += 1 } }
         await scheduler.waitUntilIdle(.formatUpgrade)
         #expect(ran.withLock { $0 } == 2)
+    }
+
+    /// A burst has instants with no request in flight: an upgrade starts
+    /// only once none has run for `quietAfter`; a request beginning and
+    /// ending meanwhile starts the wait again. `close()` stops the timer.
+    @Test func formatUpgradesWaitForTheQuietToLast() async {
+        var settings = Self.settings(concurrency: 4)
+        settings.quietAfter = .seconds(3600)
+        let scheduler = BackgroundScheduler(settings: settings)
+        let dropped = Locked(0)
+        scheduler.foregroundBegan()
+        scheduler.submit(BackgroundJobKey(.formatUpgrade, key: "u"), onDrop: { dropped.withLock { $0 += 1 } }) {}
+        scheduler.foregroundEnded()
+        scheduler.foregroundBegan()
+        scheduler.foregroundEnded()
+        // Quiet, but not for an hour: it waits (other kinds do not).
+        scheduler.submit(BackgroundJobKey(.revalidation, key: "r")) {}
+        await scheduler.waitUntilIdle(.revalidation)
+        #expect(scheduler.counts[.formatUpgrade]?.queued == 1 && scheduler.counts[.formatUpgrade]?.running == 0)
+        await scheduler.close()
+        #expect(dropped.withLock { $0 } == 1 && scheduler.counts[.formatUpgrade]?.finished == 0)
+
+        // A short quiet: the job starts after it, not before.
+        settings.quietAfter = .milliseconds(200)
+        let short = BackgroundScheduler(settings: settings)
+        let clock = ContinuousClock()
+        short.foregroundBegan()
+        short.submit(BackgroundJobKey(.formatUpgrade, key: "v")) {}
+        let ended = clock.now
+        short.foregroundEnded()
+        await short.waitUntilIdle(.formatUpgrade)
+        #expect(clock.now - ended >= .milliseconds(200) && short.counts[.formatUpgrade]?.finished == 1)
+        await short.close()
     }
 
     @Test func closeDropsWhatWaitsAndCancelsWhatRuns() async {

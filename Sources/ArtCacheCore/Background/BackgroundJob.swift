@@ -31,10 +31,11 @@ package enum BackgroundKind: String, CaseIterable, Sendable, Hashable {
     /// pool never hold the slots revalidations and the reclaimer need.
     var maxRunning: Int? { self == .formatUpgrade ? 1 : nil }
 
-    /// Jobs of this kind start only while no foreground request is being
-    /// downloaded or rendered (``BackgroundScheduler/foregroundBegan()``):
-    /// a format upgrade is optional work, and one AVIF at the slow effort
-    /// holds a core for 20–300 ms, which a burst of cold answers needs.
+    /// Jobs of this kind start only once no foreground request has been
+    /// downloaded or rendered for `quietAfter`
+    /// (``BackgroundScheduler/foregroundBegan()``): a format upgrade is
+    /// optional work, and one AVIF at the slow effort holds a core for
+    /// 20–300 ms, which a burst of cold answers needs.
     var waitsForQuiet: Bool { self == .formatUpgrade }
 }
 
@@ -65,6 +66,14 @@ package struct BackgroundSettings: Sendable, Equatable {
     package var maxBytes: Int64 = 64 << 20
     /// Jobs running at once.
     package var concurrency = 4
+    /// How long no foreground request must have run before the kinds that
+    /// wait for quiet (format upgrades) start. A burst of cold answers has
+    /// instants with none in flight (each of 16 connections between its
+    /// answer and its next request): started there, an upgrade took a
+    /// render thread from the burst 2–3 times per P2b round (~50 ms each,
+    /// 6–9% of the round's CPU). A page's requests come within tens of
+    /// milliseconds of each other; upgrades wait a quarter of a second more.
+    package var quietAfter: Duration = .milliseconds(250)
 
     package init() {}
 }

@@ -84,6 +84,11 @@ package final class BackgroundScheduler: @unchecked Sendable {
         var lastKind = BackgroundKind.allCases.count - 1
         /// Foreground requests downloading or rendering now (``foregroundBegan()``).
         var foreground = 0
+        /// When `foreground` last fell to zero (the quiet kinds start `quietAfter` later).
+        var quietSince = ContinuousClock.now
+        /// The one timer that starts the quiet kinds once the quiet has lasted
+        /// (``startWhenQuiet(at:)``); nil when none is armed.
+        var quietTimer: Task<Void, Never>?
         var closed = false
     }
 
@@ -103,6 +108,8 @@ package final class BackgroundScheduler: @unchecked Sendable {
 
     package init(settings: BackgroundSettings = BackgroundSettings()) {
         self.settings = settings
+        // Quiet since long enough: a scheduler that never saw a request starts everything at once.
+        state.quietSince = ContinuousClock.now - settings.quietAfter
     }
 
     /// Queues `body` under `key` unless that key waits or runs already.
@@ -136,21 +143,25 @@ package final class BackgroundScheduler: @unchecked Sendable {
     /// A foreground request (an answer someone waits for, not a job of
     /// this scheduler) starts downloading or rendering: kinds that wait for
     /// quiet (``BackgroundKind/waitsForQuiet``: format upgrades) start no
-    /// job until every such request has ended (``foregroundEnded()``).
-    /// A job of such a kind already running is not stopped.
+    /// job until every such request has ended (``foregroundEnded()``) and
+    /// none has begun for `quietAfter`. A job of such a kind already
+    /// running is not stopped.
     package func foregroundBegan() {
         locked { state.foreground += 1 }
     }
 
-    /// The end of a request counted by ``foregroundBegan()``; at the last
-    /// one, waiting jobs of the quiet kinds may start.
+    /// The end of a request counted by ``foregroundBegan()``; `quietAfter`
+    /// after the last one, waiting jobs of the quiet kinds may start.
     package func foregroundEnded() {
         locked {
             state.foreground = max(0, state.foreground - 1)
-            if state.foreground == 0, state.counts.indices.contains(where: { k in
-                BackgroundKind.allCases[k].waitsForQuiet && state.counts[k].queued > 0
-            }) {
-                startWhileRoom()
+            if state.foreground == 0 {
+                state.quietSince = ContinuousClock.now
+                if state.counts.indices.contains(where: { k in
+                    BackgroundKind.allCases[k].waitsForQuiet && state.counts[k].queued > 0
+                }) {
+                    startWhileRoom()
+                }
             }
         }
     }
@@ -199,6 +210,7 @@ package final class BackgroundScheduler: @unchecked Sendable {
     package func close() async {
         let (running, dropped) = locked { () -> ([Task<Void, Never>], [Job]) in
             state.closed = true
+            state.quietTimer?.cancel()
             for (_, job) in state.waiting {
                 state.counts[job.key.kind.index].queued -= 1
                 state.keys[job.key] = nil
@@ -265,11 +277,18 @@ package final class BackgroundScheduler: @unchecked Sendable {
     /// priority, then its oldest.
     private func takeNext() -> (id: Int, job: Job)? {
         let kinds = state.queues.count
+        let quietFrom = state.quietSince + settings.quietAfter
+        let quiet = state.foreground == 0 && ContinuousClock.now >= quietFrom
         for offset in 1...kinds {
             let k = (state.lastKind + offset) % kinds
             let kind = BackgroundKind.allCases[k]
             if let cap = kind.maxRunning, state.counts[k].running >= cap { continue }
-            if kind.waitsForQuiet, state.foreground > 0 { continue }
+            if kind.waitsForQuiet, !quiet {
+                // Not quiet long enough yet: the timer comes back then (a
+                // request beginning meanwhile moves the time on at its end).
+                if state.foreground == 0, state.counts[k].queued > 0 { startWhenQuiet(at: quietFrom) }
+                continue
+            }
             for level in ImagePriority.allCases.map(\.rawValue).reversed() {
                 guard let id = state.queues[k][level].first(in: state.waiting),
                       let job = state.waiting.removeValue(forKey: id) else { continue }
@@ -279,6 +298,19 @@ package final class BackgroundScheduler: @unchecked Sendable {
             }
         }
         return nil
+    }
+
+    /// Arms the one quiet timer (unless one is armed): at `instant` it
+    /// starts what may start then. Owned here, cancelled by ``close()``.
+    private func startWhenQuiet(at instant: ContinuousClock.Instant) {
+        guard state.quietTimer == nil, !state.closed else { return }
+        state.quietTimer = Task(priority: .background) { [self] in
+            try? await Task.sleep(until: instant, clock: .continuous)
+            locked {
+                state.quietTimer = nil
+                startWhileRoom()
+            }
+        }
     }
 
     private func startWhileRoom() {

@@ -10,7 +10,8 @@
 
 /* For output column x: hcount[x] weights hweights[x * htaps + k] applied to
  * source columns hstart[x] + k; rows likewise with v*. `column` is scratch
- * of sw * channels floats, `pixels` of sw * 4 floats. */
+ * of sw * channels + 1 floats (an RGB pixel is read as 4 floats: the last
+ * one's 4th lane is the spare float), `pixels` of sw * 4 floats. */
 void cpix_resample(const uint8_t *src, int sw, int channels, uint8_t *dst, int tw, int th,
                    const int32_t *hstart, const int32_t *hcount, const float *hweights, int htaps,
                    const int32_t *vstart, const int32_t *vcount, const float *vweights, int vtaps,

@@ -74,7 +74,8 @@ package enum Resampler {
         if width == image.width && height == image.height { return image }
         let h = taps(source: image.width, target: width)
         let v = taps(source: image.height, target: height)
-        var column = [Float](repeating: 0, count: image.width * image.channels)
+        // One spare float: an RGB pixel is read as 4 (cpixels.h).
+        var column = [Float](repeating: 0, count: image.width * image.channels + 1)
         var pixels = [Float](repeating: 0, count: image.width * 4)
         // Every output byte is written: no zeroing first.
         let out = PixelBuffer.filled(width: width, height: height, channels: image.channels) { dst in
