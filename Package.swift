@@ -199,7 +199,17 @@ let package = Package(
             dependencies: ["ArtCache", "ArtCacheCore", "ArtCacheFetch", "ArtCacheStore", "ArtCacheRender",
                            "ArtCacheResultSets", "ArtCacheServiceGrammar", "ArtCacheServer", "ArtCacheOrigin", "ArtCacheFixtures", "artcache", "artcache-stress",
                            "CVipsShim", "CZlib",
-                           .product(name: "HummingbirdTesting", package: "hummingbird")]
+                           // Not HummingbirdTesting: its target links AsyncHTTPClient, NIOSSL (a
+                           // second BoringSSL), NIOHTTP2... into the debug and TSan builds; the
+                           // tests run applications live with a client of their own
+                           // (Tests/ArtCacheTests/Support/LiveTesting.swift).
+                           .product(name: "Hummingbird", package: "hummingbird"),
+                           .product(name: "HummingbirdCore", package: "hummingbird"),
+                           .product(name: "HTTPTypes", package: "swift-http-types"),
+                           .product(name: "NIOCore", package: "swift-nio"),
+                           .product(name: "NIOPosix", package: "swift-nio"),
+                           .product(name: "NIOHTTP1", package: "swift-nio"),
+                           .product(name: "ServiceLifecycle", package: "swift-service-lifecycle")]
         ),
     ]
 )

@@ -15,6 +15,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-http-types", from: "1.8.0"),
         .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
         .package(url: "https://github.com/hummingbird-project/swift-mustache", from: "2.1.1"),
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
     ],
     targets: [
         .target(
@@ -34,8 +35,16 @@ let package = Package(
         ),
         .testTarget(
             name: "FrontsTests",
-            dependencies: ["Fronts", .product(name: "HummingbirdTesting", package: "hummingbird"),
-                           .product(name: "HTTPTypes", package: "swift-http-types")]
+            // Applications run live with the root suite's client
+            // (LiveTesting.swift, a link to Tests/ArtCacheTests/Support/), not
+            // HummingbirdTesting, which links AsyncHTTPClient and NIOSSL.
+            dependencies: ["Fronts", .product(name: "HTTPTypes", package: "swift-http-types"),
+                           .product(name: "Hummingbird", package: "hummingbird"),
+                           .product(name: "HummingbirdCore", package: "hummingbird"),
+                           .product(name: "NIOCore", package: "swift-nio"),
+                           .product(name: "NIOPosix", package: "swift-nio"),
+                           .product(name: "NIOHTTP1", package: "swift-nio"),
+                           .product(name: "ServiceLifecycle", package: "swift-service-lifecycle")]
         ),
     ]
 )

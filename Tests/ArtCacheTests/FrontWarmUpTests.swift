@@ -2,7 +2,6 @@ import ArtCacheOrigin
 import Foundation
 import Hummingbird
 import HTTPTypes
-import HummingbirdTesting
 import Logging
 import NIOCore
 import Testing

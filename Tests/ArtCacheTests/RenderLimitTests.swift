@@ -9,7 +9,6 @@ import Testing
 @testable import ArtCacheStore
 @testable import ArtCacheServer
 import Hummingbird
-import HummingbirdTesting
 
 /// Review findings on libvips: a render has a deadline enforced through
 /// libvips' kill flag, and ImageMagick decodes BMP and ICO only, called

@@ -1,7 +1,6 @@
 import ArtCacheOrigin
 import Foundation
 import Hummingbird
-import HummingbirdTesting
 import Testing
 @testable import ArtCache
 @testable import ArtCacheCore

@@ -1,7 +1,6 @@
 import ArtCacheOrigin
 import Foundation
 import Hummingbird
-import HummingbirdTesting
 import ServiceLifecycle
 import Testing
 @testable import ArtCache
@@ -41,25 +40,20 @@ struct ServiceLiveTests {
     /// reading the connection. (It used to read it to the end, so every
     /// network miss answered `Connection: close`.) The test client has one
     /// connection: a closed one would fail the next request.
-    /// (Its own client: the `.live` one gives up after 20 s without a byte,
-    /// which a cold render at the start of a loaded full run can take.)
+    /// (One keep-alive connection: ``PatientClient``.)
     @Test(.timeLimit(.minutes(3)))
     func aKeepAliveClientKeepsItsConnectionAfterColdImages() async throws {
         let s = try await ServiceHarness(live: true)
         let names = ["a.jpg", "b.jpg", "c.jpg"]
         for name in names { try s.register(name) }
-        try await s.app().test(.live) { live in
-            let client = TestClient(host: "127.0.0.1", port: live.port!, configuration: .init(timeout: .seconds(150)))
-            client.connect()
+        try await s.app().test(.live) { live in try await PatientClient.with(port: live.port!) { client in
             for name in names {
-                let response = try await client.execute(.init(try s.path("/img/\(name)", "40x40"), method: .get,
-                                                              authority: "127.0.0.1", headers: [.connection: "keep-alive"]))
+                let response = try await client.execute(uri: try s.path("/img/\(name)", "40x40"))
                 #expect(response.status == .ok, "\(name)")
                 #expect(response.headers[.artcacheSource] == "network", "\(name): a cold miss")
                 #expect(response.headers[.connection] != "close", "\(name)")
             }
-            try await client.shutdown()
-        }
+        } }
         #expect(names.allSatisfy { s.origin.requestCount("/img/\($0)") == 1 })
         try await s.close()
     }

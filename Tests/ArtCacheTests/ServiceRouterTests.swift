@@ -1,7 +1,6 @@
 import ArtCacheOrigin
 import Foundation
 import Hummingbird
-import HummingbirdTesting
 import Testing
 @testable import ArtCache
 @testable import ArtCacheCore
@@ -10,7 +9,7 @@ import Testing
 @testable import ArtCacheStore
 @testable import ArtCacheServer
 
-/// The service's routes without a server (HummingbirdTesting `.router`):
+/// The service's routes (each test on a live server of its own, `.router`):
 /// grammar, signatures, negotiation, validators and every error status.
 @Suite("Thumbnail service routes", .timeLimit(.minutes(3)))
 struct ServiceRouterTests {

@@ -1,7 +1,6 @@
 import ArtCacheOrigin
 import Foundation
 import Hummingbird
-import HummingbirdTesting
 import Testing
 @testable import ArtCache
 @testable import ArtCacheCore
@@ -104,7 +103,7 @@ struct ServiceStageMetricsTests {
         }
     }
 
-    static func scrape(_ client: some TestClientProtocol) async throws -> Scrape {
+    static func scrape(_ client: TestClient) async throws -> Scrape {
         try await client.execute(uri: "/metrics", method: .get) { response in
             #expect(response.status == .ok)
             return Scrape(text: String(buffer: response.body))

@@ -5,8 +5,8 @@ import FoundationNetworking
 #endif
 import HTTPTypes
 import Hummingbird
-import HummingbirdTesting
 import NIOCore
+import NIOHTTP1
 import Logging
 @testable import ArtCache
 @testable import ArtCacheCore
@@ -87,7 +87,7 @@ enum HTTPGet {
     }
 
     /// Any method, with a body: for requests that may wait for admission in a
-    /// loaded run (HummingbirdTesting's live client gives up after 20 s).
+    /// loaded run (a client that gives up after 20 s failed CI once).
     static func send(_ url: String, method: String = "GET", headers: [String: String] = [:], body: Data? = nil) async throws -> Answer {
         var request = URLRequest(url: URL(string: url)!)
         request.httpMethod = method
@@ -187,9 +187,9 @@ func connectLoopback(port: Int, timeout seconds: Int, sendTimeout: Bool = false)
     return fd
 }
 
-/// One keep-alive connection to a live test server that waits as long as the
-/// service does: HummingbirdTesting's `.live` client gives up after 20 s,
-/// which a cold render or an admission wait in a loaded full run can take.
+/// One keep-alive connection to a live test server, for the tests of what a
+/// connection keeps between its requests (a request per connection is
+/// ``TestClient``'s). It waits as long as the test's time limit.
 struct PatientClient {
     struct Answer {
         let status: HTTPResponse.Status
@@ -197,25 +197,33 @@ struct PatientClient {
         let body: ByteBuffer
     }
 
-    let client: TestClient
+    /// The connection's reader and writer (one task uses them, in turn).
+    private final class Exchange {
+        var parts: NIOAsyncChannelInboundStream<HTTPClientResponsePart>.AsyncIterator
+        let writer: NIOAsyncChannelOutboundWriter<HTTPClientRequestPart>
+
+        init(parts: NIOAsyncChannelInboundStream<HTTPClientResponsePart>.AsyncIterator,
+             writer: NIOAsyncChannelOutboundWriter<HTTPClientRequestPart>) {
+            self.parts = parts
+            self.writer = writer
+        }
+    }
+
+    private let exchange: Exchange
+    private let port: Int
 
     static func with<Value>(port: Int, _ body: (PatientClient) async throws -> Value) async throws -> Value {
-        let client = TestClient(host: "127.0.0.1", port: port, configuration: .init(timeout: .seconds(150)))
-        client.connect()
-        do {
-            let value = try await body(PatientClient(client: client))
-            try await client.shutdown()
-            return value
-        } catch {
-            try? await client.shutdown()
-            throw error
+        let channel = try await TestClient.connect(port: port)
+        return try await channel.executeThenClose { inbound, outbound in
+            try await body(PatientClient(exchange: Exchange(parts: inbound.makeAsyncIterator(), writer: outbound), port: port))
         }
     }
 
     func execute(uri: String, method: HTTPRequest.Method = .get, headers: HTTPFields = [:]) async throws -> Answer {
-        var headers = headers
-        headers[.connection] = "keep-alive"
-        let response = try await client.execute(.init(uri, method: method, authority: "127.0.0.1", headers: headers))
-        return Answer(status: response.status, headers: response.headers, body: response.body ?? ByteBuffer())
+        let head = TestClient.head(uri: uri, method: method, headers: headers, port: port, bodyLength: nil, keepAlive: true)
+        try await exchange.writer.write(.head(head))
+        try await exchange.writer.write(.end(nil))
+        let response = try await TestClient.read(&exchange.parts)
+        return Answer(status: response.status, headers: response.headers, body: response.body)
     }
 }

@@ -2,7 +2,6 @@ import ArtCacheOrigin
 import Foundation
 import HTTPTypes
 import Hummingbird
-import HummingbirdTesting
 import Testing
 @testable import ArtCache
 @testable import ArtCacheCore

@@ -7,7 +7,6 @@ import Darwin
 #endif
 import HTTPTypes
 import Hummingbird
-import HummingbirdTesting
 import Logging
 import Testing
 @testable import Fronts
