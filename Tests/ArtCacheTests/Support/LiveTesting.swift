@@ -2,6 +2,7 @@ import HTTPTypes
 import Hummingbird
 import HummingbirdCore
 import Logging
+import NIOConcurrencyHelpers
 import NIOCore
 import NIOHTTP1
 import NIOPosix
@@ -37,31 +38,31 @@ struct TestClient: Sendable {
     let port: Int?
     /// What a loaded full run on 2 cores may take (the service's own
     /// timeout in the tests is 150 s).
-    var timeout: Duration = .seconds(150)
+    var timeout: TimeAmount = .seconds(150)
 
     func execute(uri: String, method: HTTPRequest.Method, headers: HTTPFields = [:],
                  body: ByteBuffer? = nil) async throws -> TestResponse {
         guard let port else { throw TestClientError.notStarted }
         let head = Self.head(uri: uri, method: method, headers: headers, port: port, bodyLength: body?.readableBytes, keepAlive: false)
         let channel = try await Self.connect(port: port)
-        return try await withThrowingTaskGroup(of: TestResponse.self) { group in
-            group.addTask {
-                try await channel.executeThenClose { inbound, outbound in
-                    try await outbound.write(.head(head))
-                    if let body { try await outbound.write(.body(.byteBuffer(body))) }
-                    try await outbound.write(.end(nil))
-                    var parts = inbound.makeAsyncIterator()
-                    return try await Self.read(&parts)
-                }
+        // The deadline is the connection's: past it the event loop closes
+        // it, which ends the exchange's wait for bytes.
+        let expired = NIOLockedValueBox(false)
+        let deadline = channel.channel.eventLoop.scheduleTask(in: timeout) {
+            expired.withLockedValue { $0 = true }
+            channel.channel.close(promise: nil)
+        }
+        defer { deadline.cancel() }
+        do {
+            return try await channel.executeThenClose { inbound, outbound in
+                try await outbound.write(.head(head))
+                if let body { try await outbound.write(.body(.byteBuffer(body))) }
+                try await outbound.write(.end(nil))
+                var parts = inbound.makeAsyncIterator()
+                return try await Self.read(&parts)
             }
-            group.addTask {
-                try await Task.sleep(for: timeout)
-                channel.channel.close(promise: nil)  // ends the exchange's wait for bytes
-                throw TestClientError.timeout
-            }
-            defer { group.cancelAll() }
-            guard let first = try await group.next() else { throw TestClientError.noEnd }
-            return first
+        } catch where expired.withLockedValue({ $0 }) {
+            throw TestClientError.timeout
         }
     }
 
