@@ -52,7 +52,7 @@ __attribute__((target_clones("arch=x86-64-v3", "default")))
 void cpix_resample(const uint8_t *src, int sw, int channels, uint8_t *dst, int tw, int th,
                    const int32_t *hstart, const int32_t *hcount, const float *hweights, int htaps,
                    const int32_t *vstart, const int32_t *vcount, const float *vweights, int vtaps,
-                   float *column, float *pixels) {
+                   float *column, float *sums) {
     const int row_samples = sw * channels;
     const int blocks = row_samples / 8;
     for (int y = 0; y < th; y++) {
@@ -103,8 +103,7 @@ void cpix_resample(const uint8_t *src, int sw, int channels, uint8_t *dst, int t
              * from `column` (the 4th lane is the next pixel's red, summed
              * and never stored), four output pixels at a time where their
              * tap counts agree (everywhere but near the edges); sums go to a
-             * float row (`pixels`), turned into bytes 8 at a time. */
-            float *sums = pixels;
+             * float row (`sums`), turned into bytes 8 at a time. */
             int x = 0;
             while (x < tw) {
                 const int n4 = hcount[x];

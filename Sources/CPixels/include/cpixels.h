@@ -11,10 +11,11 @@
 /* For output column x: hcount[x] weights hweights[x * htaps + k] applied to
  * source columns hstart[x] + k; rows likewise with v*. `column` is scratch
  * of sw * channels + 1 floats (an RGB pixel is read as 4 floats: the last
- * one's 4th lane is the spare float), `pixels` of sw * 4 floats. */
+ * one's 4th lane is the spare float), `sums` of tw * 3 + 1 floats (the row
+ * pass's sums; its last RGB pixel is stored as 4 floats). */
 void cpix_resample(const uint8_t *src, int sw, int channels, uint8_t *dst, int tw, int th,
                    const int32_t *hstart, const int32_t *hcount, const float *hweights, int htaps,
                    const int32_t *vstart, const int32_t *vcount, const float *vweights, int vtaps,
-                   float *column, float *pixels);
+                   float *column, float *sums);
 
 #endif

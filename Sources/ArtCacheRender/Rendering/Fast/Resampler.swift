@@ -76,7 +76,7 @@ package enum Resampler {
         let v = taps(source: image.height, target: height)
         // One spare float: an RGB pixel is read as 4 (cpixels.h).
         var column = [Float](repeating: 0, count: image.width * image.channels + 1)
-        var pixels = [Float](repeating: 0, count: image.width * 4)
+        var sums = [Float](repeating: 0, count: width * image.channels + 1)
         // Every output byte is written: no zeroing first.
         let out = PixelBuffer.filled(width: width, height: height, channels: image.channels) { dst in
             image.bytes.withUnsafeBufferPointer { src in
@@ -84,7 +84,7 @@ package enum Resampler {
                               Int32(width), Int32(height),
                               h.start, h.count, h.weights, Int32(h.taps),
                               v.start, v.count, v.weights, Int32(v.taps),
-                              &column, &pixels)
+                              &column, &sums)
             }
             return true
         }
