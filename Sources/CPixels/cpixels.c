@@ -152,3 +152,49 @@ void cpix_resample(const uint8_t *src, int sw, int channels, uint8_t *dst, int t
         }
     }
 }
+
+/* Fixed point, 16 fraction bits: BT.601 (JFIF) coefficients. */
+enum {
+    CPIX_YR = 19595, CPIX_YG = 38470, CPIX_YB = 7471,        /* 0.299, 0.587, 0.114 */
+    CPIX_UR = -11059, CPIX_UG = -21709, CPIX_UB = 32768,     /* -0.168736, -0.331264, 0.5 */
+    CPIX_VR = 32768, CPIX_VG = -27439, CPIX_VB = -5329       /* 0.5, -0.418688, -0.081312 */
+};
+
+static inline uint8_t fixed_to_byte(int32_t v) {
+    v = (v + 32768) >> 16;
+    return (uint8_t) (v < 0 ? 0 : v > 255 ? 255 : v);
+}
+
+#if defined(__x86_64__) && defined(__linux__) && defined(__clang__) && !__has_feature(thread_sanitizer) \
+    && !__has_feature(address_sanitizer)
+__attribute__((target_clones("arch=x86-64-v3", "default")))
+#endif
+void cpix_rgb_to_ycbcr420(const uint8_t *rgb, int width, int height,
+                          uint8_t *y, int y_stride, uint8_t *cb, int cb_stride, uint8_t *cr, int cr_stride) {
+    const long row = (long) width * 3;
+    for (int j = 0; j < height; j++) {
+        const uint8_t *p = rgb + j * row;
+        uint8_t *out = y + (long) j * y_stride;
+        for (int i = 0; i < width; i++) {
+            out[i] = fixed_to_byte(CPIX_YR * p[3 * i] + CPIX_YG * p[3 * i + 1] + CPIX_YB * p[3 * i + 2]);
+        }
+    }
+    const int cw = (width + 1) / 2, ch = (height + 1) / 2;
+    for (int j = 0; j < ch; j++) {
+        const uint8_t *p0 = rgb + 2L * j * row;
+        const uint8_t *p1 = 2 * j + 1 < height ? p0 + row : p0;
+        uint8_t *u = cb + (long) j * cb_stride, *v = cr + (long) j * cr_stride;
+        for (int i = 0; i < cw; i++) {
+            const int a = 6 * i, b = 2 * i + 1 < width ? a + 3 : a;
+            /* Sums of 4 samples (a lone edge pixel counted twice): the
+             * block's mean is sum / 4, folded into the shift below. */
+            const int32_t r = p0[a] + p0[b] + p1[a] + p1[b];
+            const int32_t g = p0[a + 1] + p0[b + 1] + p1[a + 1] + p1[b + 1];
+            const int32_t bl = p0[a + 2] + p0[b + 2] + p1[a + 2] + p1[b + 2];
+            const int32_t cu = (CPIX_UR * r + CPIX_UG * g + CPIX_UB * bl + (128 << 18) + (1 << 17)) >> 18;
+            const int32_t cv = (CPIX_VR * r + CPIX_VG * g + CPIX_VB * bl + (128 << 18) + (1 << 17)) >> 18;
+            u[i] = (uint8_t) (cu < 0 ? 0 : cu > 255 ? 255 : cu);
+            v[i] = (uint8_t) (cv < 0 ? 0 : cv > 255 ? 255 : cv);
+        }
+    }
+}

@@ -1,4 +1,5 @@
 import ArtCacheFixtures
+import CPixels
 import Foundation
 import Testing
 @testable import ArtCacheCore
@@ -49,6 +50,66 @@ struct EncoderTests {
         try decodes(try AVIFEncoder.encode(Self.withAlpha(rgb), quality: 50, speed: 9), 150, 100, alpha: true)
         let grey = PixelBuffer(width: 33, height: 17, channels: 1, bytes: (0..<(33 * 17)).map { UInt8($0 % 256) })
         try decodes(try AVIFEncoder.encode(grey, quality: 50, speed: 9), 33, 17)
+    }
+
+    /// `cpix_rgb_to_ycbcr420`, known answers: JPEG's BT.601 full-range
+    /// matrix (red, green, blue, white, black), chroma the mean of each 2x2
+    /// block, and an odd edge's lone column and row counted on their own.
+    @Test func rgbToYCbCr420KnownAnswers() {
+        func convert(_ rgb: [UInt8], _ width: Int, _ height: Int) -> (y: [UInt8], cb: [UInt8], cr: [UInt8]) {
+            let cw = (width + 1) / 2, ch = (height + 1) / 2
+            var y = [UInt8](repeating: 0, count: width * height)
+            var cb = [UInt8](repeating: 0, count: cw * ch), cr = cb
+            cpix_rgb_to_ycbcr420(rgb, Int32(width), Int32(height), &y, Int32(width), &cb, Int32(cw), &cr, Int32(cw))
+            return (y, cb, cr)
+        }
+        // One colour per 2x2 block: Y, Cb, Cr as JFIF gives them, rounded.
+        for (rgb, expected) in [([255, 0, 0], [76, 85, 255]), ([0, 255, 0], [150, 44, 21]), ([0, 0, 255], [29, 255, 107]),
+                                ([255, 255, 255], [255, 128, 128]), ([0, 0, 0], [0, 128, 128])] as [([UInt8], [UInt8])] {
+            let out = convert(Array([[UInt8]](repeating: rgb, count: 4).joined()), 2, 2)
+            #expect(out.y == [UInt8](repeating: expected[0], count: 4), "Y of \(rgb)")
+            #expect(out.cb == [expected[1]] && out.cr == [expected[2]], "Cb, Cr of \(rgb)")
+        }
+        // 3x3: the first block is red and blue mixed (its chroma their mean);
+        // the right column, the bottom row and the corner are blocks of their own.
+        let red: [UInt8] = [255, 0, 0], blue: [UInt8] = [0, 0, 255], white: [UInt8] = [255, 255, 255]
+        let rows: [[[UInt8]]] = [[red, blue, white], [blue, red, white], [red, red, blue]]
+        let out = convert(Array(rows.joined().joined()), 3, 3)
+        #expect(out.y == [76, 29, 255, 29, 76, 255, 76, 76, 29])
+        // Mean of red and blue: (127.5, 0, 127.5) → Cb 170, Cr 181; white → 128, 128; red; blue.
+        #expect(out.cb == [170, 128, 85, 255])
+        #expect(out.cr == [181, 128, 255, 107])
+    }
+
+    /// The 4:2:0 AVIF is converted here and tagged as converted: its `colr`
+    /// box says BT.601, full range (primaries and transfer unspecified, as
+    /// libheif tagged its own conversions), and libvips decodes it back to
+    /// the source's colours; 4:4:4 (quality 90 and up) and alpha still go
+    /// through libheif, with the same tag.
+    @Test func avifPlanesAreBT601FullRangeAndKeepTheColours() throws {
+        let nclx = Data([0x63, 0x6f, 0x6c, 0x72, 0x6e, 0x63, 0x6c, 0x78, 0, 2, 0, 2, 0, 6, 0x80])
+        let zone = try Self.zonePlate(width: 96, height: 64)
+        for (pixels, quality) in [(zone, 80), (zone, 95), (Self.withAlpha(zone), 80)] {
+            let avif = try AVIFEncoder.encode(pixels, quality: quality, speed: 9)
+            #expect(avif.range(of: nclx) != nil, "colr nclx 2/2/6/full at q\(quality), \(pixels.channels) channels")
+        }
+        // Flat colours (one per quadrant, odd sizes): back within 2/255 per sample.
+        let colours: [[UInt8]] = [[200, 40, 90], [20, 180, 60], [250, 250, 240], [30, 30, 120]]
+        let (width, height) = (37, 23)
+        var bytes: [UInt8] = []
+        for y in 0..<height {
+            for x in 0..<width { bytes += colours[(y < height / 2 ? 0 : 2) + (x < width / 2 ? 0 : 1)] }
+        }
+        let flat = PixelBuffer(width: width, height: height, channels: 3, bytes: bytes)
+        let decoded = try SyntheticImage.pixels(try AVIFEncoder.encode(flat, quality: 89, speed: 9))
+        #expect((decoded.width, decoded.height) == (width, height))
+        // Away from the quadrants' edges (chroma is shared by 2x2 blocks there).
+        for (x, y) in [(4, 4), (width - 5, 4), (4, height - 5), (width - 5, height - 5)] {
+            let expected = colours[(y < height / 2 ? 0 : 2) + (x < width / 2 ? 0 : 1)]
+            let i = (y * width + x) * decoded.bands
+            let got = Array(decoded.bytes[i..<i + 3])
+            #expect(zip(got, expected).allSatisfy { abs(Int($0) - Int($1)) <= 2 }, "at (\(x), \(y)): \(got) for \(expected)")
+        }
     }
 
     @Test func avifSpeedChangesTheOutput() throws {

@@ -1,4 +1,5 @@
 import CHeif
+import CPixels
 import Foundation
 
 /// AVIF from pixels with libheif and libaom directly: what libvips'
@@ -22,23 +23,9 @@ enum AVIFEncoder {
         guard let context = heif_context_alloc() else { throw EncoderError("libheif", "cannot allocate a context") }
         defer { heif_context_free(context) }
 
-        var image: OpaquePointer?
-        try check(heif_image_create(Int32(source.width), Int32(source.height), heif_colorspace_RGB,
-                                    source.hasAlpha ? heif_chroma_interleaved_RGBA : heif_chroma_interleaved_RGB, &image),
-                  "heif_image_create")
-        guard let image else { throw EncoderError("libheif", "heif_image_create gave no image") }
+        let chroma420 = quality < 90 && !source.hasAlpha
+        let image = try chroma420 ? planes420(source) : interleaved(source)
         defer { heif_image_release(image) }
-        try check(heif_image_add_plane(image, heif_channel_interleaved, Int32(source.width), Int32(source.height), 8),
-                  "heif_image_add_plane")
-        var stride: Int32 = 0
-        guard let plane = heif_image_get_plane(image, heif_channel_interleaved, &stride), Int(stride) >= source.rowBytes else {
-            throw EncoderError("libheif", "no interleaved plane for \(source.width)x\(source.height)")
-        }
-        source.bytes.withUnsafeBufferPointer { bytes in
-            for row in 0..<source.height {
-                (plane + row * Int(stride)).update(from: bytes.baseAddress! + row * source.rowBytes, count: source.rowBytes)
-            }
-        }
 
         var encoder: OpaquePointer?
         try check(heif_context_get_encoder_for_format(context, heif_compression_AV1, &encoder), "no AV1 encoder")
@@ -68,6 +55,75 @@ enum AVIFEncoder {
         }
         guard !sink.data.isEmpty else { throw EncoderError("libheif", "wrote nothing") }
         return sink.data
+    }
+
+    /// RGB or RGBA pixels as one interleaved plane: libheif converts them
+    /// to YCbCr itself (used for 4:4:4 and for alpha).
+    private static func interleaved(_ source: PixelBuffer) throws(EncoderError) -> OpaquePointer {
+        var made: OpaquePointer?
+        try check(heif_image_create(Int32(source.width), Int32(source.height), heif_colorspace_RGB,
+                                    source.hasAlpha ? heif_chroma_interleaved_RGBA : heif_chroma_interleaved_RGB, &made),
+                  "heif_image_create")
+        guard let image = made else { throw EncoderError("libheif", "heif_image_create gave no image") }
+        do throws(EncoderError) {
+            try check(heif_image_add_plane(image, heif_channel_interleaved, Int32(source.width), Int32(source.height), 8),
+                      "heif_image_add_plane")
+            var stride: Int32 = 0
+            guard let plane = heif_image_get_plane(image, heif_channel_interleaved, &stride), Int(stride) >= source.rowBytes else {
+                throw EncoderError("libheif", "no interleaved plane for \(source.width)x\(source.height)")
+            }
+            source.bytes.withUnsafeBufferPointer { bytes in
+                for row in 0..<source.height {
+                    (plane + row * Int(stride)).update(from: bytes.baseAddress! + row * source.rowBytes, count: source.rowBytes)
+                }
+            }
+            return image
+        } catch {
+            heif_image_release(image)
+            throw error
+        }
+    }
+
+    /// RGB pixels as the YCbCr 4:2:0 planes the AV1 encoder takes, converted
+    /// here (`cpix_rgb_to_ycbcr420`: BT.601, full range, each chroma sample
+    /// the mean of its 2x2 block) and tagged as such (`colr` nclx: matrix 6,
+    /// full range; primaries and transfer unspecified, as libheif tags the
+    /// images it converts). libheif's own RGB conversion cost ~0.55 ms of a
+    /// 300 px encode (~4.4 ms) here, for the same bytes and quality
+    /// (Benchmarks/RESULTS.md).
+    private static func planes420(_ source: PixelBuffer) throws(EncoderError) -> OpaquePointer {
+        precondition(source.channels == 3, "RGB")
+        let width = Int32(source.width), height = Int32(source.height)
+        let chromaWidth = (width + 1) / 2, chromaHeight = (height + 1) / 2
+        var made: OpaquePointer?
+        try check(heif_image_create(width, height, heif_colorspace_YCbCr, heif_chroma_420, &made), "heif_image_create")
+        guard let image = made else { throw EncoderError("libheif", "heif_image_create gave no image") }
+        do throws(EncoderError) {
+            try check(heif_image_add_plane(image, heif_channel_Y, width, height, 8), "heif_image_add_plane Y")
+            try check(heif_image_add_plane(image, heif_channel_Cb, chromaWidth, chromaHeight, 8), "heif_image_add_plane Cb")
+            try check(heif_image_add_plane(image, heif_channel_Cr, chromaWidth, chromaHeight, 8), "heif_image_add_plane Cr")
+            guard let nclx = heif_nclx_color_profile_alloc() else { throw EncoderError("libheif", "cannot allocate an nclx profile") }
+            defer { heif_nclx_color_profile_free(nclx) }
+            nclx.pointee.color_primaries = heif_color_primaries_unspecified
+            nclx.pointee.transfer_characteristics = heif_transfer_characteristic_unspecified
+            nclx.pointee.matrix_coefficients = heif_matrix_coefficients_ITU_R_BT_601_6
+            nclx.pointee.full_range_flag = 1
+            try check(heif_image_set_nclx_color_profile(image, nclx), "nclx")
+            var yStride: Int32 = 0, cbStride: Int32 = 0, crStride: Int32 = 0
+            guard let y = heif_image_get_plane(image, heif_channel_Y, &yStride),
+                  let cb = heif_image_get_plane(image, heif_channel_Cb, &cbStride),
+                  let cr = heif_image_get_plane(image, heif_channel_Cr, &crStride),
+                  yStride >= width, cbStride >= chromaWidth, crStride >= chromaWidth else {
+                throw EncoderError("libheif", "no YCbCr planes for \(source.width)x\(source.height)")
+            }
+            source.bytes.withUnsafeBufferPointer { rgb in
+                cpix_rgb_to_ycbcr420(rgb.baseAddress, width, height, y, yStride, cb, cbStride, cr, crStride)
+            }
+            return image
+        } catch {
+            heif_image_release(image)
+            throw error
+        }
     }
 
     /// The bytes `heif_context_write` hands over, in order (one encode, one thread).
