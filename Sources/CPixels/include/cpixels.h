@@ -9,10 +9,12 @@
 #include <stdint.h>
 
 /* For output column x: hcount[x] weights hweights[x * htaps + k] applied to
- * source columns hstart[x] + k; rows likewise with v*. `column` is scratch
- * of sw * channels + 1 floats (an RGB pixel is read as 4 floats: the last
- * one's 4th lane is the spare float), `sums` of tw * 3 + 1 floats (the row
- * pass's sums; its last RGB pixel is stored as 4 floats). */
+ * source columns hstart[x] + k; rows likewise with v*. `hweights` has 8
+ * spare floats after its tw * htaps (one sample per pixel reads 8 weights at
+ * a time). `column` is scratch of sw * channels + 8 floats, the 8 spare ones
+ * zero (an RGB pixel is read as 4 floats: the last one's 4th lane is a spare
+ * float; one sample per pixel reads 8 at a time), `sums` of tw * 3 + 1
+ * floats (the row pass's sums; its last RGB pixel is stored as 4 floats). */
 void cpix_resample(const uint8_t *src, int sw, int channels, uint8_t *dst, int tw, int th,
                    const int32_t *hstart, const int32_t *hcount, const float *hweights, int htaps,
                    const int32_t *vstart, const int32_t *vcount, const float *vweights, int vtaps,

@@ -20,12 +20,41 @@ enum AVIFEncoder {
         guard source.width >= 1, source.height >= 1 else { throw EncoderError("libheif", "no pixels to encode") }
         let quality = min(max(quality, 1), 100)
 
-        guard let context = heif_context_alloc() else { throw EncoderError("libheif", "cannot allocate a context") }
-        defer { heif_context_free(context) }
-
         let chroma420 = quality < 90 && !source.hasAlpha
         let image = try chroma420 ? planes420(source) : interleaved(source)
         defer { heif_image_release(image) }
+        return try encode(image, width: source.width, height: source.height, quality: quality, speed: speed)
+    }
+
+    /// 4:2:0 AVIF from YCbCr planes as a JPEG stores them (BT.601, full
+    /// range): `y` at the image's size, `cb` and `cr` at (width + 1) / 2 x
+    /// (height + 1) / 2; one channel each. `quality` 1...89 (4:2:0 is below
+    /// 90), `speed` 0...9, both clamped.
+    static func encode(y: PixelBuffer, cb: PixelBuffer, cr: PixelBuffer, quality: Int, speed: Int) throws(EncoderError) -> Data {
+        _ = started
+        let chroma = ((y.width + 1) / 2, (y.height + 1) / 2)
+        guard y.width >= 1, y.height >= 1, [y.channels, cb.channels, cr.channels] == [1, 1, 1],
+              (cb.width, cb.height) == chroma, (cr.width, cr.height) == chroma else {
+            throw EncoderError("libheif", "planes \(y.width)x\(y.height), \(cb.width)x\(cb.height), \(cr.width)x\(cr.height) are not 4:2:0")
+        }
+        let image = try ycbcr420(width: y.width, height: y.height) { planes in
+            for (plane, (pointer, stride)) in zip([y, cb, cr], planes) {
+                plane.bytes.withUnsafeBufferPointer { bytes in
+                    for row in 0..<plane.height {
+                        (pointer + row * stride).update(from: bytes.baseAddress! + row * plane.width, count: plane.width)
+                    }
+                }
+            }
+        }
+        defer { heif_image_release(image) }
+        return try encode(image, width: y.width, height: y.height, quality: min(max(quality, 1), 89), speed: speed)
+    }
+
+    /// Encodes a libheif image made here, and writes the file.
+    private static func encode(_ image: OpaquePointer, width: Int, height: Int, quality: Int,
+                               speed: Int) throws(EncoderError) -> Data {
+        guard let context = heif_context_alloc() else { throw EncoderError("libheif", "cannot allocate a context") }
+        defer { heif_context_free(context) }
 
         var encoder: OpaquePointer?
         try check(heif_context_get_encoder_for_format(context, heif_compression_AV1, &encoder), "no AV1 encoder")
@@ -39,7 +68,7 @@ enum AVIFEncoder {
         // of 4 threads cost 25–30% more CPU per thumbnail at 100–300 px here).
         try check(heif_encoder_set_parameter_integer(encoder, "threads", 1), "threads")
 
-        try check(heif_context_encode_image(context, image, encoder, nil, nil), "encode \(source.width)x\(source.height)")
+        try check(heif_context_encode_image(context, image, encoder, nil, nil), "encode \(width)x\(height)")
 
         let sink = Sink()
         var writer = heif_writer(writer_api_version: 1, write: { _, bytes, count, userdata in
@@ -93,13 +122,27 @@ enum AVIFEncoder {
     /// (Benchmarks/RESULTS.md).
     private static func planes420(_ source: PixelBuffer) throws(EncoderError) -> OpaquePointer {
         precondition(source.channels == 3, "RGB")
-        let width = Int32(source.width), height = Int32(source.height)
-        let chromaWidth = (width + 1) / 2, chromaHeight = (height + 1) / 2
+        return try ycbcr420(width: source.width, height: source.height) { planes in
+            source.bytes.withUnsafeBufferPointer { rgb in
+                cpix_rgb_to_ycbcr420(rgb.baseAddress, Int32(source.width), Int32(source.height),
+                                     planes[0].0, Int32(planes[0].1), planes[1].0, Int32(planes[1].1), planes[2].0, Int32(planes[2].1))
+            }
+        }
+    }
+
+    /// A YCbCr 4:2:0 libheif image tagged BT.601 full range (`colr` nclx:
+    /// matrix 6, full range; primaries and transfer unspecified, as libheif
+    /// tags the images it converts), its Y, Cb and Cr planes (pointer,
+    /// stride) filled by `fill`.
+    private static func ycbcr420(width: Int, height: Int,
+                                 fill: ([(UnsafeMutablePointer<UInt8>, Int)]) -> Void) throws(EncoderError) -> OpaquePointer {
+        let w = Int32(width), h = Int32(height)
+        let chromaWidth = (w + 1) / 2, chromaHeight = (h + 1) / 2
         var made: OpaquePointer?
-        try check(heif_image_create(width, height, heif_colorspace_YCbCr, heif_chroma_420, &made), "heif_image_create")
+        try check(heif_image_create(w, h, heif_colorspace_YCbCr, heif_chroma_420, &made), "heif_image_create")
         guard let image = made else { throw EncoderError("libheif", "heif_image_create gave no image") }
         do throws(EncoderError) {
-            try check(heif_image_add_plane(image, heif_channel_Y, width, height, 8), "heif_image_add_plane Y")
+            try check(heif_image_add_plane(image, heif_channel_Y, w, h, 8), "heif_image_add_plane Y")
             try check(heif_image_add_plane(image, heif_channel_Cb, chromaWidth, chromaHeight, 8), "heif_image_add_plane Cb")
             try check(heif_image_add_plane(image, heif_channel_Cr, chromaWidth, chromaHeight, 8), "heif_image_add_plane Cr")
             guard let nclx = heif_nclx_color_profile_alloc() else { throw EncoderError("libheif", "cannot allocate an nclx profile") }
@@ -113,12 +156,10 @@ enum AVIFEncoder {
             guard let y = heif_image_get_plane(image, heif_channel_Y, &yStride),
                   let cb = heif_image_get_plane(image, heif_channel_Cb, &cbStride),
                   let cr = heif_image_get_plane(image, heif_channel_Cr, &crStride),
-                  yStride >= width, cbStride >= chromaWidth, crStride >= chromaWidth else {
-                throw EncoderError("libheif", "no YCbCr planes for \(source.width)x\(source.height)")
+                  yStride >= w, cbStride >= chromaWidth, crStride >= chromaWidth else {
+                throw EncoderError("libheif", "no YCbCr planes for \(width)x\(height)")
             }
-            source.bytes.withUnsafeBufferPointer { rgb in
-                cpix_rgb_to_ycbcr420(rgb.baseAddress, width, height, y, yStride, cb, cbStride, cr, crStride)
-            }
+            fill([(y, Int(yStride)), (cb, Int(cbStride)), (cr, Int(crStride))])
             return image
         } catch {
             heif_image_release(image)

@@ -10,7 +10,9 @@ import Foundation
 /// the pixels are turned upright and centre-cropped, and libjpeg-turbo,
 /// libwebp (``WebPEncoder``) or libheif (``AVIFEncoder``) encodes, with the
 /// quality and effort of each output's ``EncoderSetting``.
-/// Several outputs share the one decode.
+/// Several outputs share the one decode. When every output is a 4:2:0
+/// AVIF, the JPEG's YCbCr planes go to the encoder without a trip through
+/// RGB (``renderPlanes(_:factor:outputs:deadline:placeholder:)``).
 ///
 /// Everything else — other formats, CMYK, other ICC profiles, `smart`
 /// crops, PNG output, a file TurboJPEG warns about — is
@@ -62,6 +64,15 @@ package struct JPEGFastPath {
         } ?? (1, 1)
     }
 
+    /// The DCT scale of this plan's decode: the smallest that every output
+    /// can be made from (``factor(width:height:box:margin:)``).
+    var decodeFactor: (num: Int, denom: Int) {
+        let upright = RenderPlan.upright(width: header.width, height: header.height, orientation: metadata.orientation)
+        let box = RenderPlan.decodeBox(width: upright.width, height: upright.height, specs: specs)
+        let storedBox = metadata.orientation >= 5 ? (box.height, box.width) : (box.width, box.height)
+        return Self.factor(width: header.width, height: header.height, box: storedBox)
+    }
+
     /// Runs the steps; nil when TurboJPEG gives up on the bytes (libvips then
     /// renders them). Throws `timedOut` past `deadline`, `encode` when the
     /// encoder fails.
@@ -72,9 +83,15 @@ package struct JPEGFastPath {
                 placeholder: ((PlaceholderPixels) -> Void)? = nil) throws(RenderError) -> [RenderedImage]? {
         let orientation = metadata.orientation
         let upright = RenderPlan.upright(width: header.width, height: header.height, orientation: orientation)
-        let box = RenderPlan.decodeBox(width: upright.width, height: upright.height, specs: specs)
-        let storedBox = orientation >= 5 ? (box.height, box.width) : (box.width, box.height)
-        let factor = Self.factor(width: header.width, height: header.height, box: storedBox)
+        let factor = decodeFactor
+        let outputs = specs.map { spec in
+            let format: VariantSpec.Format = [.webp, .avif].contains(spec.format) ? spec.format : .jpeg
+            return (spec: spec, format: format, setting: encoding(spec, format))
+        }
+        let planesOutputs = outputs.map { PlanesOutput(spec: $0.spec, setting: $0.setting) }
+        if takesPlanes(planesOutputs, factor: factor, placeholder: placeholder != nil) {
+            return try renderPlanes(data, factor: factor, outputs: planesOutputs, deadline: deadline, placeholder: placeholder)
+        }
         let channels = header.colorspace == Int32(TJCS_GRAY.rawValue) ? 1 : 3
         let decoded: PixelBuffer? = data.withUnsafeBytes {
             try? decoder.decode($0, factor: factor, channels: channels, header: header)
@@ -84,8 +101,8 @@ package struct JPEGFastPath {
         placeholder?(placeholderPixels(from: decoded))
         let encoder: TurboJPEGEncoder
         do { encoder = try TurboJPEGEncoder() } catch { throw RenderError(.encode, error.description) }
-        var outputs: [RenderedImage] = []
-        for spec in specs {
+        var rendered: [RenderedImage] = []
+        for (spec, format, setting) in outputs {
             let scale = RenderPlan.scale(width: upright.width, height: upright.height, into: spec)
             let size = (width: max(1, Int((Double(upright.width) * scale).rounded())),
                         height: max(1, Int((Double(upright.height) * scale).rounded())))
@@ -97,8 +114,6 @@ package struct JPEGFastPath {
                                         width: crop.width, height: crop.height)
             }
             try Self.check(deadline)
-            let format: VariantSpec.Format = [.webp, .avif].contains(spec.format) ? spec.format : .jpeg
-            let setting = encoding(spec, format)
             let encoded: Data
             do {
                 encoded = switch format {
@@ -109,9 +124,9 @@ package struct JPEGFastPath {
             } catch {
                 throw RenderError(.encode, "\(error)")
             }
-            outputs.append(RenderedImage(data: encoded, width: pixels.width, height: pixels.height, format: format, hasAlpha: false))
+            rendered.append(RenderedImage(data: encoded, width: pixels.width, height: pixels.height, format: format, hasAlpha: false))
         }
-        return outputs
+        return rendered
     }
 
     static func check(_ deadline: ContinuousClock.Instant) throws(RenderError) {

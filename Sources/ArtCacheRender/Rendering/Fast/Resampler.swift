@@ -44,7 +44,8 @@ package enum Resampler {
         let taps = Int((support * 2).rounded(.up)) + 1
         var start = [Int32](repeating: 0, count: target)
         var count = [Int32](repeating: 0, count: target)
-        var weights = [Float](repeating: 0, count: target * taps)
+        // 8 spare zeros: the C row pass reads 8 weights at a time (cpixels.h).
+        var weights = [Float](repeating: 0, count: target * taps + 8)
         for i in 0..<target {
             let centre = (Double(i) + 0.5) * factor
             let first = max(0, Int((centre - support).rounded(.down)))
@@ -74,8 +75,9 @@ package enum Resampler {
         if width == image.width && height == image.height { return image }
         let h = taps(source: image.width, target: width)
         let v = taps(source: image.height, target: height)
-        // One spare float: an RGB pixel is read as 4 (cpixels.h).
-        var column = [Float](repeating: 0, count: image.width * image.channels + 1)
+        // 8 spare zeros: an RGB pixel is read as 4 floats, one sample per
+        // pixel 8 at a time (cpixels.h).
+        var column = [Float](repeating: 0, count: image.width * image.channels + 8)
         var sums = [Float](repeating: 0, count: width * image.channels + 1)
         // Every output byte is written: no zeroing first.
         let out = PixelBuffer.filled(width: width, height: height, channels: image.channels) { dst in

@@ -64,6 +64,8 @@ final class TurboJPEGDecoder {
         var height: Int
         /// `TJCS_*`: YCbCr, grey and RGB decode here; CMYK and YCCK do not.
         var colorspace: Int32
+        /// `TJSAMP_*`: the chroma subsampling.
+        var subsampling: Int32 = Int32(TJSAMP_444.rawValue)
     }
 
     func header(_ jpeg: UnsafeRawBufferPointer) throws(TurboJPEGError) -> Header {
@@ -72,7 +74,7 @@ final class TurboJPEGDecoder {
         guard tjDecompressHeader3(handle, base, UInt(jpeg.count), &width, &height, &subsampling, &colorspace) == 0 else {
             throw failure()
         }
-        return Header(width: Int(width), height: Int(height), colorspace: colorspace)
+        return Header(width: Int(width), height: Int(height), colorspace: colorspace, subsampling: subsampling)
     }
 
     /// A side scaled by `factor` as libjpeg scales it (rounded up).
@@ -93,6 +95,42 @@ final class TurboJPEGDecoder {
         }
         guard let pixels else { throw failure() }
         return pixels
+    }
+
+    /// The size of plane `component` (0: Y, 1: Cb, 2: Cr) of a decode
+    /// scaled by `factor`.
+    static func planeSize(_ header: Header, factor: (num: Int, denom: Int), component: Int) -> (width: Int, height: Int) {
+        let width = Int32(scaled(header.width, factor)), height = Int32(scaled(header.height, factor))
+        return (Int(tjPlaneWidth(Int32(component), width, header.subsampling)),
+                Int(tjPlaneHeight(Int32(component), height, header.subsampling)))
+    }
+
+    /// Decodes a YCbCr JPEG with the DCT scaled by `factor` to its Y, Cb and
+    /// Cr planes as they are stored (no colour conversion, chroma at its
+    /// own resolution): three one-channel buffers. A warning is an error here.
+    func decodePlanes(_ jpeg: UnsafeRawBufferPointer, factor: (num: Int, denom: Int),
+                      header: Header) throws(TurboJPEGError) -> (y: PixelBuffer, cb: PixelBuffer, cr: PixelBuffer) {
+        let sizes = (0..<3).map { Self.planeSize(header, factor: factor, component: $0) }
+        guard sizes.allSatisfy({ $0.width >= 1 && $0.height >= 1 }) else {
+            throw TurboJPEGError(message: "no planes for subsampling \(header.subsampling)")
+        }
+        var y = PixelBuffer(width: sizes[0].width, height: sizes[0].height, channels: 1)
+        var cb = PixelBuffer(width: sizes[1].width, height: sizes[1].height, channels: 1)
+        var cr = PixelBuffer(width: sizes[2].width, height: sizes[2].height, channels: 1)
+        let base = jpeg.baseAddress?.assumingMemoryBound(to: UInt8.self)
+        var strides = sizes.map { Int32($0.width) }
+        let status = y.bytes.withUnsafeMutableBufferPointer { yp in
+            cb.bytes.withUnsafeMutableBufferPointer { cbp in
+                cr.bytes.withUnsafeMutableBufferPointer { crp in
+                    var planes: [UnsafeMutablePointer<UInt8>?] = [yp.baseAddress, cbp.baseAddress, crp.baseAddress]
+                    return tjDecompressToYUVPlanes(handle, base, UInt(jpeg.count), &planes,
+                                                   Int32(Self.scaled(header.width, factor)), &strides,
+                                                   Int32(Self.scaled(header.height, factor)), TJFLAG_STOPONWARNING)
+                }
+            }
+        }
+        guard status == 0 else { throw failure() }
+        return (y, cb, cr)
     }
 
     private func failure() -> TurboJPEGError {
