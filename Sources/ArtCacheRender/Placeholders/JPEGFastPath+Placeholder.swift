@@ -30,14 +30,21 @@ extension JPEGFastPath {
     /// upright, RGBA; with the upright size of the source. A render's own
     /// decode gives them for ~50 µs (no second decode).
     func placeholderPixels(from decoded: PixelBuffer) -> PlaceholderPixels {
-        let side = Double(Renderer.placeholderSide)
-        let scale = min(1, side / Double(max(decoded.width, decoded.height)))
-        let width = max(1, Int((Double(decoded.width) * scale).rounded()))
-        let height = max(1, Int((Double(decoded.height) * scale).rounded()))
-        let small = Resampler.resize(decoded, width: width, height: height).oriented(metadata.orientation)
+        let size = placeholderSize(decoded: (decoded.width, decoded.height))
+        let small = Resampler.resize(decoded, width: size.width, height: size.height).oriented(metadata.orientation)
         let upright = RenderPlan.upright(width: header.width, height: header.height, orientation: metadata.orientation)
         return PlaceholderPixels(width: small.width, height: small.height, rgba: small.rgba(),
                                  sourceWidth: upright.width, sourceHeight: upright.height)
+    }
+}
+
+extension JPEGFastPath {
+    /// The placeholder's size from a decode of `decoded`: 32 px
+    /// (``Renderer/placeholderSide``) on the longer side, never larger.
+    func placeholderSize(decoded: (width: Int, height: Int)) -> (width: Int, height: Int) {
+        let side = Double(Renderer.placeholderSide)
+        let scale = min(1, side / Double(max(decoded.width, decoded.height)))
+        return (max(1, Int((Double(decoded.width) * scale).rounded())), max(1, Int((Double(decoded.height) * scale).rounded())))
     }
 }
 

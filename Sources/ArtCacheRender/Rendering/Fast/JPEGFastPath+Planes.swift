@@ -36,29 +36,12 @@ extension JPEGFastPath {
         let luma = TurboJPEGDecoder.planeSize(header, factor: factor, component: 0)
         let chroma = TurboJPEGDecoder.planeSize(header, factor: factor, component: 1)
         let fits = outputs.allSatisfy { output in
-            let stored = lumaSize(output.spec, decoded: luma)
+            let stored = storedSize(output.spec, decoded: luma)
             return (stored.width + 1) / 2 <= chroma.width && (stored.height + 1) / 2 <= chroma.height
         }
         guard fits, placeholder else { return fits }
         let small = placeholderSize(decoded: luma)
         return small.width <= chroma.width && small.height <= chroma.height
-    }
-
-    /// The luma size an output resamples to, as stored (before orientation).
-    private func lumaSize(_ spec: VariantSpec, decoded: (width: Int, height: Int)) -> (width: Int, height: Int) {
-        let upright = RenderPlan.upright(width: header.width, height: header.height, orientation: metadata.orientation)
-        let scale = RenderPlan.scale(width: upright.width, height: upright.height, into: spec)
-        let size = (width: max(1, Int((Double(upright.width) * scale).rounded())),
-                    height: max(1, Int((Double(upright.height) * scale).rounded())))
-        let stored = metadata.orientation >= 5 ? (size.height, size.width) : (size.width, size.height)
-        return (min(stored.0, decoded.width), min(stored.1, decoded.height))
-    }
-
-    /// The placeholder's size from a decode of `decoded` (as ``placeholderPixels(from:)``).
-    private func placeholderSize(decoded: (width: Int, height: Int)) -> (width: Int, height: Int) {
-        let side = Double(Renderer.placeholderSide)
-        let scale = min(1, side / Double(max(decoded.width, decoded.height)))
-        return (max(1, Int((Double(decoded.width) * scale).rounded())), max(1, Int((Double(decoded.height) * scale).rounded())))
     }
 
     /// Runs the planes path's steps; nil when TurboJPEG gives up on the
@@ -75,7 +58,7 @@ extension JPEGFastPath {
         let orientation = metadata.orientation
         var rendered: [RenderedImage] = []
         for output in outputs {
-            let stored = lumaSize(output.spec, decoded: (planes.y.width, planes.y.height))
+            let stored = storedSize(output.spec, decoded: (planes.y.width, planes.y.height))
             let chroma = ((stored.width + 1) / 2, (stored.height + 1) / 2)
             var y = Resampler.resize(planes.y, width: stored.width, height: stored.height).oriented(orientation)
             var cb = Resampler.resize(planes.cb, width: chroma.0, height: chroma.1).oriented(orientation)

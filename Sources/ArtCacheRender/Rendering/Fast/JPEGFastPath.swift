@@ -73,6 +73,17 @@ package struct JPEGFastPath {
         return Self.factor(width: header.width, height: header.height, box: storedBox)
     }
 
+    /// The size an output is resampled to from a decode of `decoded`, as
+    /// stored (before orientation; never larger than the decode).
+    func storedSize(_ spec: VariantSpec, decoded: (width: Int, height: Int)) -> (width: Int, height: Int) {
+        let upright = RenderPlan.upright(width: header.width, height: header.height, orientation: metadata.orientation)
+        let scale = RenderPlan.scale(width: upright.width, height: upright.height, into: spec)
+        let size = (width: max(1, Int((Double(upright.width) * scale).rounded())),
+                    height: max(1, Int((Double(upright.height) * scale).rounded())))
+        let stored = metadata.orientation >= 5 ? (size.height, size.width) : (size.width, size.height)
+        return (min(stored.0, decoded.width), min(stored.1, decoded.height))
+    }
+
     /// Runs the steps; nil when TurboJPEG gives up on the bytes (libvips then
     /// renders them). Throws `timedOut` past `deadline`, `encode` when the
     /// encoder fails.
@@ -82,7 +93,6 @@ package struct JPEGFastPath {
                 encoding: (VariantSpec, VariantSpec.Format) -> EncoderSetting = RenderPlan.encoderSetting,
                 placeholder: ((PlaceholderPixels) -> Void)? = nil) throws(RenderError) -> [RenderedImage]? {
         let orientation = metadata.orientation
-        let upright = RenderPlan.upright(width: header.width, height: header.height, orientation: orientation)
         let factor = decodeFactor
         let outputs = specs.map { spec in
             let format: VariantSpec.Format = [.webp, .avif].contains(spec.format) ? spec.format : .jpeg
@@ -103,11 +113,8 @@ package struct JPEGFastPath {
         do { encoder = try TurboJPEGEncoder() } catch { throw RenderError(.encode, error.description) }
         var rendered: [RenderedImage] = []
         for (spec, format, setting) in outputs {
-            let scale = RenderPlan.scale(width: upright.width, height: upright.height, into: spec)
-            let size = (width: max(1, Int((Double(upright.width) * scale).rounded())),
-                        height: max(1, Int((Double(upright.height) * scale).rounded())))
-            let stored = orientation >= 5 ? (size.height, size.width) : (size.width, size.height)
-            var pixels = Resampler.resize(decoded, width: min(stored.0, decoded.width), height: min(stored.1, decoded.height))
+            let stored = storedSize(spec, decoded: (decoded.width, decoded.height))
+            var pixels = Resampler.resize(decoded, width: stored.width, height: stored.height)
             pixels = pixels.oriented(orientation)
             if let crop = RenderPlan.crop(width: pixels.width, height: pixels.height, spec: spec) {
                 pixels = pixels.cropped(left: (pixels.width - crop.width) / 2, top: (pixels.height - crop.height) / 2,
