@@ -7,10 +7,12 @@ import Foundation
 /// chroma 4:2:0 below quality 90 and 4:4:4 from it, as its `subsample_mode`
 /// auto), on one thread, without its per-call machinery, which at artwork sizes cost more
 /// than the encode. No metadata. Grey pixels are widened to RGB; RGBA keeps
-/// its alpha (an auxiliary alpha image).
+/// its alpha (an auxiliary alpha image). At 4:2:0 libheif gets YCbCr planes:
+/// converted here from RGB, or a JPEG's own (``encode(y:cb:cr:quality:speed:)``).
 ///
-/// Every libheif object is freed on every path (`defer` right after it is
-/// made); errors carry libheif's own message, copied from the call's result
+/// Every libheif object is freed on every path (a `defer` right after it is
+/// made, or, for an image, by the helper that made it when filling it
+/// fails); errors carry libheif's own message, copied from the call's result
 /// at once (per context, never a buffer shared between threads).
 enum AVIFEncoder {
     /// `quality` 1...100, `speed` 0 (slowest, smallest) ... 9 (fastest), both clamped.
