@@ -148,10 +148,9 @@ void cpix_resample(const uint8_t *src, int sw, int channels, uint8_t *dst, int t
              * masked to zero: they are the next output's weights, or the
              * spare floats at the end of `hweights`; `column` has 8 spare
              * zeros), the 8 lanes summed at the end, the sums turned into
-             * bytes 8 at a time. A sum per tap in one
-             * chain was bound by the multiply-add's latency: 600->300 one
-             * channel took 0.67 ms, now 0.46 (fastest of 6 runs of 1,000,
-             * one core). */
+             * bytes 8 at a time. A sum per tap in one chain was bound by
+             * the multiply-add's latency: 600->300 one channel took 0.67
+             * ms, now 0.46 (fastest of 6 runs of 1,000, one core). */
             const cpix_i8 lane = {0, 1, 2, 3, 4, 5, 6, 7};
             for (int x = 0; x < tw; x++) {
                 const float *hw = hweights + (long) x * htaps;

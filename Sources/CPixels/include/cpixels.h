@@ -2,9 +2,10 @@
 #define CPIXELS_H
 /* The fast path's hot loops: a separable resample of 8-bit interleaved
  * pixels with precomputed taps (Resampler.swift computes and memoizes
- * them), and RGB to the YCbCr 4:2:0 planes an AV1 encoder takes. In C so that it runs at a usable speed in debug builds too (the
- * reliability suite and the tests run debug binaries; Swift at -Onone made
- * it about 20x slower than libjpeg's decode). Pure arithmetic: no allocation,
+ * them), and RGB to the YCbCr 4:2:0 planes an AV1 encoder takes. In C so
+ * that they run at a usable speed in debug builds too (the reliability
+ * suite and the tests run debug binaries; Swift at -Onone made the resample
+ * about 20x slower than libjpeg's decode). Pure arithmetic: no allocation,
  * no library, no error path. */
 #include <stdint.h>
 
@@ -13,8 +14,9 @@
  * spare floats after its tw * htaps (one sample per pixel reads 8 weights at
  * a time). `column` is scratch of sw * channels + 8 floats, the 8 spare ones
  * zero (an RGB pixel is read as 4 floats: the last one's 4th lane is a spare
- * float; one sample per pixel reads 8 at a time), `sums` of tw * 3 + 1
- * floats (the row pass's sums; its last RGB pixel is stored as 4 floats). */
+ * float; one sample per pixel reads 8 at a time), `sums` of tw * channels
+ * + 1 floats (the row pass's sums; its last RGB pixel is stored as 4
+ * floats). */
 void cpix_resample(const uint8_t *src, int sw, int channels, uint8_t *dst, int tw, int th,
                    const int32_t *hstart, const int32_t *hcount, const float *hweights, int htaps,
                    const int32_t *vstart, const int32_t *vcount, const float *vweights, int vtaps,
