@@ -57,8 +57,8 @@ struct PlanesPathTests {
         try #require(JPEGFastPath.plan(jpeg, specs: specs, maxSourcePixels: 1 << 26))
     }
 
-    static func outputs(_ specs: [VariantSpec]) -> [JPEGFastPath.PlanesOutput] {
-        specs.map { JPEGFastPath.PlanesOutput(spec: $0, setting: RenderPlan.encoderSetting(for: $0, format: $0.format)) }
+    static func outputs(_ specs: [VariantSpec]) -> [JPEGFastPath.Output] {
+        JPEGFastPath.outputs(specs, encoding: RenderPlan.encoderSetting)
     }
 
     @Test func takenOnlyForAVIFsBelowQuality90OfYCbCrJPEGs() throws {

@@ -36,9 +36,7 @@ extension JPEGFastPath {
         return PlaceholderPixels(width: small.width, height: small.height, rgba: small.rgba(),
                                  sourceWidth: upright.width, sourceHeight: upright.height)
     }
-}
 
-extension JPEGFastPath {
     /// The placeholder's size from a decode of `decoded`: 32 px
     /// (``Renderer/placeholderSide``) on the longer side, never larger.
     func placeholderSize(decoded: (width: Int, height: Int)) -> (width: Int, height: Int) {

@@ -19,20 +19,14 @@ import Foundation
 /// Anything it cannot do (another subsampling, a chroma plane smaller than
 /// an output needs) is left to the RGB steps, decided before decoding.
 extension JPEGFastPath {
-    /// One output of the planes path: its spec and encoder setting.
-    struct PlanesOutput {
-        let spec: VariantSpec
-        let setting: EncoderSetting
-    }
-
     /// Subsamplings with chroma planes at least half the luma's on each side.
     static let planeSubsamplings = Set([TJSAMP_444, TJSAMP_422, TJSAMP_420, TJSAMP_440].map { Int32($0.rawValue) })
 
     /// Whether these outputs are the planes path's, for a decode at `factor`
     /// (and a placeholder, when one is asked for).
-    func takesPlanes(_ outputs: [PlanesOutput], factor: (num: Int, denom: Int), placeholder: Bool) -> Bool {
+    func takesPlanes(_ outputs: [Output], factor: (num: Int, denom: Int), placeholder: Bool) -> Bool {
         guard header.colorspace == Int32(TJCS_YCbCr.rawValue), Self.planeSubsamplings.contains(header.subsampling),
-              !outputs.isEmpty, outputs.allSatisfy({ $0.spec.format == .avif && $0.setting.quality < 90 }) else { return false }
+              !outputs.isEmpty, outputs.allSatisfy({ $0.format == .avif && $0.setting.quality < 90 }) else { return false }
         let luma = TurboJPEGDecoder.planeSize(header, factor: factor, component: 0)
         let chroma = TurboJPEGDecoder.planeSize(header, factor: factor, component: 1)
         let fits = outputs.allSatisfy { output in
@@ -46,7 +40,7 @@ extension JPEGFastPath {
 
     /// Runs the planes path's steps; nil when TurboJPEG gives up on the
     /// bytes (libvips then renders them). Call only when ``takesPlanes(_:factor:placeholder:)``.
-    func renderPlanes(_ data: Data, factor: (num: Int, denom: Int), outputs: [PlanesOutput],
+    func renderPlanes(_ data: Data, factor: (num: Int, denom: Int), outputs: [Output],
                       deadline: ContinuousClock.Instant,
                       placeholder: ((PlaceholderPixels) -> Void)?) throws(RenderError) -> [RenderedImage]? {
         let planes: (y: PixelBuffer, cb: PixelBuffer, cr: PixelBuffer)? = data.withUnsafeBytes {

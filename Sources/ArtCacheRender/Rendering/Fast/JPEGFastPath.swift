@@ -64,6 +64,24 @@ package struct JPEGFastPath {
         } ?? (1, 1)
     }
 
+    /// One output of a render: its spec, the format written (WebP and AVIF
+    /// as asked, JPEG for everything else the fast path takes) and that
+    /// format's encoder setting.
+    struct Output {
+        let spec: VariantSpec
+        let format: VariantSpec.Format
+        let setting: EncoderSetting
+    }
+
+    /// The outputs of `specs`, each with its setting from `encoding`.
+    static func outputs(_ specs: [VariantSpec],
+                        encoding: (VariantSpec, VariantSpec.Format) -> EncoderSetting) -> [Output] {
+        specs.map { spec in
+            let format: VariantSpec.Format = [.webp, .avif].contains(spec.format) ? spec.format : .jpeg
+            return Output(spec: spec, format: format, setting: encoding(spec, format))
+        }
+    }
+
     /// The DCT scale of this plan's decode: the smallest that every output
     /// can be made from (``factor(width:height:box:margin:)``).
     var decodeFactor: (num: Int, denom: Int) {
@@ -94,13 +112,9 @@ package struct JPEGFastPath {
                 placeholder: ((PlaceholderPixels) -> Void)? = nil) throws(RenderError) -> [RenderedImage]? {
         let orientation = metadata.orientation
         let factor = decodeFactor
-        let outputs = specs.map { spec in
-            let format: VariantSpec.Format = [.webp, .avif].contains(spec.format) ? spec.format : .jpeg
-            return (spec: spec, format: format, setting: encoding(spec, format))
-        }
-        let planesOutputs = outputs.map { PlanesOutput(spec: $0.spec, setting: $0.setting) }
-        if takesPlanes(planesOutputs, factor: factor, placeholder: placeholder != nil) {
-            return try renderPlanes(data, factor: factor, outputs: planesOutputs, deadline: deadline, placeholder: placeholder)
+        let outputs = Self.outputs(specs, encoding: encoding)
+        if takesPlanes(outputs, factor: factor, placeholder: placeholder != nil) {
+            return try renderPlanes(data, factor: factor, outputs: outputs, deadline: deadline, placeholder: placeholder)
         }
         let channels = header.colorspace == Int32(TJCS_GRAY.rawValue) ? 1 : 3
         let decoded: PixelBuffer? = data.withUnsafeBytes {
@@ -112,7 +126,8 @@ package struct JPEGFastPath {
         let encoder: TurboJPEGEncoder
         do { encoder = try TurboJPEGEncoder() } catch { throw RenderError(.encode, error.description) }
         var rendered: [RenderedImage] = []
-        for (spec, format, setting) in outputs {
+        for output in outputs {
+            let (spec, format, setting) = (output.spec, output.format, output.setting)
             let stored = storedSize(spec, decoded: (decoded.width, decoded.height))
             var pixels = Resampler.resize(decoded, width: stored.width, height: stored.height)
             pixels = pixels.oriented(orientation)
