@@ -84,11 +84,21 @@ extension ThumbnailService {
     /// and a body copy.
     func success(_ image: ImageResponse, ifNoneMatch: String?, negotiated: Bool, signed: Bool,
                  upgrading: Bool = false) -> Prepared {
-        guard image.source == .memory, image.error == nil, image.data.count <= Self.preparedBodyMax,
-              let entry = image.entry, !entry.sha256.isEmpty else {
+        guard let kept = kept(image, negotiated: negotiated, signed: signed, upgrading: upgrading, now: Date()) else {
             return build(image, ifNoneMatch: ifNoneMatch, negotiated: negotiated, signed: signed, upgrading: upgrading)
         }
-        let now = Date()
+        return Self.answer(kept.prepared, ifNoneMatch: ifNoneMatch)
+    }
+
+    /// The kept `200` of a memory hit (``preparedHits``, built now if it is
+    /// not kept yet), and until when it stays exact: the end of this second
+    /// once its `max-age` counts down (it is built again each second then).
+    /// Nil for an answer not kept: not from memory, an error, a body over
+    /// ``preparedBodyMax``.
+    func kept(_ image: ImageResponse, negotiated: Bool, signed: Bool, upgrading: Bool,
+              now: Date) -> (prepared: Prepared, exactUntil: Date)? {
+        guard image.source == .memory, image.error == nil, image.data.count <= Self.preparedBodyMax,
+              let entry = image.entry, !entry.sha256.isEmpty else { return nil }
         let cap = upgrading ? min(settings.cacheMaxAge, Self.upgradingMaxAge) : settings.cacheMaxAge
         let countsDown = image.freshUntil.map { $0.timeIntervalSince(now) < cap } ?? false
         let key = PreparedKey(sha256: entry.sha256, contentType: image.contentType, source: image.source,
@@ -103,7 +113,15 @@ extension ThumbnailService {
             prepared = built
             preparedHits.store(prepared, for: key)
         }
-        if let asked = ifNoneMatch, let etag = prepared.headers[.eTag], Self.matches(asked, etag: etag) {
+        // Counting down, it is the answer of this second only.
+        let exactUntil = countsDown ? Date(timeIntervalSince1970: Double(key.second + 1))
+            : image.freshUntil.map { $0.addingTimeInterval(-cap) } ?? .distantFuture
+        return (prepared, exactUntil)
+    }
+
+    /// A kept `200`, or its `304` when `If-None-Match` names its ETag.
+    static func answer(_ prepared: Prepared, ifNoneMatch: String?) -> Prepared {
+        if let asked = ifNoneMatch, let etag = prepared.headers[.eTag], matches(asked, etag: etag) {
             var headers = prepared.headers
             headers[.contentLength] = nil
             return Prepared(status: .notModified, headers: headers, body: nil)

@@ -37,6 +37,10 @@ public final class ThumbnailService: Sendable {
     /// The `200` answers of memory hits, headers and body built once and
     /// reused by every hit of the same bytes (bounded; emptied when full).
     let preparedHits = BoundedMemo<PreparedKey, Prepared>(capacity: ThumbnailService.preparedCountMax)
+    /// Final memory hits by path and `Accept` (``HitRoute``): the next
+    /// hit of the same request is answered without parsing, negotiating or
+    /// looking up again (bounded; emptied when full).
+    let hitRoutes = BoundedMemo<HitRoute.Key, HitRoute>(capacity: ThumbnailService.preparedCountMax)
     /// The open connections' watches (``ConnectionGuard``), by channel: a
     /// request finds its connection's here, to be cancelled when it closes.
     let connections = Locked<[ObjectIdentifier: ConnectionWatch]>([:])
@@ -150,29 +154,6 @@ public final class ThumbnailService: Sendable {
     func watch(_ context: ServiceRequestContext) -> ConnectionWatch? {
         guard cancelOnDisconnect, let channel = context.channel else { return nil }
         return connections.withLock { $0[ObjectIdentifier(channel)] } ?? (channel.isActive ? nil : .closed)
-    }
-
-    /// A memory hit for an image path, answered without leaving the caller's
-    /// thread (``MemoryHitHandler`` calls it on the connection's event loop):
-    /// nil when the path is not a valid image path (the router answers it,
-    /// with its typed refusal) or the memory tier has no fresh image for it.
-    /// Counted and logged as the router's answers are.
-    func memoryHit(path: String, accept: String?, ifNoneMatch: String?, started: ContinuousClock.Instant) -> Prepared? {
-        guard let parsed = try? parse(path: path, accept: accept),
-              let hit = pipeline.cachedNegotiatedImage(parsed.request, better: parsed.better) else { return nil }
-        channelHits.add(1, ordering: .relaxed)
-        let prepared = success(hit.response, ifNoneMatch: ifNoneMatch, negotiated: parsed.negotiated, signed: parsed.signed,
-                               upgrading: hit.upgrading)
-        let elapsed = (ContinuousClock.now - started).components
-        let seconds = Double(elapsed.seconds) + Double(elapsed.attoseconds) / 1e18
-        let bytes = prepared.body?.readableBytes ?? 0
-        metrics.memoryHit(status: prepared.status.code, seconds: seconds, bytes: bytes)
-        if settings.accessLog {
-            logger.access(AccessLine(method: "GET", path: path, status: prepared.status.code, tier: "memory", bytes: bytes,
-                                     seconds: seconds, error: prepared.headers[.artcacheError]),
-                          source: Self.logSource)
-        }
-        return prepared
     }
 
     /// The access log's `source` (swift-log would derive it from `#fileID`

@@ -22,6 +22,42 @@ extension ImagePipeline {
         /// The answer is the cold format and a better one is (or will be)
         /// tried behind it: clients should come back soon.
         package var upgrading: Bool
+        /// A memory hit that is final (nothing is queued or will be queued
+        /// behind it): the same request is answered with the same bytes
+        /// while ``ImagePipeline/rehit(_:now:)`` says so, without resolving it again.
+        package var ticket: MemoryTicket?
+
+        init(response: ImageResponse, upgrading: Bool, ticket: MemoryTicket? = nil) {
+            self.response = response
+            self.upgrading = upgrading
+            self.ticket = ticket
+        }
+    }
+
+    /// A final memory hit, held: its node in the memory tier, and the key
+    /// of a better answer that would be given before it if it appeared.
+    package struct MemoryTicket: @unchecked Sendable {
+        // @unchecked: `MemoryCache.Node` is mutable, but its fields are
+        // `fileprivate` to MemoryCache.swift and only read or written there
+        // under the tier's lock (``MemoryCache/touch(_:unless:freshAt:)``);
+        // the ticket only carries the reference.
+        fileprivate let node: MemoryCache.Node
+        fileprivate let shadowing: String?
+    }
+
+    /// Whether `ticket`'s image is still the memory tier's answer to the
+    /// request it was given for (still kept, fresh at `now`, nothing better
+    /// kept before it): then it is marked used and counted as a hit, as
+    /// ``cachedNegotiatedImage(_:better:)`` would have.
+    package func rehit(_ ticket: MemoryTicket, now: Date) -> Bool {
+        memory.touch(ticket.node, unless: ticket.shadowing, freshAt: now)
+    }
+
+    /// ``cachedImage(for:)`` with the tier's node of the image.
+    private func cachedHeld(for request: ImageRequest, now: Date) -> (image: ImageResponse, node: MemoryCache.Node)? {
+        guard !request.options.contains(.reloadIgnoringCache), let resolved = try? resolve(request),
+              let hit = memory.held(forKey: resolved.memoryKey, freshAt: now) else { return nil }
+        return (hit.image.with(source: .memory), hit.node)
     }
 
     /// `request` (its format: the cold one) unless `better` is another
@@ -43,17 +79,34 @@ extension ImagePipeline {
 
     /// A memory hit for a negotiated request: the better variant, else the
     /// cold one (whose upgrade is queued again if it was dropped meanwhile).
+    /// A hit is given a ``MemoryTicket`` when it is final: the better
+    /// variant, a request with nothing better, or a cold variant whose row
+    /// is closed (no gain, or upgraded already) with no upgrade queued.
     package func cachedNegotiatedImage(_ request: ImageRequest, better: VariantSpec.Format?) -> NegotiatedImage? {
+        let now = Date()
         guard let better, request.size != nil else {
-            return cachedImage(for: request).map { NegotiatedImage(response: $0, upgrading: false) }
+            return cachedHeld(for: request, now: now).map {
+                NegotiatedImage(response: $0.image, upgrading: false, ticket: MemoryTicket(node: $0.node, shadowing: nil))
+            }
         }
+        var shadowing: String?
         if better != request.format {
             var upgraded = request
             upgraded.format = better
-            if let hit = cachedImage(for: upgraded) { return NegotiatedImage(response: hit, upgrading: false) }
+            if let hit = cachedHeld(for: upgraded, now: now) {
+                return NegotiatedImage(response: hit.image, upgrading: false, ticket: MemoryTicket(node: hit.node, shadowing: nil))
+            }
+            shadowing = try? resolve(upgraded).memoryKey
         }
-        guard let cold = cachedImage(for: request) else { return nil }
-        return NegotiatedImage(response: cold, upgrading: upgrade(cold, of: request, to: better))
+        guard let cold = cachedHeld(for: request, now: now) else { return nil }
+        let upgrading = upgrade(cold.image, of: request, to: better)
+        // Open (its upgrade not run yet, or dropped and queued again on a
+        // later hit): every hit asks again. Another format's better bytes,
+        // if they are kept later, are answered first (`shadowing`).
+        let final = !upgrading && cold.image.entry?.upgrade != .open
+        let ticket = final && (better == request.format || shadowing != nil)
+            ? MemoryTicket(node: cold.node, shadowing: shadowing) : nil
+        return NegotiatedImage(response: cold.image, upgrading: upgrading, ticket: ticket)
     }
 
     /// Whether the variant `request` names has a live row (no bytes read).

@@ -10,16 +10,22 @@ import Foundation
 final class MemoryCache: Sendable {
     typealias Stats = MemoryTierStats
 
-    private final class Node {
-        let key: String
-        var value: ImageResponse
-        var cost: Int64
-        var newer: Node?
+    /// An image's place in the tier. Outside this file it is only held
+    /// (``ImagePipeline/MemoryTicket``) and given back to ``touch(_:unless:freshAt:)``:
+    /// every field is read and written under `state`'s lock.
+    final class Node {
+        fileprivate let key: String
+        fileprivate var value: ImageResponse
+        fileprivate var cost: Int64
+        /// In the tier: false once evicted, replaced or dropped (a held
+        /// node is then never answered from again).
+        fileprivate var live = true
+        fileprivate var newer: Node?
         /// Not counted: `nodes` keeps every linked node alive, and a node
         /// is unlinked before it leaves `nodes` (``State/remove(_:)``), so
         /// this never dangles; a weak reference cost a side-table load on
         /// every hit.
-        unowned(unsafe) var older: Node?
+        fileprivate unowned(unsafe) var older: Node?
 
         init(key: String, value: ImageResponse, cost: Int64) {
             self.key = key
@@ -31,8 +37,10 @@ final class MemoryCache: Sendable {
     /// A doubly linked list (newest at `head`) plus an index. Only touched
     /// under `state`'s lock.
     private struct State: @unchecked Sendable {
-        // @unchecked: `Node` is a reference type mutated only while the
-        // enclosing `Locked` holds its lock; no node escapes the lock.
+        // @unchecked: `Node` is a reference type read and mutated only while
+        // the enclosing `Locked` holds its lock; a node that leaves the lock
+        // (``held(forKey:freshAt:)``) is an opaque handle: its fields are
+        // `fileprivate` and only this file's locked closures use them.
         var nodes: [String: Node] = [:]
         var head: Node?   // most recently used
         var tail: Node?   // least recently used
@@ -54,6 +62,7 @@ final class MemoryCache: Sendable {
         }
 
         mutating func remove(_ node: Node) {
+            node.live = false
             unlink(node)
             nodes[node.key] = nil
             stats.entries -= 1
@@ -80,6 +89,12 @@ final class MemoryCache: Sendable {
     /// miss. An image whose original stopped being fresh before `now` is a
     /// miss (the disk tier revalidates it; its answer replaces this one).
     func image(forKey key: String, freshAt now: Date = Date()) -> ImageResponse? {
+        held(forKey: key, freshAt: now)?.image
+    }
+
+    /// ``image(forKey:freshAt:)`` and its node, to be touched again
+    /// without a lookup (``touch(_:unless:freshAt:)``).
+    func held(forKey key: String, freshAt now: Date) -> (image: ImageResponse, node: Node)? {
         state.withLock { s in
             guard let node = s.nodes[key], node.value.freshUntil.map({ $0 > now }) ?? true else {
                 s.stats.misses += 1
@@ -88,7 +103,24 @@ final class MemoryCache: Sendable {
             s.stats.hits += 1
             s.unlink(node)
             s.pushNewest(node)
-            return node.value
+            return (node.value, node)
+        }
+    }
+
+    /// A hit of a node held since an earlier one: marked most recently used
+    /// and counted, when it is still in the tier and fresh at `now` and no
+    /// fresh image is kept under `shadowing` (a key answered before it).
+    /// False (nothing counted) otherwise: the caller looks up again.
+    func touch(_ node: Node, unless shadowing: String?, freshAt now: Date) -> Bool {
+        state.withLock { s in
+            guard node.live, node.value.freshUntil.map({ $0 > now }) ?? true else { return false }
+            if let shadowing, let other = s.nodes[shadowing], other.value.freshUntil.map({ $0 > now }) ?? true { return false }
+            s.stats.hits += 1
+            if s.head !== node {
+                s.unlink(node)
+                s.pushNewest(node)
+            }
+            return true
         }
     }
 

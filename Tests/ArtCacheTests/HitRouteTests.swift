@@ -1,0 +1,142 @@
+import Foundation
+import HTTPTypes
+import Hummingbird
+import NIOCore
+import NIOEmbedded
+import Testing
+@testable import ArtCache
+@testable import ArtCacheCore
+@testable import ArtCacheRender
+@testable import ArtCacheServer
+
+/// Final memory hits answered by their route (``ThumbnailService/HitRoute``):
+/// the same answer as a lookup would give, for as long as the memory tier
+/// holds the image and nothing better was kept before it.
+@Suite("Service: memory hits by route", .timeLimit(.minutes(2)))
+struct HitRouteTests {
+    static let chrome: HTTPFields = [.accept: FormatPolicyTests.chrome]
+
+    /// Keep-alive requests on one connection, as a browser sends them (the
+    /// channel handlers answer memory hits; a request with
+    /// `Connection: close`, as the test client's, goes to the router).
+    struct Connection {
+        let channel: EmbeddedChannel
+
+        init(_ s: ServiceHarness) throws { channel = try RawHitHandlerTests.channel(s) }
+
+        /// The memory hit's answer; nil when the request went on to the router.
+        func get(_ path: String, accept: String = FormatPolicyTests.chrome, _ extra: String = "") throws -> RawHitHandlerTests.Answer? {
+            try channel.writeInbound(ByteBuffer(string: "GET \(path) HTTP/1.1\r\nHost: 127.0.0.1\r\nAccept: \(accept)\r\n\(extra)\r\n"))
+            let answers = try RawHitHandlerTests.answers(channel)
+            #expect(answers.count <= 1)
+            if answers.isEmpty { #expect(try RawHitHandlerTests.passed(channel).count == 1, "not answered: went on") }
+            return answers.first
+        }
+
+        func close() { _ = try? channel.finish() }
+    }
+
+    /// Everything but `Date`, which is the second's.
+    static func withoutDate(_ answer: RawHitHandlerTests.Answer?) -> [String: String]? {
+        answer.map { $0.headers.filter { $0.key != "date" } }
+    }
+
+    @Test func aRoutedHitIsTheLookupsAnswerAndCountsAsAHit() async throws {
+        let (s, path, warm) = try await RawHitHandlerTests.warm()
+        #expect(s.service.hitRoutes.count == 0, "the router's hits make no route")
+        let connection = try Connection(s)
+        let looked = try #require(try connection.get(path))
+        #expect(s.service.hitRoutes.count == 1, "a final memory hit leaves its route")
+        let hits = s.pipeline.memory.stats.hits
+        let routed = try #require(try connection.get(path))
+        #expect(s.pipeline.memory.stats.hits == hits + 1, "a routed hit is counted (and marked used) in the memory tier")
+        #expect(routed.body == warm.body && routed.headers["content-type"] == warm.type)
+        #expect(Self.withoutDate(routed) == Self.withoutDate(looked), "the lookup's answer")
+        // If-None-Match is answered from the route's ETag; another Accept is another route.
+        let etag = try #require(routed.headers["etag"])
+        let revalidated = try #require(try connection.get(path, "If-None-Match: \(etag)\r\n"))
+        #expect(revalidated.statusLine == "HTTP/1.1 304 Not Modified" && revalidated.body.isEmpty && revalidated.headers["etag"] == etag)
+        try await s.app().test(.router) { client in _ = try await client.execute(uri: path, method: .get, headers: [.accept: "image/jpeg"]) }
+        #expect(try connection.get(path, accept: "image/jpeg")?.headers["content-type"] == "image/jpeg")
+        #expect(s.service.hitRoutes.count == 2)
+        connection.close()
+        try await s.close()
+    }
+
+    @Test func aRouteEndsWithItsImageInMemory() async throws {
+        let (s, path, warm) = try await RawHitHandlerTests.warm()
+        let connection = try Connection(s)
+        _ = try connection.get(path)
+        #expect(s.service.hitRoutes.count == 1)
+        // Dropped from the tier (evicted, replaced, purged: the same removal).
+        s.pipeline.memory.removeAll()
+        #expect(try connection.get(path) == nil, "not answered by the route of an image no longer kept")
+        connection.close()
+        try await s.app().test(.router) { client in
+            try await client.execute(uri: path, method: .get, headers: Self.chrome) { response in
+                #expect(response.headers[.artcacheSource] == "disk" && Array(buffer: response.body) == warm.body)
+            }
+        }
+        let again = try Connection(s)
+        #expect(try again.get(path)?.headers["x-artcache-source"] == "memory", "back in memory")
+        again.close()
+        try await s.close()
+    }
+
+    @Test func aBetterFormatKeptLaterIsAnsweredBeforeARoutedColdOne() async throws {
+        let s = try await ServiceUpgradeTests.harness(avif: .behind)
+        s.origin.register("flat.png", .init(body: try Fixtures.image(width: 8, height: 8, suffix: ".png"), contentType: "image/png"))
+        let path = try s.path("/img/flat.png", "16x16,fit=cover")
+        let choice = ServiceUpgradeTests.chromeChoice(s, 16)
+        let better = try #require(choice.better)
+        try #require(better != choice.cold, "the table's better format at 16 px is another format")
+        let cold = ServiceUpgradeTests.mime(choice.cold)
+        try await s.app().test(.router) { client in
+            _ = try await client.execute(uri: path, method: .get, headers: Self.chrome)
+            await s.pipeline.waitForUpgrades()
+            #expect(s.pipeline.upgradeCounts == UpgradeCounts(kept: 0, noGain: 1, failed: 0))
+            // The cold answer left memory with its upgrade's end: from disk, into memory again.
+            _ = try await client.execute(uri: path, method: .get, headers: Self.chrome)
+        }
+        let connection = try Connection(s)
+        for _ in 0..<2 {  // looked up (its route kept), then by the route
+            #expect(try connection.get(path)?.headers["content-type"] == cold)
+        }
+        #expect(s.service.hitRoutes.count == 1, "a cold answer that will not be upgraded is final")
+        // The better format asked for by name: now kept, and a lookup answers it first.
+        let forced = try s.path("/img/flat.png", "16x16,fit=cover,f=\(better.rawValue)")
+        let type = ServiceUpgradeTests.mime(better)
+        try await s.app().test(.router) { client in
+            try await client.execute(uri: forced, method: .get, headers: Self.chrome) { response in
+                #expect(response.headers[.contentType] == type)
+            }
+        }
+        let answer = try connection.get(path)
+        #expect(answer?.headers["content-type"] == type, "the route's cold answer is shadowed by the better one")
+        connection.close()
+        try await s.close()
+    }
+
+    /// Known answers of how long a kept answer stays exact: its `max-age`
+    /// is the cap until the original has less than the cap left, then it
+    /// counts down and the answer is the second's.
+    @Test func aKeptAnswerIsExactUntilItsMaxAgeCountsDown() async throws {
+        let (s, path, _) = try await RawHitHandlerTests.warm()
+        let parsed = try s.service.parse(path: path, accept: FormatPolicyTests.chrome)
+        let hit = try #require(s.pipeline.cachedNegotiatedImage(parsed.request, better: parsed.better))
+        #expect(hit.ticket != nil && !hit.upgrading)
+        let cap = s.service.settings.cacheMaxAge
+        #expect(cap == 3600)
+        let now = Date(timeIntervalSince1970: 1_800_000_000.25)
+        func exactUntil(_ freshUntil: Date?) -> Date? {
+            let image = ImageResponse(data: hit.response.data, contentType: hit.response.contentType, width: hit.response.width,
+                                      height: hit.response.height, source: .memory, cacheKey: hit.response.cacheKey,
+                                      entry: hit.response.entry, freshUntil: freshUntil)
+            return s.service.kept(image, negotiated: true, signed: parsed.signed, upgrading: false, now: now)?.exactUntil
+        }
+        #expect(exactUntil(nil) == .distantFuture)
+        #expect(exactUntil(now.addingTimeInterval(cap + 100)) == now.addingTimeInterval(100))
+        #expect(exactUntil(now.addingTimeInterval(10)) == Date(timeIntervalSince1970: 1_800_000_001))
+        try await s.close()
+    }
+}
