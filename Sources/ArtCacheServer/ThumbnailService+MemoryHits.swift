@@ -16,11 +16,15 @@ extension ThumbnailService {
         let now = Date()
         let key = HitRoute.Key(path: path, accept: accept)
         let prepared: Prepared
-        if let route = hitRoutes[key], now < route.exactUntil, pipeline.rehit(route.ticket, now: now) {
+        let route = hitRoutes[key]
+        if let route, now < route.exactUntil, pipeline.rehit(route.ticket, now: now) {
             prepared = Self.answer(route.prepared, ifNoneMatch: ifNoneMatch)
         } else {
             guard let parsed = try? parse(path: path, accept: accept),
-                  let hit = pipeline.cachedNegotiatedImage(parsed.request, better: parsed.better) else { return nil }
+                  let hit = pipeline.cachedNegotiatedImage(parsed.request, better: parsed.better) else {
+                if route != nil { hitRoutes.remove(key) }  // its image left the tier: let it go now
+                return nil
+            }
             if let ticket = hit.ticket,
                let kept = kept(hit.response, negotiated: parsed.negotiated, signed: parsed.signed, upgrading: hit.upgrading, now: now) {
                 hitRoutes.store(HitRoute(ticket: ticket, prepared: kept.prepared, exactUntil: kept.exactUntil), for: key)

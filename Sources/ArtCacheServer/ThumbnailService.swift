@@ -39,7 +39,11 @@ public final class ThumbnailService: Sendable {
     let preparedHits = BoundedMemo<PreparedKey, Prepared>(capacity: ThumbnailService.preparedCountMax)
     /// Final memory hits by path and `Accept` (``HitRoute``): the next
     /// hit of the same request is answered without parsing, negotiating or
-    /// looking up again (bounded; emptied when full).
+    /// looking up again (bounded; emptied when full). A route holds its
+    /// answer and its image (kept answers only: each at most
+    /// ``preparedBodyMax``), so at most 32 MiB in all, routes whose image
+    /// has left the tier included until they are asked again or the memo
+    /// starts over.
     let hitRoutes = BoundedMemo<HitRoute.Key, HitRoute>(capacity: ThumbnailService.preparedCountMax)
     /// The open connections' watches (``ConnectionGuard``), by channel: a
     /// request finds its connection's here, to be cancelled when it closes.

@@ -71,6 +71,7 @@ struct HitRouteTests {
         // Dropped from the tier (evicted, replaced, purged: the same removal).
         s.pipeline.memory.removeAll()
         #expect(try connection.get(path) == nil, "not answered by the route of an image no longer kept")
+        #expect(s.service.hitRoutes.count == 0, "and the route let go")
         connection.close()
         try await s.app().test(.router) { client in
             try await client.execute(uri: path, method: .get, headers: Self.chrome) { response in
