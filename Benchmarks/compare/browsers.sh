@@ -1,6 +1,7 @@
 # Sourced by Benchmarks/compare/run (ONLY="P2b P4b", or a full run): the rows
 # of issue 35, "browsers first", measured as a browser asks. Uses run's
-# helpers (make_photos, start_serve, stop_serve, row, ratio, best, most) and
+# helpers (make_photos, start_serve, stop_serve, row, ratio, best, most,
+# med, span) and
 # its loopback nginx origin.
 #
 # P2b cold: $N_E2E real photographs (600x600), each at 100x100 and 300x300
@@ -37,9 +38,6 @@ browsers_photos() {
   fi
 }
 
-# The median and the range of a column of numbers.
-med() { sort -n | awk '{a[NR]=$1} END {print (NR % 2) ? a[(NR+1)/2] : (a[NR/2] + a[NR/2+1]) / 2}'; }
-span() { sort -n | awk 'NR==1 {lo=$1} {hi=$1} END {print lo "–" hi}'; }
 
 # Signed f=auto paths: OPTIONS PREFIX < urls
 cat > "$WORK/sign-auto.py" <<'PYEOF'
