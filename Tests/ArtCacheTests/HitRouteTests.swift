@@ -118,6 +118,30 @@ struct HitRouteTests {
         try await s.close()
     }
 
+    /// A cold answer whose row is open (its upgrade not run yet) is not
+    /// final: each hit asks for the upgrade again (here the scheduler is
+    /// closed, so it is never queued), and no route answers in its place.
+    @Test func aColdAnswerWithItsUpgradeStillOpenLeavesNoRoute() async throws {
+        let s = try await ServiceUpgradeTests.harness(avif: .behind)
+        s.origin.register("zone.jpg", .init(body: try Fixtures.image(width: 600, height: 600, suffix: ".jpg"), contentType: "image/jpeg"))
+        let path = try s.path("/img/zone.jpg", "300x300,fit=cover")
+        await s.pipeline.background.close()
+        let cold = try await s.app().test(.router) { client in
+            try await client.execute(uri: path, method: .get, headers: Self.chrome)
+        }
+        #expect(cold.status == .ok && cold.headers[.contentType] == "image/jpeg")
+        let parsed = try s.service.parse(path: path, accept: FormatPolicyTests.chrome)
+        let hit = try #require(s.pipeline.cachedNegotiatedImage(parsed.request, better: parsed.better))
+        #expect(hit.response.entry?.upgrade == .open && !hit.upgrading && hit.ticket == nil)
+        let connection = try Connection(s)
+        for _ in 0..<2 {
+            #expect(try connection.get(path)?.headers["content-type"] == "image/jpeg")
+        }
+        #expect(s.service.hitRoutes.count == 0, "an open row: every hit is looked up")
+        connection.close()
+        try await s.close()
+    }
+
     /// Known answers of how long a kept answer stays exact: its `max-age`
     /// is the cap until the original has less than the cap left, then it
     /// counts down and the answer is the second's.
