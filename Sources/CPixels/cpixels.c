@@ -50,11 +50,11 @@ static inline void to_bytes(const float *sums, int count, uint8_t *out) {
     && !__has_feature(address_sanitizer)
 __attribute__((target_clones("arch=x86-64-v3", "default")))
 #endif
-void cpix_resample(const uint8_t *src, int sw, int channels, uint8_t *dst, int tw, int th,
-                   const int32_t *hstart, const int32_t *hcount, const float *hweights, int htaps,
-                   const int32_t *vstart, const int32_t *vcount, const float *vweights, int vtaps,
-                   float *column, float *sums) {
-    const int row_samples = sw * channels;
+void cpix_resample_rgb(const uint8_t *src, int sw, uint8_t *dst, int tw, int th,
+                       const int32_t *hstart, const int32_t *hcount, const float *hweights, int htaps,
+                       const int32_t *vstart, const int32_t *vcount, const float *vweights, int vtaps,
+                       float *column, float *sums) {
+    const int row_samples = sw * 3;
     const int blocks = row_samples / 8;
     for (int y = 0; y < th; y++) {
         /* Columns first: the source rows this output row sees, weighted,
@@ -97,88 +97,214 @@ void cpix_resample(const uint8_t *src, int sw, int channels, uint8_t *dst, int t
             for (int k = 0; k < n; k++) a += vw[k] * (float) s[(long) k * row_samples + i];
             column[i] = a;
         }
-        /* Then rows: each output pixel from its source pixels, weighted. */
-        uint8_t *out = dst + (long) y * tw * channels;
-        if (channels == 3) {
-            /* Each pixel's 3 samples loaded as a 4-float vector straight
-             * from `column` (the 4th lane is the next pixel's red, summed
-             * and never stored), four output pixels at a time where their
-             * tap counts agree (everywhere but near the edges); sums go to a
-             * float row (`sums`), turned into bytes 8 at a time. */
-            int x = 0;
-            while (x < tw) {
-                const int n4 = hcount[x];
-                if (x + 4 > tw || hcount[x + 1] != n4 || hcount[x + 2] != n4 || hcount[x + 3] != n4) {
-                    const float *p = column + (long) hstart[x] * 3, *hw = hweights + (long) x * htaps;
-                    cpix_f4 acc = {0};
-                    for (int k = 0; k < n4; k++) {
-                        cpix_f4 v;
-                        memcpy(&v, p + k * 3, sizeof v);
-                        acc += hw[k] * v;
-                    }
-                    memcpy(sums + x * 3, &acc, sizeof acc);
-                    x++;
-                    continue;
-                }
-                const float *hw = hweights + (long) x * htaps;
-                const float *p0 = column + (long) hstart[x] * 3, *p1 = column + (long) hstart[x + 1] * 3;
-                const float *p2 = column + (long) hstart[x + 2] * 3, *p3 = column + (long) hstart[x + 3] * 3;
-                cpix_f4 a0 = {0}, a1 = {0}, a2 = {0}, a3 = {0};
+        /* Then rows: each output pixel from its source pixels, weighted,
+         * each pixel's 3 samples loaded as a 4-float vector straight
+         * from `column` (the 4th lane is the next pixel's red, summed
+         * and never stored), four output pixels at a time where their
+         * tap counts agree (everywhere but near the edges); sums go to a
+         * float row (`sums`), turned into bytes 8 at a time. */
+        int x = 0;
+        while (x < tw) {
+            const int n4 = hcount[x];
+            if (x + 4 > tw || hcount[x + 1] != n4 || hcount[x + 2] != n4 || hcount[x + 3] != n4) {
+                const float *p = column + (long) hstart[x] * 3, *hw = hweights + (long) x * htaps;
+                cpix_f4 acc = {0};
                 for (int k = 0; k < n4; k++) {
-                    cpix_f4 v0, v1, v2, v3;
-                    memcpy(&v0, p0 + k * 3, sizeof v0);
-                    memcpy(&v1, p1 + k * 3, sizeof v1);
-                    memcpy(&v2, p2 + k * 3, sizeof v2);
-                    memcpy(&v3, p3 + k * 3, sizeof v3);
-                    a0 += hw[k] * v0;
-                    a1 += hw[htaps + k] * v1;
-                    a2 += hw[2 * htaps + k] * v2;
-                    a3 += hw[3 * htaps + k] * v3;
+                    cpix_f4 v;
+                    memcpy(&v, p + k * 3, sizeof v);
+                    acc += hw[k] * v;
                 }
-                memcpy(sums + x * 3, &a0, sizeof a0);
-                memcpy(sums + x * 3 + 3, &a1, sizeof a1);
-                memcpy(sums + x * 3 + 6, &a2, sizeof a2);
-                memcpy(sums + x * 3 + 9, &a3, sizeof a3);
-                x += 4;
+                memcpy(sums + x * 3, &acc, sizeof acc);
+                x++;
+                continue;
             }
-            to_bytes(sums, tw * 3, out);
-        } else {
-            /* One sample per pixel (grey, or one plane of YCbCr): each output
-             * a dot product, 8 taps per vector (the taps past its count
-             * masked to zero: they are the next output's weights, or the
-             * spare floats at the end of `hweights`; `column` has 8 spare
-             * zeros), the 8 lanes summed at the end, the sums turned into
-             * bytes 8 at a time. A sum per tap in one chain was bound by
-             * the multiply-add's latency: 600->300 one channel took 0.67
-             * ms, now 0.46 (fastest of 6 runs of 1,000, one core). */
-            const cpix_i8 lane = {0, 1, 2, 3, 4, 5, 6, 7};
-            for (int x = 0; x < tw; x++) {
-                const float *hw = hweights + (long) x * htaps;
-                const float *p = column + hstart[x];
-                const int n = hcount[x];
+            const float *hw = hweights + (long) x * htaps;
+            const float *p0 = column + (long) hstart[x] * 3, *p1 = column + (long) hstart[x + 1] * 3;
+            const float *p2 = column + (long) hstart[x + 2] * 3, *p3 = column + (long) hstart[x + 3] * 3;
+            cpix_f4 a0 = {0}, a1 = {0}, a2 = {0}, a3 = {0};
+            for (int k = 0; k < n4; k++) {
+                cpix_f4 v0, v1, v2, v3;
+                memcpy(&v0, p0 + k * 3, sizeof v0);
+                memcpy(&v1, p1 + k * 3, sizeof v1);
+                memcpy(&v2, p2 + k * 3, sizeof v2);
+                memcpy(&v3, p3 + k * 3, sizeof v3);
+                a0 += hw[k] * v0;
+                a1 += hw[htaps + k] * v1;
+                a2 += hw[2 * htaps + k] * v2;
+                a3 += hw[3 * htaps + k] * v3;
+            }
+            memcpy(sums + x * 3, &a0, sizeof a0);
+            memcpy(sums + x * 3 + 3, &a1, sizeof a1);
+            memcpy(sums + x * 3 + 6, &a2, sizeof a2);
+            memcpy(sums + x * 3 + 9, &a3, sizeof a3);
+            x += 4;
+        }
+        to_bytes(sums, tw * 3, dst + (long) y * tw * 3);
+    }
+}
+
+/* An 8x8 transpose of 8 vectors: afterwards v[j] lane r is what v[r] lane j
+ * was (the AVX unpack / shuffle / 128-bit permute sequence). */
+static inline void transpose8(cpix_f8 v[8]) {
+    const cpix_f8 t0 = __builtin_shufflevector(v[0], v[1], 0, 8, 1, 9, 4, 12, 5, 13);
+    const cpix_f8 t1 = __builtin_shufflevector(v[0], v[1], 2, 10, 3, 11, 6, 14, 7, 15);
+    const cpix_f8 t2 = __builtin_shufflevector(v[2], v[3], 0, 8, 1, 9, 4, 12, 5, 13);
+    const cpix_f8 t3 = __builtin_shufflevector(v[2], v[3], 2, 10, 3, 11, 6, 14, 7, 15);
+    const cpix_f8 t4 = __builtin_shufflevector(v[4], v[5], 0, 8, 1, 9, 4, 12, 5, 13);
+    const cpix_f8 t5 = __builtin_shufflevector(v[4], v[5], 2, 10, 3, 11, 6, 14, 7, 15);
+    const cpix_f8 t6 = __builtin_shufflevector(v[6], v[7], 0, 8, 1, 9, 4, 12, 5, 13);
+    const cpix_f8 t7 = __builtin_shufflevector(v[6], v[7], 2, 10, 3, 11, 6, 14, 7, 15);
+    const cpix_f8 s0 = __builtin_shufflevector(t0, t2, 0, 1, 8, 9, 4, 5, 12, 13);
+    const cpix_f8 s1 = __builtin_shufflevector(t0, t2, 2, 3, 10, 11, 6, 7, 14, 15);
+    const cpix_f8 s2 = __builtin_shufflevector(t1, t3, 0, 1, 8, 9, 4, 5, 12, 13);
+    const cpix_f8 s3 = __builtin_shufflevector(t1, t3, 2, 3, 10, 11, 6, 7, 14, 15);
+    const cpix_f8 s4 = __builtin_shufflevector(t4, t6, 0, 1, 8, 9, 4, 5, 12, 13);
+    const cpix_f8 s5 = __builtin_shufflevector(t4, t6, 2, 3, 10, 11, 6, 7, 14, 15);
+    const cpix_f8 s6 = __builtin_shufflevector(t5, t7, 0, 1, 8, 9, 4, 5, 12, 13);
+    const cpix_f8 s7 = __builtin_shufflevector(t5, t7, 2, 3, 10, 11, 6, 7, 14, 15);
+    v[0] = __builtin_shufflevector(s0, s4, 0, 1, 2, 3, 8, 9, 10, 11);
+    v[1] = __builtin_shufflevector(s1, s5, 0, 1, 2, 3, 8, 9, 10, 11);
+    v[2] = __builtin_shufflevector(s2, s6, 0, 1, 2, 3, 8, 9, 10, 11);
+    v[3] = __builtin_shufflevector(s3, s7, 0, 1, 2, 3, 8, 9, 10, 11);
+    v[4] = __builtin_shufflevector(s0, s4, 4, 5, 6, 7, 12, 13, 14, 15);
+    v[5] = __builtin_shufflevector(s1, s5, 4, 5, 6, 7, 12, 13, 14, 15);
+    v[6] = __builtin_shufflevector(s2, s6, 4, 5, 6, 7, 12, 13, 14, 15);
+    v[7] = __builtin_shufflevector(s3, s7, 4, 5, 6, 7, 12, 13, 14, 15);
+}
+
+/* One sample per pixel (grey, or one plane of YCbCr), eight output rows at
+ * a time, lane r of every vector being output row y0 + r: the row pass is
+ * then a sum of whole vectors per tap (no dot product to add across lanes
+ * per output pixel, which bound the one-row loop: 600->300 took 0.42 ms,
+ * 0.30 of it the row pass). `columns` holds both the 8 rows' column sums
+ * (after its first sw * 8 floats) and the same turned 8x8. Each sum is over its taps in order, as in the
+ * RGB loops (within 1 of the sums in Double: FastJPEGTests). */
+#if defined(__x86_64__) && defined(__linux__) && defined(__clang__) && !__has_feature(thread_sanitizer) \
+    && !__has_feature(address_sanitizer)
+__attribute__((target_clones("arch=x86-64-v3", "default")))
+#endif
+void cpix_resample_plane(const uint8_t *src, int sw, uint8_t *dst, int tw, int th,
+                         const int32_t *hstart, const int32_t *hcount, const float *hweights, int htaps,
+                         const int32_t *vstart, const int32_t *vcount, const float *vweights, int vtaps,
+                         float *columns, float *sums) {
+    const int blocks = sw / 8;
+    float *rows8 = columns + (long) sw * 8;
+    for (int y0 = 0; y0 < th; y0 += 8) {
+        const int rows = th - y0 < 8 ? th - y0 : 8;
+        /* Columns: each of the rows as cpix_resample_rgb sums them (four
+         * 8-sample blocks at a time, a weight shared by the four), into
+         * `rows8` (row r at r * sw), then turned 8x8 at a time so that
+         * columns[i * 8 + r] is column i for output row y0 + r. */
+        for (int r = 0; r < 8; r++) {
+            float *row = rows8 + (long) r * sw;
+            if (r >= rows) {
+                memset(row, 0, sizeof(float) * (size_t) sw);
+                continue;
+            }
+            const int n = vcount[y0 + r];
+            const float *vw = vweights + (long) (y0 + r) * vtaps;
+            const uint8_t *s = src + (long) vstart[y0 + r] * sw;
+            int b = 0;
+            for (; b + 4 <= blocks; b += 4) {
+                cpix_f8 acc0 = {0}, acc1 = {0}, acc2 = {0}, acc3 = {0};
+                for (int k = 0; k < n; k++) {
+                    const uint8_t *p = s + (long) k * sw + b * 8;
+                    cpix_u8x8 b0, b1, b2, b3;
+                    memcpy(&b0, p, 8);
+                    memcpy(&b1, p + 8, 8);
+                    memcpy(&b2, p + 16, 8);
+                    memcpy(&b3, p + 24, 8);
+                    acc0 += vw[k] * __builtin_convertvector(b0, cpix_f8);
+                    acc1 += vw[k] * __builtin_convertvector(b1, cpix_f8);
+                    acc2 += vw[k] * __builtin_convertvector(b2, cpix_f8);
+                    acc3 += vw[k] * __builtin_convertvector(b3, cpix_f8);
+                }
+                memcpy(row + b * 8, &acc0, sizeof acc0);
+                memcpy(row + b * 8 + 8, &acc1, sizeof acc1);
+                memcpy(row + b * 8 + 16, &acc2, sizeof acc2);
+                memcpy(row + b * 8 + 24, &acc3, sizeof acc3);
+            }
+            for (; b < blocks; b++) {
                 cpix_f8 acc = {0};
-                int k = 0;
-                for (; k + 8 <= n; k += 8) {
-                    cpix_f8 w, v;
-                    memcpy(&w, hw + k, sizeof w);
-                    memcpy(&v, p + k, sizeof v);
-                    acc += w * v;
+                for (int k = 0; k < n; k++) {
+                    cpix_u8x8 bytes;
+                    memcpy(&bytes, s + (long) k * sw + b * 8, sizeof bytes);
+                    acc += vw[k] * __builtin_convertvector(bytes, cpix_f8);
                 }
-                if (k < n) {
-                    cpix_f8 w, v;
-                    memcpy(&w, hw + k, sizeof w);
-                    memcpy(&v, p + k, sizeof v);
-                    const cpix_i8 keep = lane < (n - k);
-                    cpix_i8 bits;
-                    memcpy(&bits, &w, sizeof bits);
-                    bits &= keep;
-                    memcpy(&w, &bits, sizeof w);
-                    acc += w * v;
-                }
-                const cpix_f4 half = __builtin_shufflevector(acc, acc, 0, 1, 2, 3) + __builtin_shufflevector(acc, acc, 4, 5, 6, 7);
-                sums[x] = half[0] + half[1] + half[2] + half[3];
+                memcpy(row + b * 8, &acc, sizeof acc);
             }
-            to_bytes(sums, tw, out);
+            for (int i = blocks * 8; i < sw; i++) {
+                float a = 0;
+                for (int k = 0; k < n; k++) a += vw[k] * (float) s[(long) k * sw + i];
+                row[i] = a;
+            }
+        }
+        for (int b = 0; b < blocks; b++) {
+            cpix_f8 v[8];
+            for (int r = 0; r < 8; r++) memcpy(&v[r], rows8 + (long) r * sw + b * 8, sizeof v[r]);
+            transpose8(v);
+            for (int j = 0; j < 8; j++) memcpy(columns + (long) (b * 8 + j) * 8, &v[j], sizeof v[j]);
+        }
+        for (int i = blocks * 8; i < sw; i++) {
+            for (int r = 0; r < 8; r++) columns[(long) i * 8 + r] = rows8[(long) r * sw + i];
+        }
+        /* Rows: output pixel x of the 8 rows is one vector, a weight per
+         * tap times the column's vector; four pixels at a time where their
+         * tap counts agree. */
+        int x = 0;
+        while (x < tw) {
+            const int n4 = hcount[x];
+            const float *hw = hweights + (long) x * htaps;
+            if (x + 4 > tw || hcount[x + 1] != n4 || hcount[x + 2] != n4 || hcount[x + 3] != n4) {
+                const float *p = columns + (long) hstart[x] * 8;
+                cpix_f8 a = {0};
+                for (int k = 0; k < n4; k++) {
+                    cpix_f8 v;
+                    memcpy(&v, p + k * 8, sizeof v);
+                    a += hw[k] * v;
+                }
+                memcpy(sums + (long) x * 8, &a, sizeof a);
+                x++;
+                continue;
+            }
+            const float *p0 = columns + (long) hstart[x] * 8, *p1 = columns + (long) hstart[x + 1] * 8;
+            const float *p2 = columns + (long) hstart[x + 2] * 8, *p3 = columns + (long) hstart[x + 3] * 8;
+            cpix_f8 a0 = {0}, a1 = {0}, a2 = {0}, a3 = {0};
+            for (int k = 0; k < n4; k++) {
+                cpix_f8 v0, v1, v2, v3;
+                memcpy(&v0, p0 + k * 8, sizeof v0);
+                memcpy(&v1, p1 + k * 8, sizeof v1);
+                memcpy(&v2, p2 + k * 8, sizeof v2);
+                memcpy(&v3, p3 + k * 8, sizeof v3);
+                a0 += hw[k] * v0;
+                a1 += hw[htaps + k] * v1;
+                a2 += hw[2 * htaps + k] * v2;
+                a3 += hw[3 * htaps + k] * v3;
+            }
+            memcpy(sums + (long) x * 8, &a0, sizeof a0);
+            memcpy(sums + (long) x * 8 + 8, &a1, sizeof a1);
+            memcpy(sums + (long) x * 8 + 16, &a2, sizeof a2);
+            memcpy(sums + (long) x * 8 + 24, &a3, sizeof a3);
+            x += 4;
+        }
+        /* Out: turned back to rows 8 pixels at a time, to bytes as
+         * clamp_byte does. */
+        const cpix_f8 half = {0.5f, 0.5f, 0.5f, 0.5f, 0.5f, 0.5f, 0.5f, 0.5f};
+        const cpix_f8 zero = {0};
+        const cpix_f8 top = {255, 255, 255, 255, 255, 255, 255, 255};
+        x = 0;
+        for (; x + 8 <= tw; x += 8) {
+            cpix_f8 v[8];
+            for (int j = 0; j < 8; j++) memcpy(&v[j], sums + (long) (x + j) * 8, sizeof v[j]);
+            transpose8(v);
+            for (int r = 0; r < rows; r++) {
+                cpix_f8 t = __builtin_elementwise_min(__builtin_elementwise_max(v[r] + half, zero), top);
+                cpix_u8x8 b = __builtin_convertvector(t, cpix_u8x8);
+                memcpy(dst + (long) (y0 + r) * tw + x, &b, sizeof b);
+            }
+        }
+        for (; x < tw; x++) {
+            for (int r = 0; r < rows; r++) dst[(long) (y0 + r) * tw + x] = clamp_byte(sums[(long) x * 8 + r]);
         }
     }
 }

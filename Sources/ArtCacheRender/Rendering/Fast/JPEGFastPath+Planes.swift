@@ -48,15 +48,26 @@ extension JPEGFastPath {
         }
         guard let planes else { return nil }
         try Self.check(deadline)
-        placeholder?(placeholderPixels(planes))
+        // The placeholder from the first output's planes when they are at
+        // least its size, else from the decode's (32 px from a 600 px 4:4:4
+        // decode: 0.36 ms; from a 300 px output's planes: 0.06 ms).
+        let placeholderBox = placeholderSize(decoded: (planes.y.width, planes.y.height))
+        var pending = placeholder
         let orientation = metadata.orientation
         var rendered: [RenderedImage] = []
         for output in outputs {
             let stored = storedSize(output.spec, decoded: (planes.y.width, planes.y.height))
             let chroma = ((stored.width + 1) / 2, (stored.height + 1) / 2)
-            var y = Resampler.resize(planes.y, width: stored.width, height: stored.height).oriented(orientation)
-            var cb = Resampler.resize(planes.cb, width: chroma.0, height: chroma.1).oriented(orientation)
-            var cr = Resampler.resize(planes.cr, width: chroma.0, height: chroma.1).oriented(orientation)
+            let resized = (y: Resampler.resize(planes.y, width: stored.width, height: stored.height),
+                           cb: Resampler.resize(planes.cb, width: chroma.0, height: chroma.1),
+                           cr: Resampler.resize(planes.cr, width: chroma.0, height: chroma.1))
+            if let give = pending, chroma.0 >= placeholderBox.width, chroma.1 >= placeholderBox.height {
+                give(placeholderPixels(resized, size: placeholderBox))
+                pending = nil
+            }
+            var y = resized.y.oriented(orientation)
+            var cb = resized.cb.oriented(orientation)
+            var cr = resized.cr.oriented(orientation)
             if let crop = RenderPlan.crop(width: y.width, height: y.height, spec: output.spec) {
                 // Even offsets: each chroma sample stays on its 2x2 block.
                 let left = ((y.width - crop.width) / 2) & ~1, top = ((y.height - crop.height) / 2) & ~1
@@ -74,14 +85,15 @@ extension JPEGFastPath {
             }
             rendered.append(RenderedImage(data: encoded, width: y.width, height: y.height, format: .avif, hasAlpha: false))
         }
+        pending?(placeholderPixels(planes, size: placeholderBox))
         return rendered
     }
 
-    /// The placeholder's pixels from the planes: each resampled to the
-    /// placeholder's size, converted to RGB (JPEG's BT.601 full range),
-    /// turned upright.
-    private func placeholderPixels(_ planes: (y: PixelBuffer, cb: PixelBuffer, cr: PixelBuffer)) -> PlaceholderPixels {
-        let size = placeholderSize(decoded: (planes.y.width, planes.y.height))
+    /// The placeholder's pixels (`size`, as stored) from planes of the
+    /// whole image, stored orientation: each resampled to the placeholder's
+    /// size, converted to RGB (JPEG's BT.601 full range), turned upright.
+    private func placeholderPixels(_ planes: (y: PixelBuffer, cb: PixelBuffer, cr: PixelBuffer),
+                                   size: (width: Int, height: Int)) -> PlaceholderPixels {
         let y = Resampler.resize(planes.y, width: size.width, height: size.height)
         let cb = Resampler.resize(planes.cb, width: size.width, height: size.height)
         let cr = Resampler.resize(planes.cr, width: size.width, height: size.height)

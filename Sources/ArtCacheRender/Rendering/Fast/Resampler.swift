@@ -44,8 +44,7 @@ package enum Resampler {
         let taps = Int((support * 2).rounded(.up)) + 1
         var start = [Int32](repeating: 0, count: target)
         var count = [Int32](repeating: 0, count: target)
-        // 8 spare zeros: the C row pass reads 8 weights at a time (cpixels.h).
-        var weights = [Float](repeating: 0, count: target * taps + 8)
+        var weights = [Float](repeating: 0, count: target * taps)
         for i in 0..<target {
             let centre = (Double(i) + 0.5) * factor
             let first = max(0, Int((centre - support).rounded(.down)))
@@ -67,26 +66,31 @@ package enum Resampler {
 
     /// `image` resized to `width` x `height` (each side no larger than the
     /// image's): columns first (each output row a weighted sum of whole
-    /// source rows), then rows, in C (`cpix_resample`), so that the loop is
-    /// fast in debug builds too.
+    /// source rows), then rows, in C (`cpix_resample_rgb`, and
+    /// `cpix_resample_plane` eight rows at a time for one channel), so that
+    /// the loop is fast in debug builds too.
     package static func resize(_ image: PixelBuffer, width: Int, height: Int) -> PixelBuffer {
         precondition(width >= 1 && height >= 1 && width <= image.width && height <= image.height, "downscale only")
         precondition(image.channels == 1 || image.channels == 3, "grey or RGB")
         if width == image.width && height == image.height { return image }
         let h = taps(source: image.width, target: width)
         let v = taps(source: image.height, target: height)
-        // 8 spare zeros: an RGB pixel is read as 4 floats, one sample per
-        // pixel 8 at a time (cpixels.h).
-        var column = [Float](repeating: 0, count: image.width * image.channels + 8)
-        var sums = [Float](repeating: 0, count: width * image.channels + 1)
+        let plane = image.channels == 1
+        // Scratch as cpixels.h asks: for RGB, 8 spare zeros (a pixel is read as 4 floats).
+        var column = [Float](repeating: 0, count: plane ? image.width * 16 : image.width * 3 + 8)
+        var sums = [Float](repeating: 0, count: plane ? width * 8 : width * 3 + 1)
         // Every output byte is written: no zeroing first.
         let out = PixelBuffer.filled(width: width, height: height, channels: image.channels) { dst in
             image.bytes.withUnsafeBufferPointer { src in
-                cpix_resample(src.baseAddress, Int32(image.width), Int32(image.channels), dst.baseAddress,
-                              Int32(width), Int32(height),
-                              h.start, h.count, h.weights, Int32(h.taps),
-                              v.start, v.count, v.weights, Int32(v.taps),
-                              &column, &sums)
+                if plane {
+                    cpix_resample_plane(src.baseAddress, Int32(image.width), dst.baseAddress, Int32(width), Int32(height),
+                                        h.start, h.count, h.weights, Int32(h.taps),
+                                        v.start, v.count, v.weights, Int32(v.taps), &column, &sums)
+                } else {
+                    cpix_resample_rgb(src.baseAddress, Int32(image.width), dst.baseAddress, Int32(width), Int32(height),
+                                      h.start, h.count, h.weights, Int32(h.taps),
+                                      v.start, v.count, v.weights, Int32(v.taps), &column, &sums)
+                }
             }
             return true
         }
