@@ -35,6 +35,50 @@ static inline void to_bytes(const float *sums, int count, uint8_t *out) {
     for (; i < count; i++) out[i] = clamp_byte(sums[i]);
 }
 
+/* The column pass of one output row: `samples` weighted sums of the `n`
+ * source rows from `s` (rows `stride` bytes apart), 8 samples per vector,
+ * every tap summed in a register (one store per 8 samples, not one per
+ * tap), four blocks at a time (four independent chains of multiply-adds).
+ * Inlined, so that each clone below compiles it for its own target. */
+static inline __attribute__((always_inline)) void column_sums(const uint8_t *s, int samples, long stride,
+                                                              const float *vw, int n, float *out) {
+    const int blocks = samples / 8;
+    int b = 0;
+    for (; b + 4 <= blocks; b += 4) {
+        cpix_f8 acc0 = {0}, acc1 = {0}, acc2 = {0}, acc3 = {0};
+        for (int k = 0; k < n; k++) {
+            const uint8_t *row = s + k * stride + b * 8;
+            cpix_u8x8 b0, b1, b2, b3;
+            memcpy(&b0, row, 8);
+            memcpy(&b1, row + 8, 8);
+            memcpy(&b2, row + 16, 8);
+            memcpy(&b3, row + 24, 8);
+            acc0 += vw[k] * __builtin_convertvector(b0, cpix_f8);
+            acc1 += vw[k] * __builtin_convertvector(b1, cpix_f8);
+            acc2 += vw[k] * __builtin_convertvector(b2, cpix_f8);
+            acc3 += vw[k] * __builtin_convertvector(b3, cpix_f8);
+        }
+        memcpy(out + b * 8, &acc0, sizeof acc0);
+        memcpy(out + b * 8 + 8, &acc1, sizeof acc1);
+        memcpy(out + b * 8 + 16, &acc2, sizeof acc2);
+        memcpy(out + b * 8 + 24, &acc3, sizeof acc3);
+    }
+    for (; b < blocks; b++) {
+        cpix_f8 acc = {0};
+        for (int k = 0; k < n; k++) {
+            cpix_u8x8 bytes;
+            memcpy(&bytes, s + k * stride + b * 8, sizeof bytes);
+            acc += vw[k] * __builtin_convertvector(bytes, cpix_f8);
+        }
+        memcpy(out + b * 8, &acc, sizeof acc);
+    }
+    for (int i = blocks * 8; i < samples; i++) {
+        float a = 0;
+        for (int k = 0; k < n; k++) a += vw[k] * (float) s[k * stride + i];
+        out[i] = a;
+    }
+}
+
 /* x86-64 with glibc: a second copy for x86-64-v3 (AVX2, FMA), chosen once
  * at load time (an ifunc); 600->300 RGB measured 3.65 -> 2.72 ms here. Both
  * passes were bound by the latency of one chain of dependent multiply-adds
@@ -55,48 +99,10 @@ void cpix_resample_rgb(const uint8_t *src, int sw, uint8_t *dst, int tw, int th,
                        const int32_t *vstart, const int32_t *vcount, const float *vweights, int vtaps,
                        float *column, float *sums) {
     const int row_samples = sw * 3;
-    const int blocks = row_samples / 8;
     for (int y = 0; y < th; y++) {
-        /* Columns first: the source rows this output row sees, weighted,
-         * 8 samples per vector, every tap summed in a register (one store
-         * per 8 samples, not one per tap), four blocks at a time. */
-        const int first = vstart[y], n = vcount[y];
-        const float *vw = vweights + (long) y * vtaps;
-        const uint8_t *s = src + (long) first * row_samples;
-        int b = 0;
-        for (; b + 4 <= blocks; b += 4) {
-            cpix_f8 acc0 = {0}, acc1 = {0}, acc2 = {0}, acc3 = {0};
-            for (int k = 0; k < n; k++) {
-                const uint8_t *row = s + (long) k * row_samples + b * 8;
-                cpix_u8x8 b0, b1, b2, b3;
-                memcpy(&b0, row, 8);
-                memcpy(&b1, row + 8, 8);
-                memcpy(&b2, row + 16, 8);
-                memcpy(&b3, row + 24, 8);
-                acc0 += vw[k] * __builtin_convertvector(b0, cpix_f8);
-                acc1 += vw[k] * __builtin_convertvector(b1, cpix_f8);
-                acc2 += vw[k] * __builtin_convertvector(b2, cpix_f8);
-                acc3 += vw[k] * __builtin_convertvector(b3, cpix_f8);
-            }
-            memcpy(column + b * 8, &acc0, sizeof acc0);
-            memcpy(column + b * 8 + 8, &acc1, sizeof acc1);
-            memcpy(column + b * 8 + 16, &acc2, sizeof acc2);
-            memcpy(column + b * 8 + 24, &acc3, sizeof acc3);
-        }
-        for (; b < blocks; b++) {
-            cpix_f8 acc = {0};
-            for (int k = 0; k < n; k++) {
-                cpix_u8x8 bytes;
-                memcpy(&bytes, s + (long) k * row_samples + b * 8, sizeof bytes);
-                acc += vw[k] * __builtin_convertvector(bytes, cpix_f8);
-            }
-            memcpy(column + b * 8, &acc, sizeof acc);
-        }
-        for (int i = blocks * 8; i < row_samples; i++) {
-            float a = 0;
-            for (int k = 0; k < n; k++) a += vw[k] * (float) s[(long) k * row_samples + i];
-            column[i] = a;
-        }
+        /* Columns first: the source rows this output row sees, weighted. */
+        column_sums(src + (long) vstart[y] * row_samples, row_samples, row_samples,
+                    vweights + (long) y * vtaps, vcount[y], column);
         /* Then rows: each output pixel from its source pixels, weighted,
          * each pixel's 3 samples loaded as a 4-float vector straight
          * from `column` (the 4th lane is the next pixel's red, summed
@@ -175,10 +181,11 @@ static inline void transpose8(cpix_f8 v[8]) {
 /* One sample per pixel (grey, or one plane of YCbCr), eight output rows at
  * a time, lane r of every vector being output row y0 + r: the row pass is
  * then a sum of whole vectors per tap (no dot product to add across lanes
- * per output pixel, which bound the one-row loop: 600->300 took 0.42 ms,
- * 0.30 of it the row pass). `columns` holds both the 8 rows' column sums
- * (after its first sw * 8 floats) and the same turned 8x8. Each sum is over its taps in order, as in the
- * RGB loops (within 1 of the sums in Double: FastJPEGTests). */
+ * per output pixel, which bound the one-row loop: 600->300 took 0.43 ms,
+ * 0.30 of it the row pass; now 0.25). `columns` holds the 8 rows' column
+ * sums (after its first sw * 8 floats) and the same turned 8x8. Each sum is
+ * over its taps in order, as in the RGB loops (within 1 of the sums in
+ * Double: FastJPEGTests). */
 #if defined(__x86_64__) && defined(__linux__) && defined(__clang__) && !__has_feature(thread_sanitizer) \
     && !__has_feature(address_sanitizer)
 __attribute__((target_clones("arch=x86-64-v3", "default")))
@@ -191,52 +198,16 @@ void cpix_resample_plane(const uint8_t *src, int sw, uint8_t *dst, int tw, int t
     float *rows8 = columns + (long) sw * 8;
     for (int y0 = 0; y0 < th; y0 += 8) {
         const int rows = th - y0 < 8 ? th - y0 : 8;
-        /* Columns: each of the rows as cpix_resample_rgb sums them (four
-         * 8-sample blocks at a time, a weight shared by the four), into
+        /* Columns: each of the rows as cpix_resample_rgb sums them, into
          * `rows8` (row r at r * sw), then turned 8x8 at a time so that
          * columns[i * 8 + r] is column i for output row y0 + r. */
         for (int r = 0; r < 8; r++) {
             float *row = rows8 + (long) r * sw;
-            if (r >= rows) {
+            if (r < rows) {
+                column_sums(src + (long) vstart[y0 + r] * sw, sw, sw, vweights + (long) (y0 + r) * vtaps,
+                            vcount[y0 + r], row);
+            } else {
                 memset(row, 0, sizeof(float) * (size_t) sw);
-                continue;
-            }
-            const int n = vcount[y0 + r];
-            const float *vw = vweights + (long) (y0 + r) * vtaps;
-            const uint8_t *s = src + (long) vstart[y0 + r] * sw;
-            int b = 0;
-            for (; b + 4 <= blocks; b += 4) {
-                cpix_f8 acc0 = {0}, acc1 = {0}, acc2 = {0}, acc3 = {0};
-                for (int k = 0; k < n; k++) {
-                    const uint8_t *p = s + (long) k * sw + b * 8;
-                    cpix_u8x8 b0, b1, b2, b3;
-                    memcpy(&b0, p, 8);
-                    memcpy(&b1, p + 8, 8);
-                    memcpy(&b2, p + 16, 8);
-                    memcpy(&b3, p + 24, 8);
-                    acc0 += vw[k] * __builtin_convertvector(b0, cpix_f8);
-                    acc1 += vw[k] * __builtin_convertvector(b1, cpix_f8);
-                    acc2 += vw[k] * __builtin_convertvector(b2, cpix_f8);
-                    acc3 += vw[k] * __builtin_convertvector(b3, cpix_f8);
-                }
-                memcpy(row + b * 8, &acc0, sizeof acc0);
-                memcpy(row + b * 8 + 8, &acc1, sizeof acc1);
-                memcpy(row + b * 8 + 16, &acc2, sizeof acc2);
-                memcpy(row + b * 8 + 24, &acc3, sizeof acc3);
-            }
-            for (; b < blocks; b++) {
-                cpix_f8 acc = {0};
-                for (int k = 0; k < n; k++) {
-                    cpix_u8x8 bytes;
-                    memcpy(&bytes, s + (long) k * sw + b * 8, sizeof bytes);
-                    acc += vw[k] * __builtin_convertvector(bytes, cpix_f8);
-                }
-                memcpy(row + b * 8, &acc, sizeof acc);
-            }
-            for (int i = blocks * 8; i < sw; i++) {
-                float a = 0;
-                for (int k = 0; k < n; k++) a += vw[k] * (float) s[(long) k * sw + i];
-                row[i] = a;
             }
         }
         for (int b = 0; b < blocks; b++) {
