@@ -2,12 +2,10 @@
 #include <string.h>
 
 /* Clang/GCC vector types: 8 floats (two SSE registers on baseline x86-64,
- * one AVX register in the x86-64-v3 clone), 4 floats (one RGB pixel and a
- * spare lane), 8 bytes (loaded with memcpy: no alignment assumed). */
+ * one AVX register in the x86-64-v3 clone), 8 bytes (loaded with memcpy: no
+ * alignment assumed). */
 typedef float cpix_f8 __attribute__((vector_size(32)));
-typedef float cpix_f4 __attribute__((vector_size(16)));
 typedef uint8_t cpix_u8x8 __attribute__((vector_size(8)));
-typedef int32_t cpix_i8 __attribute__((vector_size(32)));
 
 static inline uint8_t clamp_byte(float v) {
     v += 0.5f;
@@ -16,32 +14,15 @@ static inline uint8_t clamp_byte(float v) {
     return (uint8_t) v;
 }
 
-/* `count` sums to bytes as clamp_byte does (+0.5, clamped to 0...255,
- * truncated), 8 at a time. */
-static inline void to_bytes(const float *sums, int count, uint8_t *out) {
-    int i = 0;
-    const cpix_f8 half = {0.5f, 0.5f, 0.5f, 0.5f, 0.5f, 0.5f, 0.5f, 0.5f};
-    const cpix_f8 zero = {0};
-    const cpix_f8 top = {255, 255, 255, 255, 255, 255, 255, 255};
-    for (; i + 8 <= count; i += 8) {
-        cpix_f8 v;
-        memcpy(&v, sums + i, sizeof v);
-        v += half;
-        v = __builtin_elementwise_max(v, zero);
-        v = __builtin_elementwise_min(v, top);
-        cpix_u8x8 b = __builtin_convertvector(v, cpix_u8x8);
-        memcpy(out + i, &b, sizeof b);
-    }
-    for (; i < count; i++) out[i] = clamp_byte(sums[i]);
-}
-
 /* The column pass of one output row: `samples` weighted sums of the `n`
- * source rows from `s` (rows `stride` bytes apart), 8 samples per vector,
+ * source rows from `s` (rows of `samples` bytes), 8 samples per vector,
  * every tap summed in a register (one store per 8 samples, not one per
  * tap), four blocks at a time (four independent chains of multiply-adds).
- * Inlined, so that each clone below compiles it for its own target. */
-static inline __attribute__((always_inline)) void column_sums(const uint8_t *s, int samples, long stride,
-                                                              const float *vw, int n, float *out) {
+ * Inlined, as transpose8, so that each clone below compiles it for its own
+ * target. */
+static inline __attribute__((always_inline)) void column_sums(const uint8_t *s, int samples, const float *vw, int n,
+                                                              float *out) {
+    const long stride = samples;
     const int blocks = samples / 8;
     int b = 0;
     for (; b + 4 <= blocks; b += 4) {
@@ -79,79 +60,9 @@ static inline __attribute__((always_inline)) void column_sums(const uint8_t *s, 
     }
 }
 
-/* x86-64 with glibc: a second copy for x86-64-v3 (AVX2, FMA), chosen once
- * at load time (an ifunc); 600->300 RGB measured 3.65 -> 2.72 ms here. Both
- * passes were bound by the latency of one chain of dependent multiply-adds
- * (13 taps, ~4 cycles each): four independent sums at a time (four 8-sample
- * column blocks, four output pixels) took it from 2.43 to 1.59 ms (fastest
- * of 400, one core), each sum in the same order as before: the same bytes.
- * The row pass then read its pixels straight from `column` (no copy into
- * 4-float pixels) and turned its sums into bytes 8 at a time (no scalar
- * clamp per sample): 1.20 -> 0.88 ms, the same bytes.
- * The default copy is the baseline build, for any x86-64. Not under the
- * sanitizers (an ifunc resolver runs before their runtimes start). */
-#if defined(__x86_64__) && defined(__linux__) && defined(__clang__) && !__has_feature(thread_sanitizer) \
-    && !__has_feature(address_sanitizer)
-__attribute__((target_clones("arch=x86-64-v3", "default")))
-#endif
-void cpix_resample_rgb(const uint8_t *src, int sw, uint8_t *dst, int tw, int th,
-                       const int32_t *hstart, const int32_t *hcount, const float *hweights, int htaps,
-                       const int32_t *vstart, const int32_t *vcount, const float *vweights, int vtaps,
-                       float *column, float *sums) {
-    const int row_samples = sw * 3;
-    for (int y = 0; y < th; y++) {
-        /* Columns first: the source rows this output row sees, weighted. */
-        column_sums(src + (long) vstart[y] * row_samples, row_samples, row_samples,
-                    vweights + (long) y * vtaps, vcount[y], column);
-        /* Then rows: each output pixel from its source pixels, weighted,
-         * each pixel's 3 samples loaded as a 4-float vector straight
-         * from `column` (the 4th lane is the next pixel's red, summed
-         * and never stored), four output pixels at a time where their
-         * tap counts agree (everywhere but near the edges); sums go to a
-         * float row (`sums`), turned into bytes 8 at a time. */
-        int x = 0;
-        while (x < tw) {
-            const int n4 = hcount[x];
-            if (x + 4 > tw || hcount[x + 1] != n4 || hcount[x + 2] != n4 || hcount[x + 3] != n4) {
-                const float *p = column + (long) hstart[x] * 3, *hw = hweights + (long) x * htaps;
-                cpix_f4 acc = {0};
-                for (int k = 0; k < n4; k++) {
-                    cpix_f4 v;
-                    memcpy(&v, p + k * 3, sizeof v);
-                    acc += hw[k] * v;
-                }
-                memcpy(sums + x * 3, &acc, sizeof acc);
-                x++;
-                continue;
-            }
-            const float *hw = hweights + (long) x * htaps;
-            const float *p0 = column + (long) hstart[x] * 3, *p1 = column + (long) hstart[x + 1] * 3;
-            const float *p2 = column + (long) hstart[x + 2] * 3, *p3 = column + (long) hstart[x + 3] * 3;
-            cpix_f4 a0 = {0}, a1 = {0}, a2 = {0}, a3 = {0};
-            for (int k = 0; k < n4; k++) {
-                cpix_f4 v0, v1, v2, v3;
-                memcpy(&v0, p0 + k * 3, sizeof v0);
-                memcpy(&v1, p1 + k * 3, sizeof v1);
-                memcpy(&v2, p2 + k * 3, sizeof v2);
-                memcpy(&v3, p3 + k * 3, sizeof v3);
-                a0 += hw[k] * v0;
-                a1 += hw[htaps + k] * v1;
-                a2 += hw[2 * htaps + k] * v2;
-                a3 += hw[3 * htaps + k] * v3;
-            }
-            memcpy(sums + x * 3, &a0, sizeof a0);
-            memcpy(sums + x * 3 + 3, &a1, sizeof a1);
-            memcpy(sums + x * 3 + 6, &a2, sizeof a2);
-            memcpy(sums + x * 3 + 9, &a3, sizeof a3);
-            x += 4;
-        }
-        to_bytes(sums, tw * 3, dst + (long) y * tw * 3);
-    }
-}
-
 /* An 8x8 transpose of 8 vectors: afterwards v[j] lane r is what v[r] lane j
  * was (the AVX unpack / shuffle / 128-bit permute sequence). */
-static inline void transpose8(cpix_f8 v[8]) {
+static inline __attribute__((always_inline)) void transpose8(cpix_f8 v[8]) {
     const cpix_f8 t0 = __builtin_shufflevector(v[0], v[1], 0, 8, 1, 9, 4, 12, 5, 13);
     const cpix_f8 t1 = __builtin_shufflevector(v[0], v[1], 2, 10, 3, 11, 6, 14, 7, 15);
     const cpix_f8 t2 = __builtin_shufflevector(v[2], v[3], 0, 8, 1, 9, 4, 12, 5, 13);
@@ -178,104 +89,126 @@ static inline void transpose8(cpix_f8 v[8]) {
     v[7] = __builtin_shufflevector(s3, s7, 4, 5, 6, 7, 12, 13, 14, 15);
 }
 
-/* One sample per pixel (grey, or one plane of YCbCr), eight output rows at
- * a time, lane r of every vector being output row y0 + r: the row pass is
- * then a sum of whole vectors per tap (no dot product to add across lanes
- * per output pixel, which bound the one-row loop: 600->300 took 0.43 ms,
- * 0.30 of it the row pass; now 0.25). `columns` holds the 8 rows' column
- * sums (after its first sw * 8 floats) and the same turned 8x8. Each sum is
- * over its taps in order, as in the RGB loops (within 1 of the sums in
- * Double: FastJPEGTests). */
+/* Eight output rows at a time, lane r of every vector being output row
+ * y0 + r. Columns first: each of the 8 rows' column sums (column_sums, into
+ * `rows8`), turned 8x8 so that columns[i * 8 + r] is sample i of output row
+ * y0 + r. Then rows: sample c of output pixel x, for the 8 rows at once, is
+ * a sum of whole vectors, a weight per tap times the column's vector; sums
+ * turned back to rows 8 samples at a time and made bytes as clamp_byte
+ * does. A loop per output row, its row pass a dot product per pixel (one
+ * channel: 8 lanes added across at the end; RGB: a 4-float vector per
+ * pixel, 3 lanes used), was bound by the row pass: 600->300 took 0.42 ms
+ * for one channel and 0.96 ms for RGB. Each sum is over its taps in order
+ * (within 1 of the sums in Double: FastJPEGTests).
+ *
+ * x86-64 with glibc: a second copy for x86-64-v3 (AVX2, FMA), chosen once
+ * at load time (an ifunc). The default copy is the baseline build, for any
+ * x86-64. Not under the sanitizers (an ifunc resolver runs before their
+ * runtimes start). */
 #if defined(__x86_64__) && defined(__linux__) && defined(__clang__) && !__has_feature(thread_sanitizer) \
     && !__has_feature(address_sanitizer)
 __attribute__((target_clones("arch=x86-64-v3", "default")))
 #endif
-void cpix_resample_plane(const uint8_t *src, int sw, uint8_t *dst, int tw, int th,
-                         const int32_t *hstart, const int32_t *hcount, const float *hweights, int htaps,
-                         const int32_t *vstart, const int32_t *vcount, const float *vweights, int vtaps,
-                         float *columns, float *sums) {
-    const int blocks = sw / 8;
-    float *rows8 = columns + (long) sw * 8;
+void cpix_resample(const uint8_t *src, int sw, int channels, uint8_t *dst, int tw, int th,
+                   const int32_t *hstart, const int32_t *hcount, const float *hweights, int htaps,
+                   const int32_t *vstart, const int32_t *vcount, const float *vweights, int vtaps,
+                   float *columns, float *sums) {
+    const int samples = sw * channels, out_samples = tw * channels;
+    const int blocks = samples / 8;
+    float *rows8 = columns + (long) samples * 8;
     for (int y0 = 0; y0 < th; y0 += 8) {
         const int rows = th - y0 < 8 ? th - y0 : 8;
-        /* Columns: each of the rows as cpix_resample_rgb sums them, into
-         * `rows8` (row r at r * sw), then turned 8x8 at a time so that
-         * columns[i * 8 + r] is column i for output row y0 + r. */
         for (int r = 0; r < 8; r++) {
-            float *row = rows8 + (long) r * sw;
+            float *row = rows8 + (long) r * samples;
             if (r < rows) {
-                column_sums(src + (long) vstart[y0 + r] * sw, sw, sw, vweights + (long) (y0 + r) * vtaps,
+                column_sums(src + (long) vstart[y0 + r] * samples, samples, vweights + (long) (y0 + r) * vtaps,
                             vcount[y0 + r], row);
             } else {
-                memset(row, 0, sizeof(float) * (size_t) sw);
+                memset(row, 0, sizeof(float) * (size_t) samples);
             }
         }
         for (int b = 0; b < blocks; b++) {
             cpix_f8 v[8];
-            for (int r = 0; r < 8; r++) memcpy(&v[r], rows8 + (long) r * sw + b * 8, sizeof v[r]);
+            for (int r = 0; r < 8; r++) memcpy(&v[r], rows8 + (long) r * samples + b * 8, sizeof v[r]);
             transpose8(v);
             for (int j = 0; j < 8; j++) memcpy(columns + (long) (b * 8 + j) * 8, &v[j], sizeof v[j]);
         }
-        for (int i = blocks * 8; i < sw; i++) {
-            for (int r = 0; r < 8; r++) columns[(long) i * 8 + r] = rows8[(long) r * sw + i];
+        for (int i = blocks * 8; i < samples; i++) {
+            for (int r = 0; r < 8; r++) columns[(long) i * 8 + r] = rows8[(long) r * samples + i];
         }
-        /* Rows: output pixel x of the 8 rows is one vector, a weight per
-         * tap times the column's vector; four pixels at a time where their
-         * tap counts agree. */
+        /* One channel: four output pixels at a time where their tap counts
+         * agree (four independent chains of multiply-adds); RGB, and near
+         * the edges: one pixel at a time (RGB's three channels are three
+         * chains). */
         int x = 0;
         while (x < tw) {
-            const int n4 = hcount[x];
+            const int n = hcount[x];
             const float *hw = hweights + (long) x * htaps;
-            if (x + 4 > tw || hcount[x + 1] != n4 || hcount[x + 2] != n4 || hcount[x + 3] != n4) {
+            if (channels == 1 && x + 4 <= tw && hcount[x + 1] == n && hcount[x + 2] == n && hcount[x + 3] == n) {
+                const float *p0 = columns + (long) hstart[x] * 8, *p1 = columns + (long) hstart[x + 1] * 8;
+                const float *p2 = columns + (long) hstart[x + 2] * 8, *p3 = columns + (long) hstart[x + 3] * 8;
+                cpix_f8 a0 = {0}, a1 = {0}, a2 = {0}, a3 = {0};
+                for (int k = 0; k < n; k++) {
+                    cpix_f8 v0, v1, v2, v3;
+                    memcpy(&v0, p0 + k * 8, sizeof v0);
+                    memcpy(&v1, p1 + k * 8, sizeof v1);
+                    memcpy(&v2, p2 + k * 8, sizeof v2);
+                    memcpy(&v3, p3 + k * 8, sizeof v3);
+                    a0 += hw[k] * v0;
+                    a1 += hw[htaps + k] * v1;
+                    a2 += hw[2 * htaps + k] * v2;
+                    a3 += hw[3 * htaps + k] * v3;
+                }
+                memcpy(sums + (long) x * 8, &a0, sizeof a0);
+                memcpy(sums + (long) x * 8 + 8, &a1, sizeof a1);
+                memcpy(sums + (long) x * 8 + 16, &a2, sizeof a2);
+                memcpy(sums + (long) x * 8 + 24, &a3, sizeof a3);
+                x += 4;
+            } else if (channels == 3) {
+                const float *p = columns + (long) hstart[x] * 24;
+                cpix_f8 a0 = {0}, a1 = {0}, a2 = {0};
+                for (int k = 0; k < n; k++) {
+                    cpix_f8 v0, v1, v2;
+                    memcpy(&v0, p + k * 24, sizeof v0);
+                    memcpy(&v1, p + k * 24 + 8, sizeof v1);
+                    memcpy(&v2, p + k * 24 + 16, sizeof v2);
+                    a0 += hw[k] * v0;
+                    a1 += hw[k] * v1;
+                    a2 += hw[k] * v2;
+                }
+                memcpy(sums + (long) x * 24, &a0, sizeof a0);
+                memcpy(sums + (long) x * 24 + 8, &a1, sizeof a1);
+                memcpy(sums + (long) x * 24 + 16, &a2, sizeof a2);
+                x++;
+            } else {
                 const float *p = columns + (long) hstart[x] * 8;
                 cpix_f8 a = {0};
-                for (int k = 0; k < n4; k++) {
+                for (int k = 0; k < n; k++) {
                     cpix_f8 v;
                     memcpy(&v, p + k * 8, sizeof v);
                     a += hw[k] * v;
                 }
                 memcpy(sums + (long) x * 8, &a, sizeof a);
                 x++;
-                continue;
             }
-            const float *p0 = columns + (long) hstart[x] * 8, *p1 = columns + (long) hstart[x + 1] * 8;
-            const float *p2 = columns + (long) hstart[x + 2] * 8, *p3 = columns + (long) hstart[x + 3] * 8;
-            cpix_f8 a0 = {0}, a1 = {0}, a2 = {0}, a3 = {0};
-            for (int k = 0; k < n4; k++) {
-                cpix_f8 v0, v1, v2, v3;
-                memcpy(&v0, p0 + k * 8, sizeof v0);
-                memcpy(&v1, p1 + k * 8, sizeof v1);
-                memcpy(&v2, p2 + k * 8, sizeof v2);
-                memcpy(&v3, p3 + k * 8, sizeof v3);
-                a0 += hw[k] * v0;
-                a1 += hw[htaps + k] * v1;
-                a2 += hw[2 * htaps + k] * v2;
-                a3 += hw[3 * htaps + k] * v3;
-            }
-            memcpy(sums + (long) x * 8, &a0, sizeof a0);
-            memcpy(sums + (long) x * 8 + 8, &a1, sizeof a1);
-            memcpy(sums + (long) x * 8 + 16, &a2, sizeof a2);
-            memcpy(sums + (long) x * 8 + 24, &a3, sizeof a3);
-            x += 4;
         }
-        /* Out: turned back to rows 8 pixels at a time, to bytes as
-         * clamp_byte does. */
+        /* Back to rows, 8 samples at a time. */
         const cpix_f8 half = {0.5f, 0.5f, 0.5f, 0.5f, 0.5f, 0.5f, 0.5f, 0.5f};
         const cpix_f8 zero = {0};
         const cpix_f8 top = {255, 255, 255, 255, 255, 255, 255, 255};
-        x = 0;
-        for (; x + 8 <= tw; x += 8) {
+        int i = 0;
+        for (; i + 8 <= out_samples; i += 8) {
             cpix_f8 v[8];
-            for (int j = 0; j < 8; j++) memcpy(&v[j], sums + (long) (x + j) * 8, sizeof v[j]);
+            for (int j = 0; j < 8; j++) memcpy(&v[j], sums + (long) (i + j) * 8, sizeof v[j]);
             transpose8(v);
             for (int r = 0; r < rows; r++) {
                 cpix_f8 t = __builtin_elementwise_min(__builtin_elementwise_max(v[r] + half, zero), top);
                 cpix_u8x8 b = __builtin_convertvector(t, cpix_u8x8);
-                memcpy(dst + (long) (y0 + r) * tw + x, &b, sizeof b);
+                memcpy(dst + (long) (y0 + r) * out_samples + i, &b, sizeof b);
             }
         }
-        for (; x < tw; x++) {
-            for (int r = 0; r < rows; r++) dst[(long) (y0 + r) * tw + x] = clamp_byte(sums[(long) x * 8 + r]);
+        for (; i < out_samples; i++) {
+            for (int r = 0; r < rows; r++) dst[(long) (y0 + r) * out_samples + i] = clamp_byte(sums[(long) i * 8 + r]);
         }
     }
 }

@@ -181,14 +181,14 @@ struct FastJPEGTests {
         #expect(Resampler.resize(flat, width: 90, height: 70).bytes == flat.bytes)
     }
 
-    /// The C loops take four column blocks and four output pixels at a time
-    /// (and one at a time near the edges and at the ends), one channel
-    /// eight output rows at a time: every output byte is what the taps give
-    /// summed one by one, in Double here (±1 for float rounding and fused
-    /// multiply-adds), on sizes that reach every path: widths not a
-    /// multiple of 4 or 8, one channel and three, edge taps on both sides,
-    /// 2:1 (the P2b case, RGB and a plane), one channel at 4:1 (25 taps),
-    /// fewer than 8 output rows, and a last group of 3 rows after 8.
+    /// The C loop takes eight output rows at a time, four column blocks at
+    /// a time, one channel four output pixels at a time (one at a time near
+    /// the edges), RGB a pixel's three channels at a time: every output byte
+    /// is what the taps give summed one by one, in Double here (±1 for float
+    /// rounding and fused multiply-adds), on sizes that reach every path:
+    /// widths not a multiple of 4 or 8, one channel and three, edge taps on
+    /// both sides, 2:1 (the P2b case, RGB and a plane), one channel at 4:1
+    /// (25 taps), fewer than 8 output rows, and a last group of 3 rows after 8.
     @Test(arguments: [(600, 600, 300, 300, 3), (601, 7, 37, 3, 3), (150, 150, 100, 100, 1), (1000, 300, 64, 200, 3),
                       (97, 13, 5, 11, 3), (33, 9, 32, 9, 1), (600, 37, 150, 9, 1), (9, 9, 1, 1, 3),
                       (600, 600, 300, 300, 1), (601, 7, 37, 3, 1), (97, 13, 5, 11, 1), (1000, 300, 64, 200, 1)])

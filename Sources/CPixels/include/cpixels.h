@@ -10,24 +10,14 @@
 #include <stdint.h>
 
 /* For output column x: hcount[x] weights hweights[x * htaps + k] applied to
- * source columns hstart[x] + k; rows likewise with v*.
- *
- * cpix_resample_rgb: 8-bit RGB, rows of sw * 3 bytes. `column` is scratch
- * of sw * 3 + 8 floats, the 8 spare ones zero (an RGB pixel is read as 4
- * floats: the last one's 4th lane is a spare float), `sums` of tw * 3 + 1
- * floats (the row pass's sums; its last pixel is stored as 4 floats). */
-void cpix_resample_rgb(const uint8_t *src, int sw, uint8_t *dst, int tw, int th,
-                       const int32_t *hstart, const int32_t *hcount, const float *hweights, int htaps,
-                       const int32_t *vstart, const int32_t *vcount, const float *vweights, int vtaps,
-                       float *column, float *sums);
-
-/* cpix_resample_plane: one sample per pixel (grey, or one plane of YCbCr),
- * rows of sw bytes, eight output rows at a time. `columns` is scratch of
- * sw * 16 floats, `sums` of tw * 8. */
-void cpix_resample_plane(const uint8_t *src, int sw, uint8_t *dst, int tw, int th,
-                         const int32_t *hstart, const int32_t *hcount, const float *hweights, int htaps,
-                         const int32_t *vstart, const int32_t *vcount, const float *vweights, int vtaps,
-                         float *columns, float *sums);
+ * source columns hstart[x] + k; rows likewise with v*. `channels` 1 (grey,
+ * or one plane of YCbCr) or 3 (RGB), interleaved in rows of sw * channels
+ * bytes. `columns` is scratch of sw * channels * 16 floats, `sums` of
+ * tw * channels * 8 (eight output rows at a time). */
+void cpix_resample(const uint8_t *src, int sw, int channels, uint8_t *dst, int tw, int th,
+                   const int32_t *hstart, const int32_t *hcount, const float *hweights, int htaps,
+                   const int32_t *vstart, const int32_t *vcount, const float *vweights, int vtaps,
+                   float *columns, float *sums);
 
 /* 8-bit RGB (`rgb`, rows of `width * 3` bytes) to YCbCr 4:2:0 planes:
  * BT.601 matrix, full range (JPEG's own YCbCr, and what AVIFEncoder's

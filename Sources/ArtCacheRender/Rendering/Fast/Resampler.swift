@@ -66,31 +66,25 @@ package enum Resampler {
 
     /// `image` resized to `width` x `height` (each side no larger than the
     /// image's): columns first (each output row a weighted sum of whole
-    /// source rows), then rows, in C (`cpix_resample_rgb`, and
-    /// `cpix_resample_plane` eight rows at a time for one channel), so that
-    /// the loop is fast in debug builds too.
+    /// source rows), then rows, eight output rows at a time, in C
+    /// (`cpix_resample`), so that the loop is fast in debug builds too.
     package static func resize(_ image: PixelBuffer, width: Int, height: Int) -> PixelBuffer {
         precondition(width >= 1 && height >= 1 && width <= image.width && height <= image.height, "downscale only")
         precondition(image.channels == 1 || image.channels == 3, "grey or RGB")
         if width == image.width && height == image.height { return image }
         let h = taps(source: image.width, target: width)
         let v = taps(source: image.height, target: height)
-        let plane = image.channels == 1
-        // Scratch as cpixels.h asks: for RGB, 8 spare zeros (a pixel is read as 4 floats).
-        var column = [Float](repeating: 0, count: plane ? image.width * 16 : image.width * 3 + 8)
-        var sums = [Float](repeating: 0, count: plane ? width * 8 : width * 3 + 1)
+        // Scratch as cpixels.h asks.
+        var columns = [Float](repeating: 0, count: image.width * image.channels * 16)
+        var sums = [Float](repeating: 0, count: width * image.channels * 8)
         // Every output byte is written: no zeroing first.
         let out = PixelBuffer.filled(width: width, height: height, channels: image.channels) { dst in
             image.bytes.withUnsafeBufferPointer { src in
-                if plane {
-                    cpix_resample_plane(src.baseAddress, Int32(image.width), dst.baseAddress, Int32(width), Int32(height),
-                                        h.start, h.count, h.weights, Int32(h.taps),
-                                        v.start, v.count, v.weights, Int32(v.taps), &column, &sums)
-                } else {
-                    cpix_resample_rgb(src.baseAddress, Int32(image.width), dst.baseAddress, Int32(width), Int32(height),
-                                      h.start, h.count, h.weights, Int32(h.taps),
-                                      v.start, v.count, v.weights, Int32(v.taps), &column, &sums)
-                }
+                cpix_resample(src.baseAddress, Int32(image.width), Int32(image.channels), dst.baseAddress,
+                              Int32(width), Int32(height),
+                              h.start, h.count, h.weights, Int32(h.taps),
+                              v.start, v.count, v.weights, Int32(v.taps),
+                              &columns, &sums)
             }
             return true
         }
