@@ -28,16 +28,20 @@ JPEG_QS = (50, 60, 70, 75, 80, 85, 90, 95)
 EFFORTS = {"webp": (0, 2, 4), "avif": (9, 8, 6)}   # WebP method; AVIF aom speed
 # Grids of codec qualities, dense where the JPEG range 50-95 lands (see the
 # README: JPEG q50 ~ WebP 40s / AVIF 30s, JPEG q95 ~ WebP 90s / AVIF 80s).
+# AVIF is 4:2:0 below Q90 and 4:4:4 from it (AVIFEncoder): a step, so the grid
+# has both sides of it (89, 90) and no match is interpolated across it (JUMPS).
 GRID = {"webp": (40, 55, 65, 75, 85, 92, 100),
-        "avif": (25, 40, 50, 60, 70, 80, 90, 95, 100)}
-QUICK_GRID = {"webp": (40, 65, 85, 100), "avif": (25, 50, 70, 95)}
+        "avif": (25, 40, 50, 60, 70, 80, 89, 90, 95, 100)}
+QUICK_GRID = {"webp": (40, 65, 85, 100), "avif": (25, 50, 70, 89, 90, 95)}
+JUMPS = {"webp": (), "avif": ((89, 90),)}
 POLICY_Q = 80          # the default `[thumbnails] quality`: efforts, bytes and ms are judged here
 BYTES_SLACK = 1.05     # the effort rule: fastest effort within 5% of the fewest bytes
 CHECK_QS = (80,)  # JPEG qs whose chosen points get the Butteraugli cross-check
 
 
 def encode(codec, image, quality, effort):
-    """The bytes our service would send for this setting."""
+    """The bytes our service would send for this setting (JPEG, WebP; AVIF
+    is encoded by enctime, as the service calls libheif: Bench.encoded)."""
     if codec == "jpeg":
         # TurboJPEG.swift: baseline, standard Huffman tables, 4:2:0 below q90 and
         # 4:4:4 from q90, no metadata: libvips' jpegsave defaults, spelled out.
@@ -47,10 +51,7 @@ def encode(codec, image, quality, effort):
         # libvips webpsave = libwebp's default preset with method = effort (the
         # service's WebPEncodeRGB is the same preset at method 4).
         return image.webpsave_buffer(Q=quality, effort=effort, strip=True)
-    # libvips 8.14 heifsave: aom speed = 9 - effort; subsample "on" = 4:2:0 at
-    # every Q ("auto" switches to 4:4:4 from Q90); 8-bit from 8-bit input.
-    return image.heifsave_buffer(Q=quality, compression="av1", effort=9 - effort, subsample_mode="on",
-                                 strip=True)
+    raise ValueError(codec)
 
 
 def payload(codec, data):
@@ -140,20 +141,34 @@ class Bench:
         pyvips.Image.new_from_buffer(data, "").colourspace("srgb").pngsave(path, compression=1)
         return path
 
+    def encoded(self, codec, size, effort, quality, indices):
+        """The bytes of crops `indices` at this setting. AVIF through enctime
+        (AVIFEncoder.swift's libheif calls and options, in C): one process
+        for all of them."""
+        if codec != "avif":
+            return [encode(codec, self.refs[size][i][0], quality, effort) for i in indices]
+        out = os.path.join(self.tmp, "avif")
+        shutil.rmtree(out, ignore_errors=True)
+        os.makedirs(out)
+        run_tool([self.enctime, "avif-files", str(quality), str(effort), str(size), out]
+                 + [self.raw[size][i] for i in indices])
+        data = []
+        for k in range(len(indices)):
+            with open(os.path.join(out, f"{k}.avif"), "rb") as f:
+                data.append(f.read())
+        return data
+
     def point(self, codec, size, effort, quality):
         """Mean SSIMULACRA and mean bytes over the sample. Each crop's values
         are cached across runs (a larger sample reuses a smaller one's)."""
-        dist, sizes, fresh = [], [], False
-        for i, (ref, path) in enumerate(self.refs[size]):
-            key = f"{codec}/{size}/{effort}/{quality}/{self.names[i]}"
-            if key not in self.cache:
-                data = encode(codec, ref, quality, effort)
-                self.cache[key] = [ssimulacra(path, self.decoded(data, i)), payload(codec, data)]
-                fresh = True
-            dist.append(self.cache[key][0])
-            sizes.append(self.cache[key][1])
-        if fresh:
+        keys = [f"{codec}/{size}/{effort}/{quality}/{name}" for name in self.names]
+        missing = [i for i, key in enumerate(keys) if key not in self.cache]
+        if missing:
+            for i, data in zip(missing, self.encoded(codec, size, effort, quality, missing)):
+                self.cache[keys[i]] = [ssimulacra(self.refs[size][i][1], self.decoded(data, i)), payload(codec, data)]
             self.save_cache()
+        dist = [self.cache[key][0] for key in keys]
+        sizes = [self.cache[key][1] for key in keys]
         return {"ssimulacra": sum(dist) / len(dist), "bytes": sum(sizes) / len(sizes)}
 
     def cross_check(self, codec, size, effort, quality):
@@ -161,9 +176,9 @@ class Bench:
         key = f"check/{codec}/{size}/{effort}/{quality}/{','.join(self.names[i] for i in self.check)}"
         if key not in self.cache:
             ss, bmax, bnorm = [], [], []
-            for i in self.check:
-                ref, path = self.refs[size][i]
-                dist = self.decoded(encode(codec, ref, quality, effort), i)
+            for i, data in zip(self.check, self.encoded(codec, size, effort, quality, self.check)):
+                path = self.refs[size][i][1]
+                dist = self.decoded(data, i)
                 ss.append(ssimulacra(path, dist))
                 m, n = butteraugli(path, dist)
                 bmax.append(m)
@@ -178,36 +193,28 @@ class Bench:
         fastest of several passes over the sample, each pass timed with the
         process CPU clock (other people's load does not count; all of the
         encoder's threads do). JPEG and WebP as the service calls them:
-        TurboJPEG and libwebp directly (enctime.c; libvips' call costs
-        ~0.5 ms more than the encode itself). AVIF through libvips' heifsave,
-        as the service calls it."""
+        TurboJPEG, libwebp and libheif directly (enctime.c; libvips' call
+        costs ~0.5 ms more than the encode itself)."""
         key = f"time/{codec}/{size}/{effort}/{quality}/{','.join(self.names)}"
         if key not in self.cache:
-            if codec in ("jpeg", "webp"):
-                passes = 20 if codec == "jpeg" else 6 if size < 600 else 3
-                out = run_tool([self.enctime, codec, str(quality), str(effort), str(size), str(passes)]
-                               + self.raw[size]).split()
-                self.cache[key] = {"ms": float(out[0]), "bytes": float(out[1])}
-            else:
-                images = [ref for ref, _ in self.refs[size]]
-                best, passes, spent, total = float("inf"), 0, 0.0, 0
-                while passes < 2 or (passes < 10 and spent < 1.0):
-                    total = 0
-                    start = time.process_time()
-                    for image in images:
-                        total += payload(codec, encode(codec, image, quality, effort))
-                    took = time.process_time() - start
-                    best, passes, spent = min(best, took), passes + 1, spent + took
-                self.cache[key] = {"ms": best / len(images) * 1000, "bytes": total / len(images)}
+            passes = 20 if codec == "jpeg" else 6 if size < 600 else 3
+            if codec == "avif":
+                passes = 4 if effort >= 8 and size < 600 else 2
+            out = run_tool([self.enctime, codec, str(quality), str(effort), str(size), str(passes)]
+                           + self.raw[size]).split()
+            self.cache[key] = {"ms": float(out[0]), "bytes": float(out[1])}
             self.save_cache()
         return self.cache[key]["ms"], self.cache[key]["bytes"]
 
 
-def calibrate(curve, target):
+def calibrate(curve, target, jumps=()):
     """The quality whose mean distance is `target` on a measured curve of
     (quality, mean distance): linear between the grid points around it, the
     curve first made non-increasing (a higher quality never counts as worse).
-    Returns (quality as a float, note)."""
+    Between the two qualities of a `jumps` pair the codec changes mode (AVIF:
+    4:2:0 to 4:4:4), so nothing between them is that mix: a target there gets
+    the upper one (never worse than the target). Returns (quality as a float,
+    note)."""
     qs = [q for q, _ in curve]
     mono, low = [], float("inf")
     for _, s in curve:
@@ -220,6 +227,8 @@ def calibrate(curve, target):
     for k in range(len(qs) - 1):
         a, b = mono[k], mono[k + 1]
         if a >= target >= b and a > b:
+            if (qs[k], qs[k + 1]) in jumps and target < a:
+                return float(qs[k + 1]), "step"
             return qs[k] + (a - target) / (a - b) * (qs[k + 1] - qs[k]), ""
     return float(qs[-1]), "clamped-high"
 
@@ -288,7 +297,7 @@ def measure(bench, slack):
                                  "quality": quality, "ssimulacra": pt["ssimulacra"], "bytes": pt["bytes"]})
                 last = 1
                 for q in JPEG_QS:
-                    value, note = calibrate(curve, targets[(size, q)])
+                    value, note = calibrate(curve, targets[(size, q)], JUMPS[codec])
                     quality = max(last, min(100, max(1, round(value))))   # never lower for a higher q
                     last = quality
                     ms, data_bytes = bench.encode_ms(codec, size, effort, quality)

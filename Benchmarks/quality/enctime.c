@@ -1,13 +1,23 @@
-/* enctime: CPU time of the JPEG and WebP encoders as the service calls them
- * directly (no libvips around them), for Benchmarks/quality/calibrate.
+/* enctime: CPU time of the JPEG, WebP and AVIF encoders as the service calls
+ * them directly (no libvips around them), for Benchmarks/quality/calibrate.
  *
  *   JPEG: TurboJPEG tjCompress2, RGB, baseline, 4:2:0 below quality 90 and
  *         4:4:4 from 90 (TurboJPEG.swift's TurboJPEGEncoder)
  *   WebP: libwebp's advanced API, default preset at `quality`, method `effort`
  *         (what WebPEncodeRGB does at method 4, with the method free)
+ *   AVIF: libheif + libaom as AVIFEncoder.swift calls them: aom speed
+ *         `effort`, one thread, 4:2:0 planes from cpix_rgb_to_ycbcr420 (the
+ *         service's own conversion, compiled in) below quality 90 and RGB
+ *         (libheif converts, 4:4:4) from 90, trellis quantisation off at
+ *         speed 9; no metadata
  *
- *   gcc -O2 -o enctime enctime.c -lturbojpeg -lwebp
- *   ./enctime jpeg|webp QUALITY EFFORT SIDE PASSES FILE.rgb...
+ *   gcc -O2 -o enctime enctime.c ../../Sources/CPixels/cpixels.c \
+ *       -I../../Sources/CPixels/include -lturbojpeg -lwebp -lheif
+ *   ./enctime jpeg|webp|avif QUALITY EFFORT SIDE PASSES FILE.rgb...
+ *   ./enctime avif-files QUALITY EFFORT SIDE OUTDIR FILE.rgb...
+ *
+ * avif-files encodes each FILE once into OUTDIR/<index>.avif (for the
+ * quality measurements) and prints each file's bytes, one per line.
  *
  * Each FILE.rgb is SIDE x SIDE interleaved 8-bit RGB. A pass encodes every
  * file once; the pass with the least CPU time (CLOCK_PROCESS_CPUTIME_ID)
@@ -18,6 +28,8 @@
 #include <time.h>
 #include <turbojpeg.h>
 #include <webp/encode.h>
+#include <libheif/heif.h>
+#include "cpixels.h"
 
 static double cpu_now(void) {
     struct timespec ts;
@@ -58,13 +70,87 @@ static size_t encode_webp(const unsigned char *rgb, int side, int quality, int m
     return length;
 }
 
+static void heif_ok(struct heif_error error, const char *step) {
+    if (error.code != heif_error_Ok) {
+        fprintf(stderr, "libheif %s: %s\n", step, error.message);
+        exit(1);
+    }
+}
+
+static struct heif_error write_file(struct heif_context *context, const void *data, size_t size, void *userdata) {
+    (void) context;
+    FILE *out = userdata;
+    struct heif_error result = {heif_error_Ok, heif_suberror_Unspecified, "Success"};
+    if (out && fwrite(data, 1, size, out) != size) result.code = heif_error_Encoding_error;
+    return result;
+}
+
+static struct heif_error count_bytes(struct heif_context *context, const void *data, size_t size, void *userdata) {
+    (void) context; (void) data;
+    *(size_t *) userdata += size;
+    struct heif_error result = {heif_error_Ok, heif_suberror_Unspecified, "Success"};
+    return result;
+}
+
+/* AVIFEncoder.swift's encode for 8-bit RGB without alpha. Writes to `out`
+ * when it is not NULL; returns the file's size. */
+static size_t encode_avif(const unsigned char *rgb, int side, int quality, int speed, FILE *out) {
+    struct heif_image *image = NULL;
+    int chroma420 = quality < 90;
+    if (chroma420) {
+        int half = (side + 1) / 2, ys, cbs, crs;
+        heif_ok(heif_image_create(side, side, heif_colorspace_YCbCr, heif_chroma_420, &image), "create");
+        heif_ok(heif_image_add_plane(image, heif_channel_Y, side, side, 8), "plane Y");
+        heif_ok(heif_image_add_plane(image, heif_channel_Cb, half, half, 8), "plane Cb");
+        heif_ok(heif_image_add_plane(image, heif_channel_Cr, half, half, 8), "plane Cr");
+        struct heif_color_profile_nclx *nclx = heif_nclx_color_profile_alloc();
+        nclx->color_primaries = heif_color_primaries_unspecified;
+        nclx->transfer_characteristics = heif_transfer_characteristic_unspecified;
+        nclx->matrix_coefficients = heif_matrix_coefficients_ITU_R_BT_601_6;
+        nclx->full_range_flag = 1;
+        heif_ok(heif_image_set_nclx_color_profile(image, nclx), "nclx");
+        heif_nclx_color_profile_free(nclx);
+        uint8_t *y = heif_image_get_plane(image, heif_channel_Y, &ys);
+        uint8_t *cb = heif_image_get_plane(image, heif_channel_Cb, &cbs);
+        uint8_t *cr = heif_image_get_plane(image, heif_channel_Cr, &crs);
+        cpix_rgb_to_ycbcr420(rgb, side, side, y, ys, cb, cbs, cr, crs);
+    } else {
+        int stride;
+        heif_ok(heif_image_create(side, side, heif_colorspace_RGB, heif_chroma_interleaved_RGB, &image), "create");
+        heif_ok(heif_image_add_plane(image, heif_channel_interleaved, side, side, 8), "plane");
+        uint8_t *plane = heif_image_get_plane(image, heif_channel_interleaved, &stride);
+        for (int row = 0; row < side; row++) memcpy(plane + (size_t) row * stride, rgb + (size_t) row * side * 3, (size_t) side * 3);
+    }
+    struct heif_context *context = heif_context_alloc();
+    struct heif_encoder *encoder = NULL;
+    heif_ok(heif_context_get_encoder_for_format(context, heif_compression_AV1, &encoder), "encoder");
+    heif_ok(heif_encoder_set_lossy_quality(encoder, quality), "quality");
+    heif_ok(heif_encoder_set_lossless(encoder, 0), "lossless");
+    heif_ok(heif_encoder_set_parameter_integer(encoder, "speed", speed), "speed");
+    heif_ok(heif_encoder_set_parameter_string(encoder, "chroma", chroma420 ? "420" : "444"), "chroma");
+    heif_ok(heif_encoder_set_parameter_integer(encoder, "threads", 1), "threads");
+    if (speed >= 9) heif_ok(heif_encoder_set_parameter_string(encoder, "aom:disable-trellis-quant", "1"), "trellis");
+    heif_ok(heif_context_encode_image(context, image, encoder, NULL, NULL), "encode");
+    size_t size = 0;
+    struct heif_writer writer = {1, out ? write_file : count_bytes};
+    heif_ok(heif_context_write(context, &writer, out ? (void *) out : (void *) &size), "write");
+    if (out) size = (size_t) ftell(out);
+    heif_encoder_release(encoder);
+    heif_context_free(context);
+    heif_image_release(image);
+    return size;
+}
+
 int main(int argc, char **argv) {
     if (argc < 7) {
-        fprintf(stderr, "usage: enctime jpeg|webp QUALITY EFFORT SIDE PASSES FILE.rgb...\n");
+        fprintf(stderr, "usage: enctime jpeg|webp|avif QUALITY EFFORT SIDE PASSES FILE.rgb...\n"
+                        "       enctime avif-files QUALITY EFFORT SIDE OUTDIR FILE.rgb...\n");
         return 1;
     }
-    int jpeg = strcmp(argv[1], "jpeg") == 0;
-    int quality = atoi(argv[2]), effort = atoi(argv[3]), side = atoi(argv[4]), passes = atoi(argv[5]);
+    const char *codec = argv[1];
+    int files_mode = strcmp(codec, "avif-files") == 0;
+    int quality = atoi(argv[2]), effort = atoi(argv[3]), side = atoi(argv[4]);
+    int passes = files_mode ? 0 : atoi(argv[5]);
     int files = argc - 6;
     size_t frame = (size_t) side * side * 3;
     unsigned char **rgb = calloc(files, sizeof *rgb);
@@ -77,6 +163,22 @@ int main(int argc, char **argv) {
         }
         fclose(f);
     }
+    if (strncmp(codec, "avif", 4) == 0) heif_init(NULL);
+    if (files_mode) {
+        for (int i = 0; i < files; i++) {
+            char path[4096];
+            snprintf(path, sizeof path, "%s/%d.avif", argv[5], i);
+            FILE *out = fopen(path, "wb");
+            if (!out) {
+                fprintf(stderr, "cannot write %s\n", path);
+                return 1;
+            }
+            size_t size = encode_avif(rgb[i], side, quality, effort, out);
+            if (fclose(out) != 0) return 1;
+            printf("%zu\n", size);
+        }
+        return 0;
+    }
     tjhandle tj = tjInitCompress();
     double best = 1e30;
     size_t total = 0;
@@ -84,7 +186,9 @@ int main(int argc, char **argv) {
         total = 0;
         double start = cpu_now();
         for (int i = 0; i < files; i++)
-            total += jpeg ? encode_jpeg(tj, rgb[i], side, quality) : encode_webp(rgb[i], side, quality, effort);
+            total += strcmp(codec, "jpeg") == 0 ? encode_jpeg(tj, rgb[i], side, quality)
+                   : strcmp(codec, "webp") == 0 ? encode_webp(rgb[i], side, quality, effort)
+                   : encode_avif(rgb[i], side, quality, effort, NULL);
         double took = cpu_now() - start;
         if (took < best) best = took;
     }

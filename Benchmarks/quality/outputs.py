@@ -48,7 +48,8 @@ SWIFT_HEADER = '''\
 /// q in {jpeg_qs} (libjpeg-turbo as `TurboJPEGEncoder` makes it: baseline,
 /// standard Huffman tables, 4:2:0 below q90, 4:4:4 from q90) the mean distance
 /// to the resized original is the target; for WebP (libwebp default preset,
-/// methods 0, 2, 4) and AVIF (libheif + aom, 8-bit 4:2:0, speeds 9, 8, 6) the
+/// methods 0, 2, 4) and AVIF (libheif + aom as `AVIFEncoder` calls them: 8-bit,
+/// 4:2:0 below Q90, speeds 9 without trellis quantisation, 8, 6) the
 /// quality with the same mean distance, linear between a grid of measured
 /// qualities, rounded. The cross-check in table.tsv: Butteraugli, stricter
 /// on WebP's and AVIF's smoothing, rates the q80 points somewhat worse than
@@ -113,8 +114,9 @@ package enum QualityTable {{
     }}
 
     /// Mean encode milliseconds on one core for that codec/size class at its
-    /// chosen effort (CPU time of the encode of an already-resized image
-    /// through libvips, calibrated to JPEG q80).
+    /// chosen effort (CPU time of the encode of an already-resized image,
+    /// the encoder called directly as the fast path calls it, calibrated to
+    /// JPEG q80).
     package static func encodeMillis(_ codec: Codec, size: SizeClass, tier: Tier = .behind) -> Double {{
         (row(codec, size, tier) ?? jpeg[size]).encodeMillis
     }}

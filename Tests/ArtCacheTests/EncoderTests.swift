@@ -123,6 +123,21 @@ struct EncoderTests {
         #expect(try AVIFEncoder.encode(rgb, quality: 50, speed: 9) == fast)
     }
 
+    /// Speed 9 (the cold effort) turns libaom's trellis quantisation off
+    /// through libheif's `aom:` parameters; slower speeds keep it. The option
+    /// reaches libaom: without it the bytes differ, and both decode.
+    @Test func avifSpeedNineSkipsTrellisQuantisation() throws {
+        #expect(AVIFEncoder.aomOptions(speed: 9).map { "\($0.0)=\($0.1)" } == ["disable-trellis-quant=1"])
+        #expect(AVIFEncoder.aomOptions(speed: 8).isEmpty)
+        #expect(AVIFEncoder.aomOptions(speed: 6).isEmpty)
+        let rgb = try Self.zonePlate(width: 120, height: 120)
+        let cold = try AVIFEncoder.encode(rgb, quality: 60, speed: 9)
+        let trellis = try AVIFEncoder.encode(rgb, quality: 60, speed: 9, aomOptions: [])
+        #expect(cold != trellis, "speed 9 with and without trellis quantisation encode differently")
+        try decodes(cold, 120, 120)
+        try decodes(trellis, 120, 120)
+    }
+
     @Test func webpMethodChangesTheOutputAndBothDecode() throws {
         let rgb = try Self.zonePlate(width: 160, height: 90)
         let m0 = try WebPEncoder.encode(rgb, quality: 80, method: 0)

@@ -6,14 +6,15 @@
 /// so `q=` and `[thumbnails] quality` stay on the JPEG scale for every format
 /// (issue 35).
 ///
-/// Measured on 2026-11-26 (libvips 8.14.1) on 24 real photographs (600x600
+/// Measured on 2026-11-28 (libvips 8.14.1) on 24 real photographs (600x600
 /// crops of Debian's mate-backgrounds nature set), each resized with Lanczos 3
 /// to 100, 300 and 600 px. The metric is SSIMULACRA (libjxl's
 /// `ssimulacra_main`, a perceptual distance; lower is better): for each JPEG
 /// q in 50, 60, 70, 75, 80, 85, 90, 95 (libjpeg-turbo as `TurboJPEGEncoder` makes it: baseline,
 /// standard Huffman tables, 4:2:0 below q90, 4:4:4 from q90) the mean distance
 /// to the resized original is the target; for WebP (libwebp default preset,
-/// methods 0, 2, 4) and AVIF (libheif + aom, 8-bit 4:2:0, speeds 9, 8, 6) the
+/// methods 0, 2, 4) and AVIF (libheif + aom as `AVIFEncoder` calls them: 8-bit,
+/// 4:2:0 below Q90, speeds 9 without trellis quantisation, 8, 6) the
 /// quality with the same mean distance, linear between a grid of measured
 /// qualities, rounded. The cross-check in table.tsv: Butteraugli, stricter
 /// on WebP's and AVIF's smoothing, rates the q80 points somewhat worse than
@@ -27,12 +28,12 @@
 /// for answers a client waits for, is the fastest effort measured.
 ///
 /// Chosen efforts (WebP method, AVIF speed) per size class, q80 match:
-/// - webp 100 px → 4, cold 2 (0: 1799 B 1.3 ms, 2: 1422 B 1.2 ms, 4: 1318 B 2.4 ms)
-/// - webp 300 px → 4, cold 0 (0: 9699 B 3.7 ms, 2: 7074 B 6.5 ms, 4: 6162 B 15.7 ms)
-/// - webp 600 px → 4, cold 0 (0: 27824 B 18.7 ms, 2: 25377 B 25.9 ms, 4: 20628 B 63.0 ms)
-/// - avif 100 px → 6, cold 9 (9: 1411 B 3.6 ms, 8: 1276 B 7.9 ms, 6: 1102 B 19.7 ms)
-/// - avif 300 px → 6, cold 9 (9: 5584 B 11.0 ms, 8: 5065 B 40.2 ms, 6: 3954 B 84.0 ms)
-/// - avif 600 px → 6, cold 9 (9: 16961 B 39.3 ms, 8: 16758 B 111.0 ms, 6: 12706 B 292.1 ms)
+/// - webp 100 px → 4, cold 0 (0: 1799 B 0.7 ms, 2: 1422 B 1.2 ms, 4: 1318 B 1.5 ms)
+/// - webp 300 px → 4, cold 0 (0: 9699 B 2.6 ms, 2: 7074 B 4.3 ms, 4: 6162 B 10.2 ms)
+/// - webp 600 px → 4, cold 0 (0: 27824 B 10.8 ms, 2: 25377 B 15.1 ms, 4: 20628 B 35.4 ms)
+/// - avif 100 px → 6, cold 9 (9: 1436 B 1.0 ms, 8: 1276 B 3.8 ms, 6: 1103 B 11.1 ms)
+/// - avif 300 px → 6, cold 9 (9: 5553 B 4.7 ms, 8: 5060 B 16.9 ms, 6: 3954 B 55.2 ms)
+/// - avif 600 px → 6, cold 9 (9: 16560 B 11.7 ms, 8: 16735 B 73.5 ms, 6: 12708 B 142.2 ms)
 package enum QualityTable {
     /// Size classes by the thumbnail's longest edge: up to 150 px → .small
     /// (measured at 100), up to 450 → .medium (300), else .large (600).
@@ -85,8 +86,9 @@ package enum QualityTable {
     }
 
     /// Mean encode milliseconds on one core for that codec/size class at its
-    /// chosen effort (CPU time of the encode of an already-resized image
-    /// through libvips, calibrated to JPEG q80).
+    /// chosen effort (CPU time of the encode of an already-resized image,
+    /// the encoder called directly as the fast path calls it, calibrated to
+    /// JPEG q80).
     package static func encodeMillis(_ codec: Codec, size: SizeClass, tier: Tier = .behind) -> Double {
         (row(codec, size, tier) ?? jpeg[size]).encodeMillis
     }
@@ -128,32 +130,32 @@ package enum QualityTable {
 
     /// JPEG at q80 (qualities are JPEG's own).
     private static let jpeg = Rows(
-        small: Row(effort: 0, qualities: [50, 60, 70, 75, 80, 85, 90, 95], meanBytes: 2277, encodeMillis: 0.084),
-        medium: Row(effort: 0, qualities: [50, 60, 70, 75, 80, 85, 90, 95], meanBytes: 9146, encodeMillis: 0.629),
-        large: Row(effort: 0, qualities: [50, 60, 70, 75, 80, 85, 90, 95], meanBytes: 26938, encodeMillis: 2.269)
+        small: Row(effort: 0, qualities: [50, 60, 70, 75, 80, 85, 90, 95], meanBytes: 2277, encodeMillis: 0.052),
+        medium: Row(effort: 0, qualities: [50, 60, 70, 75, 80, 85, 90, 95], meanBytes: 9146, encodeMillis: 0.308),
+        large: Row(effort: 0, qualities: [50, 60, 70, 75, 80, 85, 90, 95], meanBytes: 26938, encodeMillis: 1.384)
     )
 
     private static let webp = Rows(
-        small: Row(effort: 4, qualities: [52, 60, 75, 78, 81, 85, 94, 100], meanBytes: 1318, encodeMillis: 2.437),
-        medium: Row(effort: 4, qualities: [61, 72, 79, 82, 85, 88, 96, 100], meanBytes: 6162, encodeMillis: 15.652),
-        large: Row(effort: 4, qualities: [66, 77, 83, 86, 88, 91, 96, 100], meanBytes: 20628, encodeMillis: 62.969)
+        small: Row(effort: 4, qualities: [52, 60, 75, 78, 81, 85, 94, 100], meanBytes: 1318, encodeMillis: 1.495),
+        medium: Row(effort: 4, qualities: [61, 72, 79, 82, 85, 88, 96, 100], meanBytes: 6162, encodeMillis: 10.179),
+        large: Row(effort: 4, qualities: [66, 77, 83, 86, 88, 91, 96, 100], meanBytes: 20628, encodeMillis: 35.439)
     )
 
     private static let avif = Rows(
-        small: Row(effort: 6, qualities: [44, 48, 53, 56, 59, 66, 87, 99], meanBytes: 1102, encodeMillis: 19.717),
-        medium: Row(effort: 6, qualities: [48, 52, 58, 61, 67, 75, 91, 96], meanBytes: 3954, encodeMillis: 83.953),
-        large: Row(effort: 6, qualities: [49, 55, 65, 71, 78, 83, 91, 95], meanBytes: 12706, encodeMillis: 292.054)
+        small: Row(effort: 6, qualities: [44, 48, 53, 56, 59, 66, 87, 90], meanBytes: 1103, encodeMillis: 11.114),
+        medium: Row(effort: 6, qualities: [48, 52, 57, 60, 67, 75, 90, 92], meanBytes: 3954, encodeMillis: 55.159),
+        large: Row(effort: 6, qualities: [49, 55, 65, 72, 78, 83, 90, 93], meanBytes: 12708, encodeMillis: 142.246)
     )
 
     private static let webpCold = Rows(
-        small: Row(effort: 2, qualities: [54, 63, 76, 79, 82, 86, 96, 100], meanBytes: 1422, encodeMillis: 1.193),
-        medium: Row(effort: 0, qualities: [70, 77, 82, 85, 88, 90, 97, 100], meanBytes: 9699, encodeMillis: 3.688),
-        large: Row(effort: 0, qualities: [74, 80, 86, 88, 90, 93, 97, 100], meanBytes: 27824, encodeMillis: 18.707)
+        small: Row(effort: 0, qualities: [54, 65, 77, 79, 82, 86, 96, 100], meanBytes: 1799, encodeMillis: 0.711),
+        medium: Row(effort: 0, qualities: [70, 77, 82, 85, 88, 90, 97, 100], meanBytes: 9699, encodeMillis: 2.580),
+        large: Row(effort: 0, qualities: [74, 80, 86, 88, 90, 93, 97, 100], meanBytes: 27824, encodeMillis: 10.850)
     )
 
     private static let avifCold = Rows(
-        small: Row(effort: 9, qualities: [49, 53, 57, 59, 64, 71, 89, 99], meanBytes: 1411, encodeMillis: 3.622),
-        medium: Row(effort: 9, qualities: [53, 57, 63, 67, 73, 80, 92, 96], meanBytes: 5584, encodeMillis: 11.039),
-        large: Row(effort: 9, qualities: [55, 59, 70, 76, 81, 85, 91, 96], meanBytes: 16961, encodeMillis: 39.268)
+        small: Row(effort: 9, qualities: [49, 53, 57, 59, 64, 71, 89, 90], meanBytes: 1436, encodeMillis: 1.049),
+        medium: Row(effort: 9, qualities: [52, 56, 62, 66, 72, 79, 90, 92], meanBytes: 5553, encodeMillis: 4.715),
+        large: Row(effort: 9, qualities: [53, 58, 69, 75, 80, 85, 90, 93], meanBytes: 16560, encodeMillis: 11.676)
     )
 }

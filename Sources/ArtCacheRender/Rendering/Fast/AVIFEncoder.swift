@@ -6,7 +6,7 @@ import Foundation
 /// `heifsave` does for an 8-bit sRGB image (quality, libaom `speed`,
 /// chroma 4:2:0 below quality 90 and 4:4:4 from it, as its `subsample_mode`
 /// auto), on one thread, without its per-call machinery, which at artwork sizes cost more
-/// than the encode. No metadata. Grey pixels are widened to RGB; RGBA keeps
+/// than the encode; at speed 9 without trellis quantisation (``aomOptions(speed:)``). No metadata. Grey pixels are widened to RGB; RGBA keeps
 /// its alpha (an auxiliary alpha image). At 4:2:0 libheif gets YCbCr planes:
 /// converted here from RGB, or a JPEG's own (``encode(y:cb:cr:quality:speed:)``).
 ///
@@ -15,8 +15,10 @@ import Foundation
 /// fails); errors carry libheif's own message, copied from the call's result
 /// at once (per context, never a buffer shared between threads).
 enum AVIFEncoder {
-    /// `quality` 1...100, `speed` 0 (slowest, smallest) ... 9 (fastest), both clamped.
-    static func encode(_ pixels: PixelBuffer, quality: Int, speed: Int) throws(EncoderError) -> Data {
+    /// `quality` 1...100, `speed` 0 (slowest, smallest) ... 9 (fastest), both
+    /// clamped; `aomOptions` replaces ``aomOptions(speed:)`` (tests).
+    static func encode(_ pixels: PixelBuffer, quality: Int, speed: Int,
+                       aomOptions: [(String, String)]? = nil) throws(EncoderError) -> Data {
         _ = started
         let source = pixels.colour
         guard source.width >= 1, source.height >= 1 else { throw EncoderError("libheif", "no pixels to encode") }
@@ -25,7 +27,8 @@ enum AVIFEncoder {
         let chroma420 = quality < 90 && !source.hasAlpha
         let image = try chroma420 ? planes420(source) : interleaved(source)
         defer { heif_image_release(image) }
-        return try encode(image, width: source.width, height: source.height, quality: quality, speed: speed)
+        return try encode(image, width: source.width, height: source.height, quality: quality, speed: speed,
+                          aomOptions: aomOptions)
     }
 
     /// 4:2:0 AVIF from YCbCr planes as a JPEG stores them (BT.601, full
@@ -49,12 +52,25 @@ enum AVIFEncoder {
             }
         }
         defer { heif_image_release(image) }
-        return try encode(image, width: y.width, height: y.height, quality: min(max(quality, 1), 89), speed: speed)
+        return try encode(image, width: y.width, height: y.height, quality: min(max(quality, 1), 89), speed: speed,
+                          aomOptions: nil)
     }
 
-    /// Encodes a libheif image made here, and writes the file.
+    /// libaom options past libheif's own (its `aom:` parameters), by speed.
+    /// At speed 9 (the cold effort: an answer waits) trellis quantisation is
+    /// off: its rate-distortion pass over each block's coefficients was 17%
+    /// of a 300 px photograph's encode here, for 3% fewer bytes at the same
+    /// quality setting, which is 1% at the same SSIMULACRA (the table in
+    /// `QualityTable` is measured with this option: Benchmarks/quality).
+    /// Slower speeds (an upgrade behind the answer: bytes matter) keep it.
+    static func aomOptions(speed: Int) -> [(String, String)] {
+        speed >= 9 ? [("disable-trellis-quant", "1")] : []
+    }
+
+    /// Encodes a libheif image made here, and writes the file; `aomOptions`
+    /// nil: ``aomOptions(speed:)``.
     private static func encode(_ image: OpaquePointer, width: Int, height: Int, quality: Int,
-                               speed: Int) throws(EncoderError) -> Data {
+                               speed: Int, aomOptions: [(String, String)]?) throws(EncoderError) -> Data {
         guard let context = heif_context_alloc() else { throw EncoderError("libheif", "cannot allocate a context") }
         defer { heif_context_free(context) }
 
@@ -69,6 +85,9 @@ enum AVIFEncoder {
         // One thread: a render thread is one core's share (libaom's default
         // of 4 threads cost 25–30% more CPU per thumbnail at 100–300 px here).
         try check(heif_encoder_set_parameter_integer(encoder, "threads", 1), "threads")
+        for (name, value) in aomOptions ?? Self.aomOptions(speed: speed) {
+            try check(heif_encoder_set_parameter_string(encoder, "aom:" + name, value), "aom \(name)=\(value)")
+        }
 
         try check(heif_context_encode_image(context, image, encoder, nil, nil), "encode \(width)x\(height)")
 
