@@ -69,6 +69,9 @@ let package = Package(
         // libheif (with libaom) for the fast path's AVIF outputs, called
         // directly: libvips' heifsave costs more than the encode at artwork sizes.
         .systemLibrary(name: "CHeif", pkgConfig: "libheif", providers: [.apt(["libheif-dev"])]),
+        // An AV1 encoder plugin for libheif that keeps its libaom encoders
+        // between images (libheif's own makes one per image).
+        .target(name: "CHeifAOM", dependencies: ["CHeif"], linkerSettings: [.linkedLibrary("aom")]),
         // The fast path's resample loop in C: fast in debug builds too.
         .target(name: "CPixels"),
         // The target graph is the architecture (arrows point down only):
@@ -110,7 +113,7 @@ let package = Package(
         // Sniffing, libvips, and the TurboJPEG fast path.
         .target(
             name: "ArtCacheRender",
-            dependencies: ["ArtCacheCore", "CVipsShim", "CZlib", "CTurboJPEG", "CWebP", "CHeif", "CPixels"],
+            dependencies: ["ArtCacheCore", "CVipsShim", "CZlib", "CTurboJPEG", "CWebP", "CHeif", "CHeifAOM", "CPixels"],
             swiftSettings: fuzzing
         ),
         // The result sets the prefetcher mines for image URLs (iTunes, GitHub,
@@ -198,7 +201,7 @@ let package = Package(
             name: "ArtCacheTests",
             dependencies: ["ArtCache", "ArtCacheCore", "ArtCacheFetch", "ArtCacheStore", "ArtCacheRender",
                            "ArtCacheResultSets", "ArtCacheServiceGrammar", "ArtCacheServer", "ArtCacheOrigin", "ArtCacheFixtures", "artcache", "artcache-stress",
-                           "CVipsShim", "CZlib",
+                           "CVipsShim", "CZlib", "CHeifAOM",
                            // Not HummingbirdTesting: its target links AsyncHTTPClient, NIOSSL (a
                            // second BoringSSL), NIOHTTP2... into the debug and TSan builds; the
                            // tests run applications live with a client of their own

@@ -1,4 +1,5 @@
 import ArtCacheFixtures
+import CHeifAOM
 import CPixels
 import Foundation
 import Testing
@@ -136,6 +137,45 @@ struct EncoderTests {
         #expect(cold != trellis, "speed 9 with and without trellis quantisation encode differently")
         try decodes(cold, 120, 120)
         try decodes(trellis, 120, 120)
+    }
+
+    /// Our libheif plugin (`CHeifAOM`: libaom encoders kept between images)
+    /// writes the bytes libheif's own aom plugin writes, for every kind of
+    /// image AVIFEncoder makes (4:2:0 planes, 4:4:4 from quality 90, alpha,
+    /// grey, odd sizes, both efforts), and the same bytes again once other
+    /// images have gone through its encoders.
+    @Test func thePooledAV1EncoderWritesLibheifsOwnBytes() throws {
+        #expect(AVIFEncoder.pooledEncoder != nil, "the artcache-aom plugin is registered")
+        let zone = try Self.zonePlate(width: 120, height: 90)
+        let odd = try Self.zonePlate(width: 37, height: 23)
+        let grey = PixelBuffer(width: 33, height: 17, channels: 1, bytes: (0..<(33 * 17)).map { UInt8(truncatingIfNeeded: $0 * 7) })
+        let cases: [(PixelBuffer, Int, Int)] = [(zone, 60, 9), (zone, 60, 6), (zone, 95, 9), (Self.withAlpha(zone), 60, 9),
+                                               (grey, 50, 9), (odd, 72, 9)]
+        var first: [Data] = []
+        for (pixels, quality, speed) in cases {
+            let pooled = try AVIFEncoder.encode(pixels, quality: quality, speed: speed)
+            let stock = try AVIFEncoder.encode(pixels, quality: quality, speed: speed, stock: true)
+            #expect(pooled == stock, "\(pixels.width)x\(pixels.height)x\(pixels.channels) q\(quality) s\(speed): \(pooled.count) B, libheif's \(stock.count) B")
+            first.append(pooled)
+        }
+        for ((pixels, quality, speed), bytes) in zip(cases.reversed(), first.reversed()) {
+            #expect(try AVIFEncoder.encode(pixels, quality: quality, speed: speed) == bytes, "again, after the others")
+        }
+    }
+
+    /// An encoder is kept: back-to-back images of one size go through one
+    /// libaom encoder (its image count grows). Other tests encode at the same
+    /// time and may push it out of the pool (four idle at most); of three
+    /// runs of eight images, one seeing it kept is enough.
+    @Test func theAV1EncoderIsKeptBetweenImages() throws {
+        let image = try Self.zonePlate(width: 53, height: 41)
+        var most = 0
+        for _ in 0..<3 where most < 2 {
+            for _ in 0..<8 { _ = try AVIFEncoder.encode(image, quality: 61, speed: 9) }
+            most = max(most, cheif_aom_images_of_idle(53, 41))
+        }
+        #expect(most >= 2, "an idle 53x41 encoder has encoded \(most) images")
+        #expect(cheif_aom_idle() <= CHEIF_AOM_POOL_MAX)
     }
 
     @Test func webpMethodChangesTheOutputAndBothDecode() throws {

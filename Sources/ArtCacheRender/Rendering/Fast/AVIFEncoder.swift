@@ -1,9 +1,11 @@
 import CHeif
+import CHeifAOM
 import CPixels
 import Foundation
 
-/// AVIF from pixels with libheif and libaom directly: what libvips'
-/// `heifsave` does for an 8-bit sRGB image (quality, libaom `speed`,
+/// AVIF from pixels with libheif and libaom directly (libaom through our
+/// own libheif plugin, which keeps its encoders: ``pooledEncoder``): what
+/// libvips' `heifsave` does for an 8-bit sRGB image (quality, libaom `speed`,
 /// chroma 4:2:0 below quality 90 and 4:4:4 from it, as its `subsample_mode`
 /// auto), on one thread, without its per-call machinery, which at artwork sizes cost more
 /// than the encode; at speed 9 without trellis quantisation (``aomOptions(speed:)``). No metadata. Grey pixels are widened to RGB; RGBA keeps
@@ -16,9 +18,10 @@ import Foundation
 /// at once (per context, never a buffer shared between threads).
 enum AVIFEncoder {
     /// `quality` 1...100, `speed` 0 (slowest, smallest) ... 9 (fastest), both
-    /// clamped; `aomOptions` replaces ``aomOptions(speed:)`` (tests).
+    /// clamped; `aomOptions` replaces ``aomOptions(speed:)``, and `stock`
+    /// uses libheif's own aom plugin instead of ``pooledEncoder`` (tests).
     static func encode(_ pixels: PixelBuffer, quality: Int, speed: Int,
-                       aomOptions: [(String, String)]? = nil) throws(EncoderError) -> Data {
+                       aomOptions: [(String, String)]? = nil, stock: Bool = false) throws(EncoderError) -> Data {
         _ = started
         let source = pixels.colour
         guard source.width >= 1, source.height >= 1 else { throw EncoderError("libheif", "no pixels to encode") }
@@ -28,7 +31,7 @@ enum AVIFEncoder {
         let image = try chroma420 ? planes420(source) : interleaved(source)
         defer { heif_image_release(image) }
         return try encode(image, width: source.width, height: source.height, quality: quality, speed: speed,
-                          aomOptions: aomOptions)
+                          aomOptions: aomOptions, stock: stock)
     }
 
     /// 4:2:0 AVIF from YCbCr planes as a JPEG stores them (BT.601, full
@@ -70,12 +73,16 @@ enum AVIFEncoder {
     /// Encodes a libheif image made here, and writes the file; `aomOptions`
     /// nil: ``aomOptions(speed:)``.
     private static func encode(_ image: OpaquePointer, width: Int, height: Int, quality: Int,
-                               speed: Int, aomOptions: [(String, String)]?) throws(EncoderError) -> Data {
+                               speed: Int, aomOptions: [(String, String)]?, stock: Bool = false) throws(EncoderError) -> Data {
         guard let context = heif_context_alloc() else { throw EncoderError("libheif", "cannot allocate a context") }
         defer { heif_context_free(context) }
 
         var encoder: OpaquePointer?
-        try check(heif_context_get_encoder_for_format(context, heif_compression_AV1, &encoder), "no AV1 encoder")
+        if let pooled = Self.pooledEncoder, stock == false {
+            try check(heif_context_get_encoder(context, pooled, &encoder), "artcache-aom encoder")
+        } else {
+            try check(heif_context_get_encoder_for_format(context, heif_compression_AV1, &encoder), "no AV1 encoder")
+        }
         guard let encoder else { throw EncoderError("libheif", "no AV1 encoder") }
         defer { heif_encoder_release(encoder) }
         try check(heif_encoder_set_lossy_quality(encoder, Int32(quality)), "quality \(quality)")
@@ -193,9 +200,26 @@ enum AVIFEncoder {
         var data = Data()
     }
 
-    /// libheif started once per process (its plugins registered); never
-    /// stopped: encodes may run on any render thread until exit.
-    private static let started: Void = { _ = heif_init(nil) }()
+    /// libheif started once per process (its plugins registered, and
+    /// ours); never stopped: encodes may run on any render thread until exit.
+    private static let started: Void = {
+        _ = heif_init(nil)
+        _ = cheif_aom_register()
+    }()
+
+    /// The "artcache-aom" plugin (`Sources/CHeifAOM`): libaom encoders kept
+    /// between images of the same size and settings, the same bytes as
+    /// libheif's own aom plugin (`stock`, which makes and frees an encoder
+    /// per image: 6% of a cold browser round's CPU at thumbnail sizes). nil
+    /// if libheif did not take it: then libheif's own.
+    // nonisolated(unsafe): a pointer to libheif's descriptor of a plugin
+    // registered once and never removed; libheif only reads it.
+    nonisolated(unsafe) static let pooledEncoder: OpaquePointer? = {
+        _ = started
+        var descriptor: OpaquePointer?
+        guard heif_get_encoder_descriptors(heif_compression_AV1, cheif_aom_id(), &descriptor, 1) == 1 else { return nil }
+        return descriptor
+    }()
 
     private static func check(_ error: heif_error, _ step: String) throws(EncoderError) {
         guard error.code != heif_error_Ok else { return }
