@@ -7,9 +7,10 @@ import Foundation
 /// own libheif plugin, which keeps its encoders: ``pooledEncoder``): what
 /// libvips' `heifsave` does for an 8-bit sRGB image (quality, libaom `speed`,
 /// chroma 4:2:0 below quality 90 and 4:4:4 from it, as its `subsample_mode`
-/// auto), on one thread, without its per-call machinery, which at artwork sizes cost more
-/// than the encode; at speed 9 without trellis quantisation (``aomOptions(speed:)``). No metadata. Grey pixels are widened to RGB; RGBA keeps
-/// its alpha (an auxiliary alpha image). At 4:2:0 libheif gets YCbCr planes:
+/// auto), on one thread, without its per-call machinery, which at artwork
+/// sizes cost more than the encode; at speed 9 without trellis quantisation
+/// (``aomOptions(speed:)``). No metadata. Grey pixels are widened to RGB;
+/// RGBA keeps its alpha (an auxiliary alpha image). At 4:2:0 libheif gets YCbCr planes:
 /// converted here from RGB, or a JPEG's own (``encode(y:cb:cr:quality:speed:)``).
 ///
 /// Every libheif object is freed on every path (a `defer` right after it is
