@@ -9,7 +9,8 @@ Three bounded loops until the deadline, each in its own thread:
 - manifests: every --manifest-every s a signed `POST /v1/manifest?sizes=100x100,300x300`
   whose body is a JSON array of --manifest-items URLs: half never seen, half the previous
   post's new ones (so their warm-ups are already queued or done and must be deduplicated);
-  X-ArtCache-Signature = base64url(HMAC-SHA256(key, body)) (no salt is configured);
+  X-ArtCache-Signature = base64url(HMAC-SHA256(key, "POST\\n/v1/manifest\\nQUERY\\nEXPIRES\\n" + body))
+  with X-ArtCache-Expires (no salt is configured);
 - prefetch: `artcache prefetch` of a file of --prefetch-batch new URLs, one batch after
   another with --prefetch-pause s between (a separate process on the same cache);
 - purge: every --purge-every s `artcache purge --older-than D --json` (what nobody asked
@@ -70,12 +71,16 @@ def manifests():
         body = json.dumps(new + prev).encode()
         prev = new
         with lock: latest["manifest"] = new[:5]
-        sig = b64(hmac.new(KEY, body, hashlib.sha256).digest())
+        query = "sizes=100x100,300x300"
+        expires = int(time.time()) + 120
+        signed = ("POST\n/v1/manifest\n%s\n%d\n" % (query, expires)).encode() + body
+        sig = b64(hmac.new(KEY, signed, hashlib.sha256).digest())
         started = time.monotonic()
         try:
             c = http.client.HTTPConnection("127.0.0.1", a.port, timeout=60)
-            c.request("POST", "/v1/manifest?sizes=100x100,300x300", body=body,
-                      headers={"X-ArtCache-Signature": sig, "Content-Type": "application/json"})
+            c.request("POST", "/v1/manifest?" + query, body=body,
+                      headers={"X-ArtCache-Signature": sig, "X-ArtCache-Expires": str(expires),
+                               "Content-Type": "application/json"})
             resp = c.getresponse(); resp.read(); code = resp.status; c.close()
         except (http.client.HTTPException, OSError) as e:
             code = type(e).__name__

@@ -16,8 +16,8 @@ public func buildApplication(
     service: ThumbnailService,
     onServerRunning: @escaping @Sendable (_ host: String, _ port: Int) async -> Void = { _, _ in }
 ) -> some ApplicationProtocol {
-    let router = Router(context: ServiceRequestContext.self)
-    router.add(middleware: TypedNotFound(service: service))
+    // HEAD of every GET route answers as GET without the body.
+    let router = Router(context: ServiceRequestContext.self, options: .autoGenerateHeadEndpoints)
     router.get("/health") { _, _ -> Response in
         do throws(ArtCacheError) {
             try await service.health.result().get()
@@ -42,18 +42,21 @@ public func buildApplication(
     router.post("/v1/manifest") { request, context -> Response in
         await service.manifest(request, context: context)
     }
-    router.get("/v1/info/:signature/:source") { _, context -> Response in
-        await service.info(signature: context.parameters.get("signature") ?? "", source: context.parameters.get("source") ?? "",
+    router.get("/v1/info/:signature/:source") { request, context -> Response in
+        await service.info(request, signature: context.parameters.get("signature") ?? "", source: context.parameters.get("source") ?? "",
                            context: context)
     }
     // Image paths (three segments) skip the router's trie: they are the hot
-    // path, and their segments are long. Everything else goes to the router.
+    // path, and their segments are long. Everything else goes to the router,
+    // whose answers and refusals (404, 405) are counted and logged as the
+    // images' are.
     let routes = router.buildResponder()
     let responder = CallbackResponder<ServiceRequestContext> { request, context in
-        if request.method == .get, request.uri.path.utf8.lazy.filter({ $0 == UInt8(ascii: "/") }).count == 3 {
+        if request.method == .get || request.method == .head,
+           request.uri.path.utf8.lazy.filter({ $0 == UInt8(ascii: "/") }).count == 3 {
             return await service.image(request, context: context)
         }
-        return try await routes.respond(to: request, context: context)
+        return await service.routed(request) { try await routes.respond(to: request, context: context) }
     }
     let settings = service.settings
     return Application(
@@ -136,20 +139,6 @@ struct PipelineCloser: Service {
         } catch {
             logger.error("closing the cache failed", metadata: ["error": "\(error)"])
             throw error
-        }
-    }
-}
-
-/// Paths no route matches answer like every other refusal (typed reason, no-store).
-struct TypedNotFound<Context: RequestContext>: RouterMiddleware {
-    let service: ThumbnailService
-
-    func handle(_ request: Request, context: Context,
-                next: (Request, Context) async throws -> Response) async throws -> Response {
-        do {
-            return try await next(request, context)
-        } catch let error as HTTPError where error.status == .notFound {
-            return service.failure(.notFound)
         }
     }
 }

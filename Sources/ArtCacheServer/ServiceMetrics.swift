@@ -58,7 +58,20 @@ final class ServiceMetrics: Sendable {
         memoryHits = (Metrics.Counter(label: "artcache_images_total", dimensions: [("tier", "memory")], factory: factory),
                       Metrics.Counter(label: "artcache_http_requests_total", dimensions: [("status", "200")], factory: factory),
                       Metrics.Timer(label: "artcache_http_request_duration_seconds", dimensions: [("tier", "memory")], factory: factory))
+        // Every counter is on /metrics from the start, at 0, with the labels
+        // it is known to take (a rate() over a series that appears only at
+        // its first event misses that event).
+        for status in Self.knownStatuses { _ = counter("artcache_http_requests_total", "status", String(status)) }
+        for tier in ImageResponse.Source.allCases.map(\.rawValue) + ["fallback"] { _ = counter("artcache_images_total", "tier", tier) }
+        for reason in Self.knownRefusals { _ = counter("artcache_refusals_total", "reason", reason) }
+        for priority in [ImagePriority.high, .normal, .low] { _ = counter("artcache_shed_total", "class", ThumbnailOptions.className(priority)) }
     }
+
+    /// The statuses and refusal reasons `artcache_http_requests_total` and
+    /// `artcache_refusals_total` show at 0 before the first of each.
+    static let knownStatuses = [200, 304, 400, 401, 403, 404, 405, 413, 422, 429, 502, 503, 504]
+    static let knownRefusals = ["not_found", "method_not_allowed", "bad_signature", "missing_signature", "unsigned_refused",
+                                "invalid_options", "invalid_source", "unexpected_query", "overloaded", "service_timeout"]
 
     /// A memory hit answered: ``served(tier:)`` and ``answered(status:tier:seconds:bytes:)``
     /// for the memory tier, through handles made once.

@@ -7,6 +7,9 @@ struct ServiceFailure: Error, Sendable {
     var status: HTTPResponse.Status
     var reason: String
     var retryAfter: Int?
+    /// What exactly was wrong, for the answer's body (a bad option names
+    /// its token and why); the reason alone when nil.
+    var detail: String?
 
     static let badSignature = ServiceFailure(status: .forbidden, reason: "bad_signature")
     static let unsignedRefused = ServiceFailure(status: .forbidden, reason: "unsigned_refused")
@@ -38,9 +41,10 @@ struct ServiceFailure: Error, Sendable {
         }
     }
 
-    init(status: HTTPResponse.Status, reason: String, retryAfter: Int? = nil) {
+    init(status: HTTPResponse.Status, reason: String, retryAfter: Int? = nil, detail: String? = nil) {
         self.status = status
         self.reason = reason
         self.retryAfter = retryAfter
+        self.detail = detail
     }
 }

@@ -9,13 +9,20 @@ import NIOCore
 /// or one image's size and placeholder, as JSON.
 extension ThumbnailService {
     static let signatureHeader = HTTPField.Name("X-ArtCache-Signature")!
+    static let expiresHeader = HTTPField.Name("X-ArtCache-Expires")!
 
     /// `POST /v1/manifest?sizes=100x100,300x300`: the body is a result set
     /// (the formats `prefetch` reads), at most `[service] manifest_max_body`
-    /// (413); `X-ArtCache-Signature` is base64url(HMAC-SHA256(key, salt +
-    /// body)) with any service key (401 without it, 403 when wrong; unsigned
-    /// bodies only on a loopback listener with `allow_unsigned`). Thumbnail
-    /// references are this service's signed paths.
+    /// (413). `X-ArtCache-Signature` signs the whole request with any service
+    /// key — method, path, query, `X-ArtCache-Expires` and body
+    /// (``ServiceURLSigner/signature(method:path:query:expires:body:)``) —
+    /// so a request seen once cannot be replayed with other sizes, nor after
+    /// its expiry: 401 `missing_signature` or `missing_expires` without
+    /// them, 403 `bad_signature` when wrong, 403 `signature_expired` past
+    /// the expiry or `expires_too_far` when it is more than
+    /// `[service] manifest_signature_max_age` ahead. Unsigned requests only
+    /// on a loopback listener with `allow_unsigned`. Thumbnail references
+    /// are this service's signed paths.
     ///
     /// Nothing is read before it can be refused: a missing signature, a
     /// declared length over the limit or bad `sizes` are answered on the
@@ -30,6 +37,13 @@ extension ThumbnailService {
         let signature = request.headers[Self.signatureHeader]
         if signature == nil, !settings.allowUnsigned { return failure(.missingSignature, closing: bodyComing) }
         if let declared, declared > settings.manifestMaxBody { return failure(.bodyTooLarge, closing: true) }
+        let expires: Int
+        switch signature == nil ? .success(0)
+            : Self.expiry(request.headers[Self.expiresHeader], now: Date(), maxAge: settings.manifestSignatureMaxAge) {
+        case .success(let seconds): expires = seconds
+        case .failure(let refusal): return failure(refusal, closing: bodyComing)
+        }
+        let query = request.uri.query ?? ""
         var sizes = pipeline.configuration.thumbnails.sizes.map { ImageSize(width: $0.width, height: $0.height) }
         if let text = request.uri.queryParameters.get("sizes") {
             let parsed = text.split(separator: ",").map { ImageSize(String($0)) }
@@ -49,7 +63,10 @@ extension ThumbnailService {
                 }
                 bodyRead.withLock { $0 = true }
                 let bytes = Array(buffer: body)
-                if let signature, !signer.isValid(signature: signature, forBody: bytes) { throw ServiceFailure.badSignature }
+                if let signature, !signer.isValid(signature: signature, method: request.method.rawValue, path: request.uri.path,
+                                                  query: query, expires: expires, body: bytes) {
+                    throw ServiceFailure.badSignature
+                }
                 let resultSet: ResultSet
                 do throws(ResultSetError) {
                     resultSet = try ResultSet.parse(Data(bytes))
@@ -62,6 +79,29 @@ extension ThumbnailService {
         } catch {
             return failure(Self.mapped(error), closing: bodyComing && !bodyRead.withLock { $0 })
         }
+    }
+
+    /// A signed request's `X-ArtCache-Expires` (decimal seconds since the
+    /// epoch), when it is still to come and at most `maxAge` ahead of `now`.
+    static func expiry(_ header: String?, now: Date, maxAge: TimeInterval) -> Result<Int, ServiceFailure> {
+        guard let header else {
+            return .failure(ServiceFailure(status: .unauthorized, reason: "missing_expires",
+                                           detail: "a signed request needs X-ArtCache-Expires (seconds since the epoch)"))
+        }
+        guard header.utf8.count <= 12, header.utf8.allSatisfy({ (0x30...0x39).contains($0) }), let seconds = Int(header) else {
+            return .failure(ServiceFailure(status: .badRequest, reason: "invalid_expires",
+                                           detail: "X-ArtCache-Expires must be decimal seconds since the epoch"))
+        }
+        let left = Double(seconds) - now.timeIntervalSince1970
+        if left < 0 {
+            return .failure(ServiceFailure(status: .forbidden, reason: "signature_expired",
+                                           detail: "expired \(Int(-left)) s ago; sign the request again"))
+        }
+        if left > maxAge {
+            return .failure(ServiceFailure(status: .forbidden, reason: "expires_too_far",
+                                           detail: "X-ArtCache-Expires is \(Int(left)) s ahead; at most \(Int(maxAge)) s (manifest_signature_max_age)"))
+        }
+        return .success(seconds)
     }
 
     /// A refusal for what a guarded request threw.
@@ -80,7 +120,8 @@ extension ThumbnailService {
     /// options (``ServiceURLSigner/infoPath(for:)``).
     /// Admitted like an image, under the request's deadline, cancelled when
     /// the client leaves.
-    func info(signature: String, source encoded: String, context: ServiceRequestContext) async -> Response {
+    func info(_ request: Request, signature: String, source encoded: String, context: ServiceRequestContext) async -> Response {
+        if let refusal = Self.unexpectedQuery(request) { return failure(refusal) }
         do {
             _ = try verify(signature: signature, rest: "//" + encoded)
         } catch {

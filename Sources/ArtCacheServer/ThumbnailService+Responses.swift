@@ -72,6 +72,9 @@ extension ThumbnailService {
         var signed: Bool
         var upgrading: Bool
         var created: Date
+        /// What `Last-Modified` is made of (``lastModified(of:now:)``).
+        var originModified: String?
+        var originStored: Date?
         /// The second the answer was built in, for an image whose `max-age`
         /// counts down (less than `cache_max_age` left): its answer is
         /// rebuilt each second. 0 while the cap is what it says.
@@ -103,6 +106,7 @@ extension ThumbnailService {
         let countsDown = image.freshUntil.map { $0.timeIntervalSince(now) < cap } ?? false
         let key = PreparedKey(sha256: entry.sha256, contentType: image.contentType, source: image.source,
                               negotiated: negotiated, signed: signed, upgrading: upgrading, created: entry.createdAt,
+                              originModified: image.originRules?.lastModified, originStored: image.originStoredAt,
                               second: countsDown ? Int(now.timeIntervalSince1970) : 0)
         let prepared: Prepared
         if let known = preparedHits[key] {
@@ -149,13 +153,25 @@ extension ThumbnailService {
             metrics.refused(reason: error.reason)
         } else {
             headers[.cacheControl] = cacheControl(for: image, now: Date(), upgrading: upgrading)
-            if let created = image.entry?.createdAt { headers[.lastModified] = HTTPDate.string(created.timeIntervalSince1970) }
+            if let modified = Self.lastModified(of: image, now: Date()) { headers[.lastModified] = modified }
         }
         if image.error == nil, let asked = ifNoneMatch, Self.matches(asked, etag: etag) {
             return Prepared(status: .notModified, headers: headers, body: nil)
         }
         headers[.contentLength] = String(image.data.count)
         return Prepared(status: .ok, headers: headers, body: ByteBuffer(bytes: image.data))
+    }
+
+    /// An image's `Last-Modified`: the origin's, when it sent one that
+    /// parses, else the time its original was stored (the answer's own row's
+    /// for an answer with no original row); never later than the answer's
+    /// `Date`: at most the second before `now` (Hummingbird's `Date` is a
+    /// second's, refreshed once a second, so it may be a second behind).
+    /// Nil when neither is known.
+    static func lastModified(of image: ImageResponse, now: Date) -> String? {
+        let origin = image.originRules?.lastModified.flatMap { HTTPDate.parse($0, now: now) }
+        guard let modified = origin ?? image.originStoredAt ?? image.entry?.createdAt else { return nil }
+        return HTTPDate.string(min(modified.timeIntervalSince1970.rounded(.down), now.timeIntervalSince1970.rounded(.down) - 1))
     }
 
     /// An image's `Cache-Control`, honest about its original's freshness:
@@ -204,9 +220,16 @@ extension ThumbnailService {
         headers[.cacheControl] = "no-store"
         if let retryAfter = failure.retryAfter { headers[.retryAfter] = String(retryAfter) }
         if closing { headers[.connection] = "close" }
-        let body = "\(failure.status.code) \(failure.reason)\n"
+        let body = "\(failure.status.code) \(failure.reason)" + (failure.detail.map { ": " + Self.oneLine($0) } ?? "") + "\n"
         headers[.contentLength] = String(body.utf8.count)
         return Prepared(status: failure.status, headers: headers, body: ByteBuffer(string: body))
+    }
+
+    /// `text` as one line of at most 300 characters (no control bytes): a
+    /// refusal's detail quotes what the client sent.
+    static func oneLine(_ text: String) -> String {
+        let visible = String(String.UnicodeScalarView(text.unicodeScalars.map { $0.value < 0x20 || $0.value == 0x7F ? " " : $0 }))
+        return visible.count > 300 ? String(visible.prefix(300)) + "…" : visible
     }
 
     /// The configured fallback image, naming the error it stands in for.

@@ -120,22 +120,18 @@ public final class ThumbnailService: Sendable {
 
     // MARK: Image route
 
-    /// `GET /{signature}/{options}/{source}`.
+    /// `GET /{signature}/{options}/{source}`, and `HEAD` of it (the same
+    /// status and headers, `Content-Length` included, without the body).
     func image(_ request: Request, context: ServiceRequestContext) async -> Response {
         let started = ContinuousClock.now
-        let (response, tier) = await answer(request, context: context)
-        let elapsed = (ContinuousClock.now - started).components
-        let seconds = Double(elapsed.seconds) + Double(elapsed.attoseconds) / 1e18
-        let bytes = response.body.contentLength ?? 0
-        metrics.answered(status: response.status.code, tier: tier, seconds: seconds, bytes: bytes)
-        guard settings.accessLog else { return response }
-        logger.access(AccessLine(method: request.method.rawValue, path: request.uri.path, status: response.status.code,
-                                 tier: tier, bytes: bytes, seconds: seconds, error: response.headers[.artcacheError]),
-                      source: Self.logSource)
+        var (response, tier) = await answer(request, context: context)
+        if request.method == .head { response = response.createHeadResponse() }
+        record(request, response, tier: tier, since: started)
         return response
     }
 
     private func answer(_ request: Request, context: ServiceRequestContext) async -> (Response, String) {
+        if let refusal = Self.unexpectedQuery(request) { return (failure(refusal), "refused") }
         let parsed: Negotiated
         do {
             parsed = try parse(path: request.uri.path, accept: request.headers[.accept])
@@ -239,14 +235,14 @@ public final class ThumbnailService: Sendable {
         let signed = try verify(signature: signature, rest: "/\(segments[2])/\(segments[3])")
         guard let source = ServiceURLSigner.decodeSource(String(segments[3])) else { throw .badSource }
         let options: ThumbnailOptions
-        do {
+        do throws(ArtCacheError) {
             options = try ThumbnailOptions(parsing: String(segments[2])).resolved(presets: presets)
             let maxOutput = pipeline.configuration.thumbnails.maxOutput
             if let size = options.size, size.width > maxOutput || size.height > maxOutput {
                 throw ArtCacheError(.invalidRequest, "size \(size) is larger than thumbnails.max_output (\(maxOutput))")
             }
         } catch {
-            throw ServiceFailure(status: .badRequest, reason: "invalid_options")
+            throw ServiceFailure(status: .badRequest, reason: "invalid_options", detail: error.message)
         }
         let negotiable = options.size != nil && (options.format ?? pipeline.configuration.thumbnails.format) == .auto
         let placeholder: ImageRequest.Options = fallback.isPlaceholder ? [.placeholderOnFailure] : []

@@ -33,6 +33,10 @@ public struct ServiceSettings: Sendable, Equatable {
     public var accessLog = true
     /// The largest result set `POST /v1/manifest` reads (413 beyond it).
     public var manifestMaxBody: Int64 = 2 << 20
+    /// How far ahead a manifest request's `X-ArtCache-Expires` may be (its
+    /// signature's longest life): a later expiry is refused, and so is a
+    /// request past its expiry.
+    public var manifestSignatureMaxAge: TimeInterval = 300
     /// How long a keep-alive connection may sit with no request before it is
     /// closed (memory hits answered in the channel pipeline count as requests).
     public var idleTimeout: TimeInterval = 60

@@ -66,14 +66,43 @@ public struct ServiceURLSigner: Sendable {
 
     /// Whether `signature` signs `body` under any of the keys (every key
     /// tried: compared in constant time).
+    ///
+    /// Exactly one spelling of a signature is valid: the one ``signature(forBody:)``
+    /// writes (base64url, no padding). `sig=` or `sig==` would name the same
+    /// bytes, but a front cache keyed by the URI would store each spelling
+    /// apart, so they are refused.
     public func isValid(signature: String, forBody body: [UInt8]) -> Bool {
-        guard let mac = Base64URL.decode(signature), mac.count == SHA256.byteCount else { return false }
+        guard let mac = Base64URL.decode(signature), mac.count == SHA256.byteCount,
+              Base64URL.encode(mac) == signature else { return false }
         let message = salt + body
         var valid = false
         for key in keys where HMAC<SHA256>.isValidAuthenticationCode(mac, authenticating: message, using: SymmetricKey(data: key)) {
             valid = true
         }
         return valid
+    }
+
+    /// The signature of a whole request (`POST /v1/manifest`'s
+    /// `X-ArtCache-Signature`): ``signature(forBody:)`` over
+    /// ``requestText(method:path:query:expires:body:)``, so it covers all
+    /// that changes the answer — the method, the path, the query as sent
+    /// (`sizes=`), the body — and its expiry (`X-ArtCache-Expires`, seconds
+    /// since the epoch). Nil without keys.
+    public func signature(method: String, path: String, query: String, expires: Int, body: [UInt8]) -> String? {
+        signature(forBody: Self.requestText(method: method, path: path, query: query, expires: expires, body: body))
+    }
+
+    /// Whether `signature` signs that request under any of the keys.
+    public func isValid(signature: String, method: String, path: String, query: String, expires: Int, body: [UInt8]) -> Bool {
+        isValid(signature: signature, forBody: Self.requestText(method: method, path: path, query: query, expires: expires, body: body))
+    }
+
+    /// What a request's signature covers: `METHOD \n PATH \n QUERY \n
+    /// EXPIRES \n` then the body's bytes. `query` is the request's query
+    /// string as sent, without its `?` (empty when there is none);
+    /// `expires` is decimal seconds since the epoch.
+    public static func requestText(method: String, path: String, query: String, expires: Int, body: [UInt8]) -> [UInt8] {
+        Array("\(method)\n\(path)\n\(query)\n\(expires)\n".utf8) + body
     }
 
     /// The service path of one image's size and placeholder:
@@ -87,9 +116,11 @@ public struct ServiceURLSigner: Sendable {
     /// The source URL as a path segment (base64url, no padding).
     public static func encodeSource(_ url: String) -> String { Base64URL.encode(Array(url.utf8)) }
 
-    /// The source URL a segment names; nil when it is not base64url of UTF-8 text.
+    /// The source URL a segment names; nil when it is not base64url of
+    /// UTF-8 text, written as ``encodeSource(_:)`` writes it (no padding: one
+    /// spelling per source).
     public static func decodeSource(_ segment: String) -> String? {
-        guard let bytes = Base64URL.decode(segment) else { return nil }
+        guard segment.utf8.last != UInt8(ascii: "="), let bytes = Base64URL.decode(segment) else { return nil }
         return String(validating: bytes, as: UTF8.self)
     }
 }

@@ -33,6 +33,9 @@ struct ServeCommand: AsyncParsableCommand {
                 configuration.service.host = parsed.host
                 configuration.service.port = parsed.port
             }
+            // The open-file limit raised to the hard one, max_connections fitted under it.
+            let descriptors = DescriptorLimit.fit(&configuration.service, downloads: configuration.download.concurrency)
+            if let warning = descriptors.warning { Output.warning(warning) }
             // The service's log (its access log included) is formatted and
             // written on a thread of its own, never on the request path.
             let writer = LogWriter()

@@ -49,11 +49,10 @@ struct FrontWarmUpTests {
                     try await buildApplication(service: services[2]).test(.live) { node2 in
                         ports.withLock { $0 = [node0.port!, node1.port!, node2.port!] }
                         let body = Array(names.map { origin.url("/img/" + $0) }.joined(separator: "\n").utf8)
-                        let signature = try #require(signer.signature(forBody: body))
                         // Through a client that waits as long as the service does: a
                         // loaded run may hold the request at admission.
                         let posted = try await HTTPGet.send("http://127.0.0.1:\(node0.port!)/v1/manifest?sizes=48x48", method: "POST",
-                                                            headers: [ThumbnailService.signatureHeader.rawName: signature],
+                                                            headers: signer.manifestHeaderLines(body, query: "sizes=48x48"),
                                                             body: Data(body))
                         #expect(posted.status == 200, "\(posted.status) \(String(decoding: posted.body, as: UTF8.self))")
                         let manifest = try JSONDecoder().decode(ImageManifest.self, from: posted.body)

@@ -74,7 +74,7 @@ struct ServiceConnectionTests {
             let trickle = try await onOwnThread {
                 let connection = try RawConnection(port: port)
                 let start = ContinuousClock.now
-                connection.send("POST /v1/manifest HTTP/1.1\r\nHost: 127.0.0.1\r\nX-ArtCache-Signature: abc\r\n"
+                connection.send("POST /v1/manifest HTTP/1.1\r\nHost: 127.0.0.1\r\nX-ArtCache-Signature: abc\r\nX-ArtCache-Expires: \(Int(Date().timeIntervalSince1970) + 240)\r\n"
                                 + "Content-Length: 100\r\n\r\n")
                 var sent = 0
                 while sent < 100, !connection.closedWithin(milliseconds: 100) {
@@ -131,11 +131,11 @@ struct ServiceConnectionTests {
         try await s.app().test(.live) { client in
             let port = client.port!
             let heads = [
-                "POST /v1/manifest HTTP/1.1\r\nHost: 127.0.0.1\r\nX-ArtCache-Signature: abc\r\nContent-Length: 1000000000000\r\n\r\n"
+                "POST /v1/manifest HTTP/1.1\r\nHost: 127.0.0.1\r\nX-ArtCache-Signature: abc\r\nX-ArtCache-Expires: \(Int(Date().timeIntervalSince1970) + 240)\r\nContent-Length: 1000000000000\r\n\r\n"
                     + String(repeating: "x", count: 100),
                 "GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 10\r\n\r\n",
                 // chunked: counted while it streams, by the route
-                "POST /v1/manifest HTTP/1.1\r\nHost: 127.0.0.1\r\nX-ArtCache-Signature: abc\r\nTransfer-Encoding: chunked\r\n\r\n"
+                "POST /v1/manifest HTTP/1.1\r\nHost: 127.0.0.1\r\nX-ArtCache-Signature: abc\r\nX-ArtCache-Expires: \(Int(Date().timeIntervalSince1970) + 240)\r\nTransfer-Encoding: chunked\r\n\r\n"
                     + "7d0\r\n" + String(repeating: "x", count: 2000) + "\r\n",
             ]
             for head in heads {
@@ -212,14 +212,13 @@ struct ServiceConnectionTests {
         let body = Array("""
             {"total_count":1,"items":[{"id":41,"avatar_url":"\(s.origin.url("/img/m.jpg"))"}]}
             """.utf8)
-        let signature = try #require(s.signer.signature(forBody: body))
         try await s.app().test(.live) { client in
             let port = client.port!
             let gated = Task { try await HTTPGet.get("http://127.0.0.1:\(port)" + (try s.path("/gate/a.jpg", "50x50"))) }
             await s.origin.waitForRequest("/gate/a.jpg")  // the one slot is taken
             let connection = try await onOwnThread {
                 let connection = try RawConnection(port: port)
-                connection.send("POST /v1/manifest HTTP/1.1\r\nHost: 127.0.0.1\r\nX-ArtCache-Signature: \(signature)\r\n"
+                connection.send("POST /v1/manifest HTTP/1.1\r\nHost: 127.0.0.1\r\n\(s.signer.manifestHead(body))"
                                 + "Content-Length: \(body.count)\r\n\r\n")
                 _ = connection.send(bytes: body)
                 return connection
@@ -248,14 +247,13 @@ struct ServiceConnectionTests {
         let body = Array("""
             {"total_count":1,"items":[{"id":41,"avatar_url":"\(s.origin.url("/img/m.jpg"))"}]}
             """.utf8)
-        let signature = try #require(s.signer.signature(forBody: body))
         let info = s.signer.infoPath(for: s.origin.url("/img/a.jpg"))
         try await s.app().test(.live) { client in
             let port = client.port!
             try await s.service.admission.acquire()  // the one slot, held by the test
             let answers = try await onOwnThread {
                 let manifest = try RawConnection(port: port)
-                manifest.send("POST /v1/manifest HTTP/1.1\r\nHost: 127.0.0.1\r\nX-ArtCache-Signature: \(signature)\r\n"
+                manifest.send("POST /v1/manifest HTTP/1.1\r\nHost: 127.0.0.1\r\n\(s.signer.manifestHead(body))"
                               + "Content-Length: \(body.count)\r\n\r\n")
                 _ = manifest.send(bytes: body)
                 let infoConnection = try RawConnection(port: port)

@@ -132,7 +132,8 @@ struct ServiceGrammarTests {
         for text in ["https://a.example/x?y=1&z=ü", "h", "ht", "htt", String(repeating: "é", count: 50)] {
             #expect(ServiceURLSigner.decodeSource(ServiceURLSigner.encodeSource(text)) == text)
         }
-        #expect(ServiceURLSigner.decodeSource("aGVsbG8=") == "hello")  // padding accepted
+        #expect(ServiceURLSigner.decodeSource("aGVsbG8") == "hello")
+        #expect(ServiceURLSigner.decodeSource("aGVsbG8=") == nil)  // one spelling per source: no padding
         #expect(ServiceURLSigner.decodeSource("a+b/") == nil)  // standard alphabet refused
         #expect(ServiceURLSigner.decodeSource("a") == nil)
         #expect(ServiceURLSigner.decodeSource("_w") == nil)  // not UTF-8

@@ -19,10 +19,9 @@ struct ServiceManifestTests {
         let body = Array("""
             {"total_count":2,"items":[{"id":41,"avatar_url":"\(s.origin.url("/img/a.jpg"))"},{"id":42,"avatar_url":"\(s.origin.url("/img/b.jpg"))"}]}
             """.utf8)
-        let signature = try #require(s.signer.signature(forBody: body))
         try await s.app().test(.router) { client in
             try await client.execute(uri: "/v1/manifest?sizes=48x48", method: .post,
-                                     headers: [ThumbnailService.signatureHeader: signature], body: ByteBuffer(bytes: body)) { response in
+                                     headers: s.signer.manifestHeaders(body, query: "sizes=48x48"), body: ByteBuffer(bytes: body)) { response in
                 #expect(response.status == .ok)
                 #expect(response.headers[.contentType] == "application/json")
                 let manifest = try JSONDecoder().decode(ImageManifest.self, from: Data(buffer: response.body))
@@ -44,20 +43,20 @@ struct ServiceManifestTests {
                 #expect(response.status == .unauthorized)
                 #expect(response.headers[.artcacheError] == "missing_signature")
             }
-            let other = ServiceURLSigner(keys: [Array(repeating: 1, count: 32)]).signature(forBody: body)!
-            try await client.execute(uri: "/v1/manifest", method: .post, headers: [ThumbnailService.signatureHeader: other],
+            let other = ServiceURLSigner(keys: [Array(repeating: 1, count: 32)]).manifestHeaders(body)
+            try await client.execute(uri: "/v1/manifest", method: .post, headers: other,
                                      body: ByteBuffer(bytes: body)) { response in
                 #expect(response.status == .forbidden)
             }
             let large = Array(repeating: UInt8(ascii: " "), count: 5000) + body
             try await client.execute(uri: "/v1/manifest", method: .post,
-                                     headers: [ThumbnailService.signatureHeader: s.signer.signature(forBody: large)!],
+                                     headers: s.signer.manifestHeaders(large),
                                      body: ByteBuffer(bytes: large)) { response in
                 #expect(response.status == .contentTooLarge)
             }
             let junk = Array("{\"hello\": 1}".utf8)
             try await client.execute(uri: "/v1/manifest", method: .post,
-                                     headers: [ThumbnailService.signatureHeader: s.signer.signature(forBody: junk)!],
+                                     headers: s.signer.manifestHeaders(junk),
                                      body: ByteBuffer(bytes: junk)) { response in
                 #expect(response.status == .badRequest)
             }
@@ -81,11 +80,10 @@ struct ServiceManifestTests {
         }
         let urls = [gone, removed, html, "http://blocked.invalid/a.jpg", "http://127.0.0.2:\(s.origin.port)/img/a.jpg"]
         let body = Array(urls.joined(separator: "\n").utf8)
-        let signature = try #require(s.signer.signature(forBody: body))
         try await s.app().test(.router) { client in
             for round in 1...2 {
                 try await client.execute(uri: "/v1/manifest?sizes=48x48", method: .post,
-                                         headers: [ThumbnailService.signatureHeader: signature], body: ByteBuffer(bytes: body)) { response in
+                                         headers: s.signer.manifestHeaders(body, query: "sizes=48x48"), body: ByteBuffer(bytes: body)) { response in
                     #expect(response.status == .ok)
                     let manifest = try JSONDecoder().decode(ImageManifest.self, from: Data(buffer: response.body))
                     #expect(manifest.items.map(\.status) == Array(repeating: .failed, count: urls.count), "round \(round)")

@@ -55,6 +55,26 @@ struct ServiceHarness {
     func close() async throws { try await pipeline.close() }
 }
 
+extension ServiceURLSigner {
+    /// `X-ArtCache-Signature` and `X-ArtCache-Expires` of `POST
+    /// /v1/manifest[?query]` with `body`, valid for `seconds`.
+    func manifestHeaders(_ body: [UInt8], query: String = "", seconds: Int = 120) -> HTTPFields {
+        let expires = Int(Date().timeIntervalSince1970) + seconds
+        return [ThumbnailService.signatureHeader: signature(method: "POST", path: "/v1/manifest", query: query, expires: expires, body: body)!,
+                ThumbnailService.expiresHeader: String(expires)]
+    }
+
+    /// ``manifestHeaders(_:query:seconds:)`` by name, for a raw client.
+    func manifestHeaderLines(_ body: [UInt8], query: String = "") -> [String: String] {
+        Dictionary(uniqueKeysWithValues: manifestHeaders(body, query: query).map { ($0.name.rawName, $0.value) })
+    }
+
+    /// The same as the lines of a raw request head (each ending in CRLF).
+    func manifestHead(_ body: [UInt8], query: String = "") -> String {
+        manifestHeaders(body, query: query).map { "\($0.name.rawName): \($0.value)\r\n" }.joined()
+    }
+}
+
 extension ServiceHarness {
     /// A JPEG of `width` x `height` registered as `name`.
     func register(_ name: String, width: Int = 64, height: Int = 48, type: String = "image/jpeg") throws {

@@ -2,6 +2,7 @@ import ArtCacheOrigin
 import Foundation
 import HTTPTypes
 import Hummingbird
+import Logging
 import Testing
 @testable import ArtCache
 @testable import ArtCacheCore
@@ -139,5 +140,44 @@ struct ServiceUpgradeTests {
         #expect(try await s.pipeline.stats().memory.hits >= 3)
         #expect(s.origin.requestCount("/img/a.jpg") == 1)
         try await s.close()
+    }
+
+    /// Issue 49 item 3: the upgrade's outcome belongs to the request, not to
+    /// the row or tier that answers it. After a restart, with only the cold
+    /// JPEG in memory (a JPEG client asked first), Chrome gets the AVIF
+    /// kept before the restart, and no upgrade job starts again.
+    @Test func aKeptUpgradeIsFoundAfterARestartWithTheColdBytesInMemory() async throws {
+        let s = try await Self.harness()
+        s.origin.register("zone.jpg", .init(body: try Fixtures.image(width: 600, height: 600, suffix: ".jpg"), contentType: "image/jpeg"))
+        let path = try s.path("/img/zone.jpg", "300x300,fit=cover")
+        try await s.app().test(.router) { client in
+            try await client.execute(uri: path, method: .get, headers: Self.chrome) { response in
+                #expect(response.headers[.contentType] == "image/jpeg")
+            }
+        }
+        await s.pipeline.waitForUpgrades()
+        #expect(s.pipeline.upgradeCounts == UpgradeCounts(kept: 1, noGain: 0, failed: 0))
+        try await s.close()
+        // The restart: a new pipeline and service over the same cache.
+        var logger = Logger(label: "artcache.test.restart")
+        logger.logLevel = .warning
+        let pipeline = try await ImagePipeline.open(configuration: s.pipeline.configuration, logger: logger)
+        let service = try await ThumbnailService(pipeline: pipeline, logger: logger, cancelOnDisconnect: false, healthMaxAge: .zero)
+        try await buildApplication(service: service).test(.router) { client in
+            try await client.execute(uri: path, method: .get, headers: [.accept: "image/jpeg"]) { response in
+                #expect(response.headers[.contentType] == "image/jpeg", "a JPEG client: the cold bytes back in memory")
+            }
+            for round in 1...3 {  // from disk, then from memory
+                try await client.execute(uri: path, method: .get, headers: Self.chrome) { response in
+                    #expect(response.headers[.contentType] == "image/avif", "round \(round)")
+                    #expect(Self.maxAge(response).map { $0 > 60 } == true, "round \(round): the final answer's lifetime")
+                }
+            }
+        }
+        await pipeline.waitForUpgrades()
+        #expect(pipeline.upgradeCounts == UpgradeCounts(), "no upgrade ran again")
+        #expect((pipeline.background.counts[.formatUpgrade]?.finished ?? 0) == 0, "none was queued")
+        #expect(s.origin.requestCount("/img/zone.jpg") == 1)
+        try await pipeline.close()
     }
 }

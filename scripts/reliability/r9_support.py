@@ -132,13 +132,21 @@ def serve(ac, cache, conf, key, logs, extra_env=None):
     return lib.start_serve(ac, cache, log_dir=logs, env=env)
 
 
+def manifest_headers(key, body, query="", seconds=120):
+    """The headers that sign POST /v1/manifest[?query] with body (README, "Signing a manifest
+    request"): HMAC-SHA256 over "POST\\n/v1/manifest\\nQUERY\\nEXPIRES\\n" + body, base64url
+    without padding, and its expiry."""
+    expires = int(time.time()) + seconds
+    text = ("POST\n/v1/manifest\n%s\n%d\n" % (query, expires)).encode() + body
+    sig = base64.urlsafe_b64encode(hmac.new(bytes.fromhex(key), text, hashlib.sha256).digest()).decode().rstrip("=")
+    return {"X-ArtCache-Signature": sig, "X-ArtCache-Expires": str(expires), "Content-Type": "application/json"}
+
+
 def post_manifest(port, key, urls, timeout=60):
     body = json.dumps(urls).encode()
-    sig = base64.urlsafe_b64encode(hmac.new(bytes.fromhex(key), body, hashlib.sha256).digest()).decode().rstrip("=")
     conn = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout)
     try:
-        conn.request("POST", "/v1/manifest", body=body, headers={"X-ArtCache-Signature": sig,
-                                                                 "Content-Type": "application/json"})
+        conn.request("POST", "/v1/manifest", body=body, headers=manifest_headers(key, body))
         resp = conn.getresponse()
         return resp.status, resp.read()
     finally:

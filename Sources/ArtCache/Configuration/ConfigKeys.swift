@@ -127,6 +127,8 @@ package struct ConfigKey: Sendable {
         ConfigKey(section: "service", name: "shutdown_grace", kind: .duration(min: 0, max: .hour), defaultValue: .duration(service.shutdownGrace)),
         ConfigKey(section: "service", name: "access_log", kind: .bool, defaultValue: .bool(service.accessLog)),
         ConfigKey(section: "service", name: "manifest_max_body", kind: .size(min: 1, max: 1 << 30), defaultValue: .size(service.manifestMaxBody)),
+        ConfigKey(section: "service", name: "manifest_signature_max_age", kind: .duration(min: 1, max: .day),
+                  defaultValue: .duration(service.manifestSignatureMaxAge)),
         ConfigKey(section: "service", name: "idle_timeout", kind: .duration(min: 0.1, max: .hour), defaultValue: .duration(service.idleTimeout)),
         ConfigKey(section: "service", name: "request_read_timeout", kind: .duration(min: 0.1, max: .hour),
                   defaultValue: .duration(service.requestReadTimeout)),

@@ -172,6 +172,7 @@ extension Configuration {
         service.shutdownGrace = read.duration("service.shutdown_grace")
         service.accessLog = read.bool("service.access_log")
         service.manifestMaxBody = read.size("service.manifest_max_body")
+        service.manifestSignatureMaxAge = read.duration("service.manifest_signature_max_age")
         service.idleTimeout = read.duration("service.idle_timeout")
         service.requestReadTimeout = read.duration("service.request_read_timeout")
         service.maxConnections = read.integer("service.max_connections")

@@ -37,6 +37,7 @@ extension Configuration {
             "service.timeout": service.timeout, "tier2.timeout": tier2.timeout, "service.cache_max_age": service.cacheMaxAge,
             "service.shutdown_grace": service.shutdownGrace, "cache.low_water": cache.lowWater,
             "profiles.fallback_ttl": profiles.fallbackTTL, "service.manifest_max_body": Double(service.manifestMaxBody),
+            "service.manifest_signature_max_age": service.manifestSignatureMaxAge,
             "service.idle_timeout": service.idleTimeout, "service.request_read_timeout": service.requestReadTimeout,
             "service.max_connections": Double(service.maxConnections),
         ]

@@ -86,7 +86,7 @@ extension ImagePipeline {
                              width: width, height: height, source: source, cacheKey: outcome.entry?.cacheKey,
                              entry: outcome.entry, repaired: outcome.repaired, freshUntil: outcome.entry?.expiresAt)
             .with(info: outcome.entry.flatMap(ImageInfo.init(entry:)))
-            .with(rules: outcome.entry?.validators)
+            .with(original: outcome.entry)
     }
 
     /// Width and height from the header (no pixel decoded), read on a render

@@ -99,6 +99,13 @@ extension ImagePipeline {
             shadowing = try? resolve(upgraded).memoryKey
         }
         guard let cold = cachedHeld(for: request, now: now) else { return nil }
+        // The better format kept on disk but not in memory (after a restart,
+        // or evicted from memory while a client of the cold format kept the
+        // cold bytes there): only the index knows. An open cold row of
+        // another format is never answered from memory to a client that
+        // accepts the better one: the request goes the async way
+        // (``negotiatedImage(_:better:)``), which finds the kept variant.
+        if better != request.format, cold.image.entry?.upgrade == .open { return nil }
         let upgrading = upgrade(cold.image, of: request, to: better)
         // Open (its upgrade not run yet, or dropped and queued again on a
         // later hit): every hit asks again. Another format's better bytes,

@@ -115,7 +115,7 @@ extension ImagePipeline {
                              cacheKey: outcome.entry?.cacheKey, entry: outcome.entry, rendered: outcome.rendered,
                              freshUntil: outcome.freshUntil)
             .with(info: outcome.parent.flatMap(ImageInfo.init(entry:)))
-            .with(rules: outcome.parent?.validators)
+            .with(original: outcome.parent)
     }
 }
 

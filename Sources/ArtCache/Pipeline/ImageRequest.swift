@@ -113,6 +113,9 @@ public struct ImageResponse: Sendable {
     /// The original's caching rules as its origin gave them (its stale
     /// windows, `must-revalidate`, `immutable`): what the service passes on.
     package internal(set) var originRules: HTTPValidators?
+    /// When the original these bytes show was stored (its index row's
+    /// `createdAt`): the service's `Last-Modified` when the origin sent none.
+    package internal(set) var originStoredAt: Date?
 
     public init(data: Data, contentType: String, width: Int, height: Int, source: Source, cacheKey: CacheKey?,
                 error: ArtCacheError? = nil, repaired: Bool = false, rendered: Bool = false) {
@@ -148,9 +151,12 @@ public struct ImageResponse: Sendable {
         return copy
     }
 
-    func with(rules: HTTPValidators?) -> ImageResponse {
+    /// These bytes with their original's caching rules and stored time
+    /// (`original`: the original's index row, if it has one).
+    func with(original: CacheEntry?) -> ImageResponse {
         var copy = self
-        copy.originRules = rules
+        copy.originRules = original?.validators
+        copy.originStoredAt = original?.createdAt
         return copy
     }
 
