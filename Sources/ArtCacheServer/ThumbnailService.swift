@@ -293,17 +293,30 @@ public final class ThumbnailService: Sendable {
         }
         return try await withThrowingTaskGroup(of: T?.self) { group in
             group.addTask {
-                guard let connection else { return try await admitted() }
-                return try await Self.cancelled(onClose: connection, admitted)
+                // Work this request leaves at its deadline, or when its
+                // client goes away, is finished behind it (`orphaned_flight`).
+                try await Orphans.$finish.withValue(true) {
+                    guard let connection else { return try await admitted() }
+                    return try await Self.cancelled(onClose: connection, admitted)
+                }
             }
             group.addTask {
                 try await Task.sleep(for: .milliseconds(Int64(timeout * 1000)))
                 return nil
             }
             defer { group.cancelAll() }
-            guard let first = try await group.next(), let value = first else { throw ServiceFailure.deadline }
+            guard let first = try await group.next(), let value = first else { throw deadlineFailure }
             return value
         }
+    }
+
+    /// 503 `service_timeout` at the request's deadline. What the request
+    /// left is finished behind it (`orphaned_flight`), bounded by its
+    /// transfer's own deadline (`[download] timeout`, from about when the
+    /// request began): `Retry-After` says when that is, at least 1 s.
+    var deadlineFailure: ServiceFailure {
+        let left = pipeline.configuration.download.timeout - settings.timeout
+        return ServiceFailure(status: .serviceUnavailable, reason: "service_timeout", retryAfter: max(1, Int(left.rounded(.up))))
     }
 
     /// Runs `body`, cancelled if `connection` closes before it ends. The

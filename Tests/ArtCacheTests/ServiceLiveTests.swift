@@ -87,22 +87,58 @@ struct ServiceLiveTests {
         try await s.close()
     }
 
+    /// Issue 49 item 1: a client that leaves does not throw its download
+    /// away — the flight goes on as an `orphaned_flight` job and is stored,
+    /// so the next request for it is a hit and the origin is asked once.
     @Test(.timeLimit(.minutes(3)))
-    func aClientLeavingCancelsTheOriginTransfer() async throws {
+    func aClientLeavingLeavesItsWorkToBeFinishedAndStored() async throws {
         let s = try await ServiceHarness(live: true)
-        s.origin.register("big.png", .init(body: Fixtures.pngLike(size: 300_000), contentType: "image/png"))
-        let originPath = "/slow/50/big.png"  // about a minute to send
+        let jpeg = try Fixtures.image(width: 300, height: 300, suffix: ".jpg")
+        s.origin.register("big.jpg", .init(body: jpeg, contentType: "image/jpeg"))
+        let originPath = "/slow/20/big.jpg"  // a chunk every 20 ms
+        let path = try s.path(originPath, "100x100")
         try await s.app().test(.live) { client in
-            let fd = try RawHTTP.send(port: client.port!, path: try s.path(originPath, "100x100"))
+            let fd = try RawHTTP.send(port: client.port!, path: path)
             await s.origin.waitForRequest(originPath)
             close(fd)
-            await s.origin.waitForAbortedStream(originPath)  // the service aborted its transfer
+            await s.pipeline.background.waitUntilFinished(.orphanedFlight, count: 1)  // the flight, finished behind
+            let answer = try await HTTPGet.get("http://127.0.0.1:\(client.port!)" + path)
+            #expect(answer.status == 200 && ["memory", "disk"].contains(answer.headers["x-artcache-source"] ?? ""),
+                    "\(answer.status) \(answer.headers["x-artcache-source"] ?? "-")")
+            #expect(s.origin.requestCount(originPath) == 1, "asked once")
         }
         try await s.close()
-        // nothing partial stored
-        let reopened = try await ImagePipeline.open(configuration: s.pipeline.configuration)
-        #expect(try await reopened.stats().entries == 0)
-        try await reopened.close()
+    }
+
+    /// Issue 49 item 1: an origin slower than the service's deadline. The
+    /// answer at the deadline is 503 with a `Retry-After`; the download goes
+    /// on behind it and is stored, so the next request is a hit — the
+    /// origin is asked once, not once per try.
+    @Test(.timeLimit(.minutes(3)))
+    func anOriginSlowerThanTheDeadlineIsFinishedBehindThe503() async throws {
+        let s = try await ServiceHarness(live: true) {
+            $0.service.timeout = 1
+            $0.download.timeout = 20
+        }
+        let jpeg = try Fixtures.image(width: 300, height: 300, suffix: ".jpg")
+        s.origin.register("late.jpg", .init(body: jpeg, contentType: "image/jpeg"))
+        let chunks = (jpeg.count + 255) / 256
+        let originPath = "/slow/\(max(1, 2500 / chunks))/late.jpg"  // about 2.5 s to send
+        let path = try s.path(originPath, "100x100")
+        try await s.app().test(.live) { client in
+            let base = "http://127.0.0.1:\(client.port!)"
+            let first = try await HTTPGet.get(base + path)
+            #expect(first.status == 503 && first.headers["x-artcache-error"] == "service_timeout")
+            #expect(first.headers["retry-after"] == "19", "the transfer's own deadline: 20 s − 1 s")
+            await s.pipeline.background.waitUntilFinished(.orphanedFlight, count: 1)
+            let metrics = String(decoding: try await HTTPGet.get(base + "/metrics").body, as: UTF8.self)
+            #expect(metrics.contains("artcache_background_jobs{kind=\"orphaned_flight\",state=\"running\"} 0"))
+            let second = try await HTTPGet.get(base + path)
+            #expect(second.status == 200 && ["memory", "disk"].contains(second.headers["x-artcache-source"] ?? ""),
+                    "\(second.status) \(second.headers["x-artcache-source"] ?? "-")")
+            #expect(s.origin.requestCount(originPath) == 1, "asked once")
+        }
+        try await s.close()
     }
 
     @Test func gracefulShutdownFinishesInFlightRequestsThenClosesTheCache() async throws {

@@ -25,8 +25,10 @@ public final class ImagePipeline: Sendable {
     let renderer: Renderer
     let memory: MemoryCache
     let logger: Logger
-    let originals = Coalescer<OriginalFlight, FetchOutcome>()
-    let variants = Coalescer<VariantFlight, VariantOutcome>()
+    /// Loads of originals and renders of variants, one per key; one whose
+    /// requesters all left is finished by ``background`` (`orphaned_flight`).
+    let originals: Coalescer<OriginalFlight, FetchOutcome>
+    let variants: Coalescer<VariantFlight, VariantOutcome>
     /// Placeholders made, by size and format (bounded by
     /// ``placeholderMemoLimit``; emptied when full: sizes come from requests).
     let placeholders = BoundedMemo<String, ImageResponse>(capacity: ImagePipeline.placeholderMemoLimit)
@@ -57,6 +59,8 @@ public final class ImagePipeline: Sendable {
         self.configuration = configuration
         self.store = store
         self.background = store.background
+        originals = Coalescer(adopt: Self.adopter(store.background))
+        variants = Coalescer(adopt: Self.adopter(store.background))
         self.downloader = downloader
         self.renderer = Renderer(settings: configuration.thumbnails)
         self.memory = MemoryCache(settings: configuration.memory)
@@ -97,6 +101,19 @@ public final class ImagePipeline: Sendable {
             try await store.close()
         } catch {
             throw ArtCacheError(any: error, context: "cannot close the cache")
+        }
+    }
+
+    /// Hands a flight whose requesters all left to `background`, as an
+    /// `orphaned_flight` job that waits for it to end (its result is stored
+    /// by the flight itself): within the scheduler's bounds; dropped past
+    /// them, cancelled at close, the flight is abandoned (cancelled unless a
+    /// new requester joined it).
+    static func adopter<Key: Hashable & Sendable, Value: Sendable>(_ background: BackgroundScheduler) -> Coalescer<Key, Value>.Adopter {
+        { key, flight in
+            let job = BackgroundJobKey(.orphanedFlight, key: String(describing: key))
+            let outcome = background.submit(job, priority: .veryLow, onDrop: flight.abandon) { await flight.finish() }
+            return outcome == .queued
         }
     }
 

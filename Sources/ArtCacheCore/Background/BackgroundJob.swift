@@ -20,6 +20,10 @@ package enum BackgroundKind: String, CaseIterable, Sendable, Hashable {
     case reclaim
     /// Dropping negative answers past their time and over their cap.
     case negativeCleanup = "negative_cleanup"
+    /// A download or render whose last requester left (its deadline passed,
+    /// its client went away), finished and stored so the next request is a
+    /// hit (``Coalescer``'s adopter).
+    case orphanedFlight = "orphaned_flight"
 
     /// Position in per-kind tables.
     var index: Int { Self.allCases.firstIndex(of: self)! }

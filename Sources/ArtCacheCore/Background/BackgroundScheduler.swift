@@ -104,6 +104,7 @@ package final class BackgroundScheduler: @unchecked Sendable {
         var queued = 0
         var running = 0
         var active = [Int](repeating: 0, count: BackgroundKind.allCases.count)
+        var finished = [Int](repeating: 0, count: BackgroundKind.allCases.count)
     }
 
     package init(settings: BackgroundSettings = BackgroundSettings()) {
@@ -197,6 +198,13 @@ package final class BackgroundScheduler: @unchecked Sendable {
     package func waitUntilIdle(_ kind: BackgroundKind) async {
         let index = kind.index
         await load.wait { $0.active[index] == 0 }
+    }
+
+    /// Returns once `count` jobs of `kind` have finished since the
+    /// scheduler opened (tests: work handed over behind an answer, no polling).
+    package func waitUntilFinished(_ kind: BackgroundKind, count: Int) async {
+        let index = kind.index
+        await load.wait { $0.finished[index] >= count }
     }
 
     /// Returns once the jobs waiting and running satisfy `predicate` (tests, no polling).
@@ -373,7 +381,7 @@ package final class BackgroundScheduler: @unchecked Sendable {
 
     private func publish() {
         let now = Load(queued: state.waiting.count, running: state.running.count,
-                       active: state.counts.map { $0.queued + $0.running })
+                       active: state.counts.map { $0.queued + $0.running }, finished: state.counts.map(\.finished))
         load.withLock { $0 = now }
     }
 

@@ -2,7 +2,12 @@ import Foundation
 
 /// Runs one operation per key at a time: concurrent callers for the same key
 /// share it. A caller that is cancelled leaves at once without disturbing the
-/// others; when the last caller leaves, the operation itself is cancelled.
+/// others. When the last caller leaves, the operation is offered to the
+/// coalescer's adopter (the pipeline's background scheduler: work whose
+/// requester left at its deadline is finished and stored, within the
+/// scheduler's bounds); without one, or when it declines, the operation is
+/// cancelled. An adopted flight stays joinable: the next caller for the key
+/// waits for it instead of starting the work again.
 ///
 /// The operation runs at the highest priority of the callers waiting for it:
 /// it gets a `PriorityHandle` that follows them as they come, go and change.
@@ -11,6 +16,9 @@ package final class Coalescer<Key: Hashable & Sendable, Value: Sendable>: Sendab
         let continuation: CheckedContinuation<Value, Error>
         let priority: PriorityHandle
         let token: Int
+        /// Whether this caller's flight, if it leaves it last, is offered
+        /// for adoption (``Orphans/finish`` when it joined).
+        let finishIfLeft: Bool
     }
 
     private struct Flight {
@@ -25,8 +33,24 @@ package final class Coalescer<Key: Hashable & Sendable, Value: Sendable>: Sendab
     private let flights = Locked<[Key: Flight]>([:])
     /// Called after a caller has joined (or started) the flight for a key (tests).
     private let onJoin: @Sendable (Key) -> Void
+    private let adopt: Adopter?
 
-    package init(onJoin: @escaping @Sendable (Key) -> Void = { _ in }) {
+    /// A flight whose last caller left, offered to an ``Adopter``.
+    package struct OrphanedFlight: Sendable {
+        /// Returns when the flight has ended; cancelling the task that waits
+        /// abandons it (``abandon``).
+        package let finish: @Sendable () async -> Void
+        /// Cancels the flight, unless a caller has joined it since.
+        package let abandon: @Sendable () -> Void
+    }
+
+    /// Takes a flight whose last caller left: true when it will see it
+    /// finished (and call `abandon` if it stops waiting first), false to
+    /// have it cancelled now.
+    package typealias Adopter = @Sendable (_ key: Key, _ flight: OrphanedFlight) -> Bool
+
+    package init(adopt: Adopter? = nil, onJoin: @escaping @Sendable (Key) -> Void = { _ in }) {
+        self.adopt = adopt
         self.onJoin = onJoin
     }
 
@@ -36,6 +60,7 @@ package final class Coalescer<Key: Hashable & Sendable, Value: Sendable>: Sendab
     package func run(key: Key, priority: PriorityHandle,
              operation: @escaping @Sendable (PriorityHandle) async throws -> Value) async throws -> Value {
         let waiter = UUID()
+        let finishIfLeft = Orphans.finish
         return try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Value, Error>) in
                 let token = priority.observe { [weak self] _ in self?.updatePriority(key: key) }
@@ -43,7 +68,7 @@ package final class Coalescer<Key: Hashable & Sendable, Value: Sendable>: Sendab
                     // Checked under the lock that onCancel takes too, so a
                     // cancellation is seen either here or there.
                     if Task.isCancelled { return true }
-                    let joining = Waiter(continuation: continuation, priority: priority, token: token)
+                    let joining = Waiter(continuation: continuation, priority: priority, token: token, finishIfLeft: finishIfLeft)
                     if flights[key] != nil {
                         flights[key]!.waiters[waiter] = joining
                         return false
@@ -68,21 +93,26 @@ package final class Coalescer<Key: Hashable & Sendable, Value: Sendable>: Sendab
                 }
             }
         } onCancel: {
-            let (left, orphaned) = flights.withLock { flights -> (Waiter?, Task<Void, Never>?) in
+            let adopting = adopt != nil && finishIfLeft
+            let (left, orphaned) = flights.withLock { flights -> (Waiter?, (id: UUID, task: Task<Void, Never>)?) in
                 guard var flight = flights[key], let left = flight.waiters.removeValue(forKey: waiter) else {
                     return (nil, nil)
                 }
-                if flight.waiters.isEmpty {
-                    flights[key] = nil
-                    return (left, flight.task)
-                }
-                flights[key] = flight
-                return (left, nil)
+                // An orphan offered for adoption stays joinable meanwhile.
+                flights[key] = flight.waiters.isEmpty && !adopting ? nil : flight
+                return (left, flight.waiters.isEmpty ? (flight.id, flight.task) : nil)
             }
             guard let left else { return }
             left.priority.removeObserver(left.token)
             left.continuation.resume(throwing: CancellationError())
-            if let orphaned { orphaned.cancel() } else { updatePriority(key: key) }
+            updatePriority(key: key)
+            guard let orphaned else { return }
+            guard adopting, let adopt else { return orphaned.task.cancel() }
+            let abandon: @Sendable () -> Void = { [weak self] in self?.abandon(key: key, flightID: orphaned.id) }
+            let flight = OrphanedFlight(finish: {
+                await withTaskCancellationHandler { await orphaned.task.value } onCancel: { abandon() }
+            }, abandon: abandon)
+            if !adopt(key, flight) { abandon() }
         }
     }
 
@@ -105,6 +135,16 @@ package final class Coalescer<Key: Hashable & Sendable, Value: Sendable>: Sendab
         }
     }
 
+    /// Cancels the flight `flightID` of `key` if no caller waits for it.
+    private func abandon(key: Key, flightID: UUID) {
+        let task = flights.withLock { flights -> Task<Void, Never>? in
+            guard let flight = flights[key], flight.id == flightID, flight.waiters.isEmpty else { return nil }
+            flights[key] = nil
+            return flight.task
+        }
+        task?.cancel()
+    }
+
     private func finish(key: Key, flightID: UUID, result: Result<Value, Error>) {
         let waiters = flights.withLock { flights -> [Waiter] in
             guard let flight = flights[key], flight.id == flightID else { return [] }
@@ -117,3 +157,16 @@ package final class Coalescer<Key: Hashable & Sendable, Value: Sendable>: Sendab
         }
     }
 }
+
+/// Whether work a caller leaves behind is finished for the next caller.
+package enum Orphans {
+    /// Set by a caller whose leaving is no reason to stop the work — a
+    /// service request at its deadline, or whose client went away: the next
+    /// request for the same image should find it done. When such a caller
+    /// is the last to leave a ``Coalescer`` flight, the flight is offered to
+    /// the coalescer's adopter instead of being cancelled. Unset (the
+    /// default: an embedder's `ImageTask.cancel()`, a cell reused), the
+    /// last caller leaving cancels the work as before.
+    @TaskLocal package static var finish = false
+}
+
