@@ -117,22 +117,24 @@ struct ServiceLiveTests {
     @Test(.timeLimit(.minutes(3)))
     func anOriginSlowerThanTheDeadlineIsFinishedBehindThe503() async throws {
         let s = try await ServiceHarness(live: true) {
-            $0.service.timeout = 1
+            $0.service.timeout = 2
             $0.download.timeout = 20
         }
         let jpeg = try Fixtures.image(width: 300, height: 300, suffix: ".jpg")
         s.origin.register("late.jpg", .init(body: jpeg, contentType: "image/jpeg"))
         let chunks = (jpeg.count + 255) / 256
-        let originPath = "/slow/\(max(1, 2500 / chunks))/late.jpg"  // about 2.5 s to send
+        let originPath = "/slow/\(max(1, 4000 / chunks))/late.jpg"  // about 4 s to send
         let path = try s.path(originPath, "100x100")
         try await s.app().test(.live) { client in
             let base = "http://127.0.0.1:\(client.port!)"
             let first = try await HTTPGet.get(base + path)
             #expect(first.status == 503 && first.headers["x-artcache-error"] == "service_timeout")
-            #expect(first.headers["retry-after"] == "19", "the transfer's own deadline: 20 s − 1 s")
+            #expect(first.headers["retry-after"] == "18", "the transfer's own deadline: 20 s − 2 s")
             await s.pipeline.background.waitUntilFinished(.orphanedFlight, count: 1)
             let metrics = String(decoding: try await HTTPGet.get(base + "/metrics").body, as: UTF8.self)
             #expect(metrics.contains("artcache_background_jobs{kind=\"orphaned_flight\",state=\"running\"} 0"))
+            await s.pipeline.store.waitForWritesBehind()
+            #expect(try await s.pipeline.stats().variants == 1, "the thumbnail was stored behind the 503")
             let second = try await HTTPGet.get(base + path)
             #expect(second.status == 200 && ["memory", "disk"].contains(second.headers["x-artcache-source"] ?? ""),
                     "\(second.status) \(second.headers["x-artcache-source"] ?? "-")")
