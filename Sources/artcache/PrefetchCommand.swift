@@ -45,13 +45,15 @@ struct PrefetchCommand: AsyncParsableCommand {
                 throw ValidationError("--via warms the ring, not this machine's cache: --retry and --contact-sheet need the local cache")
             }
         }
-        if let concurrency, concurrency < 1 { throw ValidationError("--concurrency must be at least 1") }
+        try Arguments.concurrency(concurrency)
     }
 
     func run() async throws {
         try await reportingErrors {
             var configuration = try global.configuration()
             if let concurrency { configuration.download.concurrency = concurrency }
+            // Before anything is downloaded: a sheet that cannot be written fails the run now, not after it.
+            if let contactSheet { try Output.checkWritable(contactSheet, flag: "--contact-sheet") }
             var urls: [String] = []
             var seen = Set<String>()
             for input in inputs {
@@ -71,7 +73,7 @@ struct PrefetchCommand: AsyncParsableCommand {
                 reporter.finish()
                 if let contactSheet {
                     let spec = sizes.first ?? configuration.thumbnails.spec(size: "100x100")!
-                    try await Self.contactSheet(result.items, pipeline: pipeline, spec: spec).write(to: URL(fileURLWithPath: contactSheet))
+                    try Output.write(try await Self.contactSheet(result.items, pipeline: pipeline, spec: spec), to: contactSheet)
                     if !json { print("contact sheet \(contactSheet) (\(result.items.count) cells)") }
                 }
                 return (result.summary, result.items, pipeline.stages)

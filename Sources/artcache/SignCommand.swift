@@ -47,6 +47,16 @@ struct SignCommand: AsyncParsableCommand {
     @Option(help: "Print a full URL with this base (e.g. http://127.0.0.1:8080).")
     var base: String?
 
+    func validate() throws {
+        if let size {
+            _ = try Arguments.box(size)
+            guard ImageSize(size) != nil else {
+                throw ValidationError("--size \(size): each side must be at most \(ImageSize.maxSide) (the service's bound)")
+            }
+        }
+        try Arguments.quality(quality)
+    }
+
     func run() async throws {
         try await reportingErrors {
             let configuration = try global.signingConfiguration()
