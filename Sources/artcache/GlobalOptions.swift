@@ -66,7 +66,14 @@ struct GlobalOptions: ParsableArguments {
 
     /// Opens the image pipeline over the configured cache, runs `body`, and
     /// closes it (writing batched access times) whether `body` returns or throws.
-    func withPipeline<T>(_ configuration: Configuration, _ body: (ImagePipeline) async throws -> T) async throws -> T {
+    /// `readOnly` (`stats`, `verify` without `--repair`, `purge --dry-run`,
+    /// `manifest`): a missing cache is an error (`no cache at DIR`), not a
+    /// new one, and no mode of an existing one changes (`[cache] mode` is
+    /// applied when a cache is created and by `verify --repair`).
+    func withPipeline<T>(_ configuration: Configuration, readOnly: Bool = false,
+                         _ body: (ImagePipeline) async throws -> T) async throws -> T {
+        var configuration = configuration
+        if readOnly { configuration.cache.access = .existing }
         let pipeline = try await ImagePipeline.open(configuration: configuration, logger: logger)
         let result: T
         do {

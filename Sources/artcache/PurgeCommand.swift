@@ -46,7 +46,7 @@ struct PurgeCommand: AsyncParsableCommand {
                 request.toSize = bytes
             }
             let configuration = try global.configuration()
-            let report = try await global.withPipeline(configuration) { try await $0.purge(request) }
+            let report = try await global.withPipeline(configuration, readOnly: dryRun) { try await $0.purge(request) }
             if json {
                 print(try Output.json(report))
             } else {
