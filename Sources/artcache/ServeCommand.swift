@@ -35,6 +35,7 @@ struct ServeCommand: AsyncParsableCommand {
                 configuration.service.host = parsed.host
                 configuration.service.port = parsed.port
             }
+            try Self.checkListen(host: configuration.service.host, port: configuration.service.port)
             // The service's log (its access log included) is formatted and
             // written on a thread of its own, never on the request path.
             let writer = LogWriter()
