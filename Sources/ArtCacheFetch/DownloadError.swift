@@ -162,10 +162,7 @@ package struct DownloadError: Error, Sendable, Equatable, CustomStringConvertibl
 
 extension DownloadError {
     /// `strerror(code)` as a clause: `connection refused`.
-    static func systemReason(_ code: Int32) -> String {
-        let text = String(cString: strerror(code))
-        return text.prefix(1).lowercased() + text.dropFirst()
-    }
+    static func systemReason(_ code: Int32) -> String { FileErrorText.system(code) }
 }
 
 extension ArtCacheError {

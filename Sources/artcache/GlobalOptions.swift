@@ -149,22 +149,14 @@ enum Output {
     /// and the system's reason (`No such file or directory`), never
     /// `NSCocoaErrorDomain` and a number.
     static func describe(_ error: any Error) -> String {
-        if let error = error as? CocoaError {
-            let path = error.filePath ?? error.url?.path
-            let underlying = error.underlying as NSError?
-            let reason = underlying.flatMap { $0.domain == NSPOSIXErrorDomain ? systemReason(Int32($0.code)) : nil }
-                ?? "file error \(error.code.rawValue)"
-            return (path.map { "\($0): " } ?? "") + reason
+        if let error = error as? CocoaError, let path = error.filePath ?? error.url?.path {
+            return "\(path): \(FileErrorText.reason(error))"
         }
-        if let error = error as? POSIXError { return systemReason(error.code.rawValue) }
-        return "\(error)"
+        return error is CocoaError || error is POSIXError ? FileErrorText.reason(error) : "\(error)"
     }
 
     /// `strerror(code)` as a clause: `no such file or directory`.
-    static func systemReason(_ code: Int32) -> String {
-        let text = String(cString: strerror(code))
-        return text.prefix(1).lowercased() + text.dropFirst()
-    }
+    static func systemReason(_ code: Int32) -> String { FileErrorText.system(code) }
 
     /// Writes `data` to the file at `path` (`-o`, `--contact-sheet`); a
     /// failure names the file and the system's reason.

@@ -59,6 +59,16 @@ struct CLIFailureTests {
         #expect(!got.stderr.contains("NSCocoaErrorDomain") && !got.stderr.contains("CocoaError"), "\(got.stderr)")
     }
 
+    /// A `--config` that is a folder: the system's reason, not Foundation's
+    /// `NSCocoaErrorDomain error 256`.
+    @Test func aConfigThatCannotBeReadSaysWhy() async throws {
+        let dir = TempDir()
+        let result = try await CLI.run(["stats", "--config", dir.path, "--cache-dir", dir.file("cache")])
+        #expect(result.status == 78)
+        #expect(result.stderr == "artcache: error: configuration error: \(dir.path): cannot read: is a directory\n",
+                "\(result.stderr)")
+    }
+
     /// `serve` on a port another socket listens on: one line, exit 1.
     @Test func serveOnABusyPortSaysSo() async throws {
         let dir = TempDir()
