@@ -142,6 +142,8 @@ struct PrefetchCommand: AsyncParsableCommand {
         for (reason, count) in s.failures.sorted(by: { $0.key < $1.key }) { lines.append("  \(reason): \(count)") }
         lines.append("variants     \(s.variants) rendered, \(s.renderFailures.values.reduce(0, +)) render failures")
         for (reason, count) in s.renderFailures.sorted(by: { $0.key < $1.key }) { lines.append("  \(reason): \(count)") }
+        // Each by source and size (remembered ones too: `purge --failures` forgets them).
+        for failure in s.failedRenders { lines.append("  \(failure.url) \(failure.size): \(failure.reason): \(failure.message)") }
         let rate = s.seconds > 0 ? Double(s.requested) / s.seconds : 0
         lines.append("bytes        \(Units.formatSize(s.bytes)) in \(String(format: "%.2f", s.seconds)) s (\(String(format: "%.0f", rate)) URLs/s)")
         return lines.joined(separator: "\n")
