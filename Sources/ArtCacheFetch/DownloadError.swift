@@ -50,11 +50,31 @@ package struct DownloadError: Error, Sendable, Equatable, CustomStringConvertibl
     /// remembered (0: not at all); nil when they say nothing.
     package var freshFor: TimeInterval?
 
+    /// What went wrong in a few words, without the URL (`connection
+    /// refused`, `cannot resolve host`): what a message about repeated
+    /// failures names. Nil: the message's own text after the URL.
+    package var cause: String?
+
     package init(_ code: Code, _ message: String, status: Int? = nil, retryAfter: TimeInterval? = nil) {
         self.code = code
         self.message = message
         self.status = status
         self.retryAfter = retryAfter
+    }
+
+    /// This error with another message (code, status and the rest kept).
+    package func with(message: String) -> DownloadError {
+        var copy = DownloadError(code, message, status: status, retryAfter: retryAfter)
+        copy.timedOutConnecting = timedOutConnecting
+        copy.freshFor = freshFor
+        copy.cause = cause
+        return copy
+    }
+
+    /// ``cause``, or what the message says after `URL: `.
+    package func shortCause(url: String) -> String {
+        if let cause { return cause }
+        return message.hasPrefix(url + ": ") ? String(message.dropFirst(url.count + 2)) : message
     }
 
     package var description: String { message }
@@ -112,12 +132,19 @@ package struct DownloadError: Error, Sendable, Equatable, CustomStringConvertibl
         switch result.curlCode {
         case 1: return DownloadError(.refusedScheme, "\(url): scheme not allowed (\(settings.allowHTTP ? "http and https only" : "https only")): \(detail)")
         case 3: return DownloadError(.invalidURL, "\(url): malformed URL: \(detail)")
-        case 5, 6: return DownloadError(.dns, "\(url): cannot resolve host: \(detail)")
-        case 7: return DownloadError(.connect, "\(url): cannot connect: \(detail)")
+        case 5, 6:
+            var error = DownloadError(.dns, "\(url): cannot resolve host: \(detail)")
+            error.cause = "cannot resolve host"
+            return error
+        case 7:
+            var error = DownloadError(.connect, "\(url): cannot connect: \(detail)")
+            error.cause = result.osErrno != 0 ? Self.systemReason(result.osErrno) : "cannot connect"
+            return error
         case 28 where !result.requestSent:
             // The request never went out: the connection did not come up in time.
             var error = DownloadError(.timeout, "\(url): timed out connecting: \(detail)")
             error.timedOutConnecting = true
+            error.cause = "timed out connecting"
             return error
         case 28: return DownloadError(.timeout, "\(url): timed out: \(detail)")
         case 35, 51, 53, 54, 58, 59, 60, 64, 66, 77, 80, 82, 83, 90, 91:
@@ -131,6 +158,11 @@ package struct DownloadError: Error, Sendable, Equatable, CustomStringConvertibl
         default: return DownloadError(.network, "\(url): \(detail) (curl error \(result.curlCode))")
         }
     }
+}
+
+extension DownloadError {
+    /// `strerror(code)` as a clause: `connection refused`.
+    static func systemReason(_ code: Int32) -> String { FileErrorText.system(code) }
 }
 
 extension ArtCacheError {

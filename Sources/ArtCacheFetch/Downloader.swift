@@ -71,7 +71,7 @@ package final class Downloader: Sendable {
                 breaker.record(error, host: normalized.authority)
                 if error.status != nil { breaker.recordAnswer(host: normalized.authority) }
                 // Offline now: no backoff for a host that is not there.
-                if breaker.refuses(normalized.authority) { throw offline(url, normalized.authority) }
+                if breaker.refuses(normalized.authority) { throw offline(url, normalized.authority, after: error, tries: attempt) }
                 let delay = backoff(attempt: attempt, retryAfter: error.retryAfter)
                 logger.debug("retrying", metadata: ["url": "\(url)", "reason": "\(error.reason)", "delay": "\(delay)"])
                 do {
@@ -82,15 +82,35 @@ package final class Downloader: Sendable {
             } catch {
                 breaker.record(error, host: normalized.authority)
                 if error.status != nil { breaker.recordAnswer(host: normalized.authority) }
-                throw error
+                // Its last failure took the host offline: said with the cause and the tries.
+                if error.hostUnreachable, breaker.offlineCause(normalized.authority) != nil {
+                    throw offline(url, normalized.authority, after: error, tries: attempt)
+                }
+                // Tried more than once: the message says how often.
+                throw attempt > 1 ? error.with(message: "\(error.message) (\(attempt) tries)") : error
             }
         }
     }
 
-    /// The refusal of a URL whose host's breaker is open.
+    /// The refusal of a URL whose host's breaker is open: not tried, and why the host is offline.
     private func offline(_ url: String, _ authority: String) -> DownloadError {
-        DownloadError(.hostOffline, "\(url): \(authority) is offline (\(settings.offlineAfter) network failures in a row); "
-                      + "not tried, kept for `prefetch --retry`")
+        let why = breaker.offlineCause(authority).map { "\($0.cause), \($0.failures) times in a row" }
+            ?? "\(settings.offlineAfter) network failures in a row"
+        return DownloadError(.hostOffline, "\(url): not tried: \(authority) is offline (\(why)); kept for `prefetch --retry`")
+    }
+
+    /// A URL tried `tries` times, whose last failure (`error`) left its host
+    /// offline: the cause and the tries, and for how long the host is not tried.
+    private func offline(_ url: String, _ authority: String, after error: DownloadError, tries: Int) -> DownloadError {
+        var offline = DownloadError(.hostOffline, "\(url): \(authority): \(error.shortCause(url: url)) "
+                                    + "(\(tries) \(tries == 1 ? "try" : "tries")); host offline for \(Self.seconds(breaker.coolDown))")
+        offline.cause = error.cause
+        return offline
+    }
+
+    /// `30 s`, `0.5 s`.
+    static func seconds(_ interval: TimeInterval) -> String {
+        interval == interval.rounded() ? "\(Int(interval)) s" : "\(interval) s"
     }
 
     private func once(_ request: TransferRequest, attempt: Int, priority: PriorityHandle) async throws(DownloadError) -> HTTPResponse {

@@ -38,6 +38,20 @@ package struct FrontWarmer: Sendable {
     /// warm-up (the owner remembers why: its retry queue, its negative
     /// answers). Returns whether every answer was 200.
     package func warm(_ url: String, sizes: [ImageSize], fit: VariantSpec.Fit?) async -> Bool {
+        if case .warmed = await warmUp(url, sizes: sizes, fit: fit) { true } else { false }
+    }
+
+    /// How one warm-up ended (``warmUp(_:sizes:fit:)``).
+    package enum Outcome: Sendable {
+        case warmed
+        /// The front answered, not 200: its status and `X-ArtCache-Error`.
+        case refused(status: Int, error: String)
+        /// A request got no answer (the front down, a timeout...).
+        case failed(DownloadError)
+    }
+
+    /// ``warm(_:sizes:fit:)``, saying how it ended.
+    package func warmUp(_ url: String, sizes: [ImageSize], fit: VariantSpec.Fit?) async -> Outcome {
         let requests: [(path: String, accept: String?)] = sizes.isEmpty
             ? [(signer.path(for: url, options: ThumbnailOptions(priority: .low)), nil)]
             : sizes.flatMap { size in
@@ -46,20 +60,20 @@ package struct FrontWarmer: Sendable {
             }
         let priority = PriorityHandle(.low, background: true)
         for request in requests {
-            if Task.isCancelled { return false }
+            if Task.isCancelled { return .failed(DownloadError(.cancelled, "\(url): cancelled")) }
             do {
                 let answer = try await downloader.getEndpoint(front + request.path, accept: request.accept, timeout: timeout,
                                                               priority: priority)
                 guard answer.status == 200 else {
                     logger.log(level: failureLevel, "warm-up through the front refused", metadata: [
                         "url": "\(url)", "status": "\(answer.status)", "error": "\(answer.headers["x-artcache-error"] ?? "")"])
-                    return false
+                    return .refused(status: answer.status, error: answer.headers["x-artcache-error"] ?? "")
                 }
             } catch {
                 logger.log(level: failureLevel, "warm-up through the front failed", metadata: ["url": "\(url)", "error": "\(error)"])
-                return false
+                return .failed(error)
             }
         }
-        return true
+        return .warmed
     }
 }

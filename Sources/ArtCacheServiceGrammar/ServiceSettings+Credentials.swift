@@ -57,7 +57,7 @@ extension ServiceSettings {
             data = try Data(contentsOf: URL(fileURLWithPath: path))
         } catch {
             throw ConfigError(code: .unreadable, source: path, key: "service.keys",
-                              message: "cannot read the keys credential: \(error.localizedDescription)")
+                              message: "cannot read the keys credential: \(FileErrorText.reason(error))")
         }
         guard let text = String(validating: data, as: UTF8.self) else {
             throw ConfigError(code: .unreadable, source: path, key: "service.keys", message: "the keys credential is not UTF-8 text")

@@ -62,6 +62,20 @@ public struct CacheSettings: Sendable, Equatable {
     /// Permission bits of the folders artcache creates (`[cache] mode`);
     /// files get the same bits without execute. Default 0o700: owner only.
     public var mode = 0o700
+    /// How an open treats the folder (not a `cache.conf` key: the commands
+    /// that only read, `stats` and the like, open ``Access/existing``).
+    package var access = Access.create
+
+    /// ``access``.
+    package enum Access: Sendable, Equatable {
+        /// A missing cache is created; an existing one's folders and index
+        /// files get ``CacheSettings/mode``.
+        case create
+        /// The cache must be there (its index file), else the open fails
+        /// (`no cache at DIR`) having created nothing; no mode is changed:
+        /// what the open itself creates (lock files) gets the cache folder's own bits.
+        case existing
+    }
 
     /// `[cache] sync`.
     public enum Sync: String, Sendable, Equatable, CaseIterable {

@@ -23,6 +23,8 @@ package struct StoreError: Error, Sendable, Equatable, CustomStringConvertible {
         case database
         /// The cache directory is used by a newer artcache.
         case incompatibleSchema = "incompatible_schema"
+        /// An open that must find a cache (``CacheSettings/Access/existing``) found none.
+        case noCache = "no_cache"
         /// The store is closed (or closing): a put that came too late.
         /// Nothing of it was written.
         case closed
@@ -62,7 +64,7 @@ extension ArtCacheError {
         let code: Code = switch error.code {
         case .invalidURL: .invalidURL
         case .invalidRequest: .invalidRequest
-        case .missingParent, .staleSource, .io, .database: .storage
+        case .missingParent, .staleSource, .io, .database, .noCache: .storage
         case .incompatibleSchema: .incompatibleSchema
         case .storageFull: .storageFull
         // The cache closes when its pipeline does: to a caller, its request was cancelled.

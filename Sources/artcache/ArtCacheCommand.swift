@@ -22,4 +22,33 @@ struct ArtCacheCommand: AsyncParsableCommand {
     /// Global options given before the subcommand name (`artcache --cache-dir DIR stats`);
     /// each subcommand reads them through ``GlobalOptions/inheriting(_:)``.
     @OptionGroup var global: GlobalOptions
+
+    /// ArgumentParser's `main`, but `help NAME` for a NAME that is no
+    /// command is bad usage (exit 64, naming it), not the root's help and exit 0.
+    static func main() async {
+        if let unknown = unknownHelpTopic(Array(CommandLine.arguments.dropFirst())) {
+            let names = configuration.subcommands.compactMap { $0.configuration.commandName }
+            Output.error("help: no such command '\(unknown)' (commands: \(names.joined(separator: ", ")))")
+            Foundation.exit(64)
+        }
+        await main(nil)
+    }
+
+    /// The first word after `help` that names no (sub)command, when the
+    /// arguments parse as the `help` command; nil otherwise.
+    static func unknownHelpTopic(_ arguments: [String]) -> String? {
+        // ArgumentParser's help command is internal: known by its type's name.
+        guard let command = try? parseAsRoot(arguments), String(describing: type(of: command)) == "HelpCommand",
+              let start = arguments.firstIndex(of: "help") else { return nil }
+        var choices = configuration.subcommands
+        var path: [String] = []
+        for word in arguments[arguments.index(after: start)...] where !word.hasPrefix("-") {
+            guard let next = choices.first(where: { $0.configuration.commandName == word }) else {
+                return (path + [word]).joined(separator: " ")
+            }
+            choices = next.configuration.subcommands
+            path.append(word)
+        }
+        return nil
+    }
 }

@@ -70,8 +70,7 @@ struct DemoCommand: AsyncParsableCommand {
                 print("cached \(second.summary.cached) of \(second.summary.requested), origin requests in total \(origin.totalRequests)")
                 if let spec = sizes.first ?? configuration.thumbnails.spec(size: "100x100") {
                     let sheet = configuration.cache.directory + "/contact-sheet.png"
-                    try await PrefetchCommand.contactSheet(first.items, pipeline: pipeline, spec: spec)
-                        .write(to: URL(fileURLWithPath: sheet))
+                    try Output.write(try await PrefetchCommand.contactSheet(first.items, pipeline: pipeline, spec: spec), to: sheet)
                     print("contact sheet \(sheet)")
                 }
                 print("")

@@ -82,7 +82,7 @@ struct GetCommand: AsyncParsableCommand {
                     fflush(nil)  // out now, not when the process ends
                 }
                 if let output {
-                    try image.data.write(to: URL(fileURLWithPath: output))
+                    try Output.write(image.data, to: output)
                 } else if !json {
                     FileHandle.standardOutput.write(image.data)
                 }

@@ -66,7 +66,14 @@ struct GlobalOptions: ParsableArguments {
 
     /// Opens the image pipeline over the configured cache, runs `body`, and
     /// closes it (writing batched access times) whether `body` returns or throws.
-    func withPipeline<T>(_ configuration: Configuration, _ body: (ImagePipeline) async throws -> T) async throws -> T {
+    /// `readOnly` (`stats`, `verify` without `--repair`, `purge --dry-run`,
+    /// `manifest`): a missing cache is an error (`no cache at DIR`), not a
+    /// new one, and no mode of an existing one changes (`[cache] mode` is
+    /// applied when a cache is created and by `verify --repair`).
+    func withPipeline<T>(_ configuration: Configuration, readOnly: Bool = false,
+                         _ body: (ImagePipeline) async throws -> T) async throws -> T {
+        var configuration = configuration
+        if readOnly { configuration.cache.access = .existing }
         let pipeline = try await ImagePipeline.open(configuration: configuration, logger: logger)
         let result: T
         do {
@@ -118,10 +125,13 @@ func reportingErrors(json: Bool = false, _ body: () async throws -> Void) async 
         Output.error(error.message)
         if json { print(try Output.json(["error": error.reason, "message": error.message])) }
         throw ExitCode(1)
+    } catch let error as UsageError {
+        Output.error(error.description)
+        throw ExitCode(64)
     } catch let error as CleanExit {
         throw error
     } catch {
-        Output.error("\(error)")
+        Output.error(Output.describe(error))
         throw ExitCode(1)
     }
 }
@@ -135,6 +145,48 @@ enum Output {
         FileHandle.standardError.write(Data("artcache: warning: \(message)\n".utf8))
     }
 
+    /// An error's text for a user: Foundation's file errors say what failed
+    /// and the system's reason (`No such file or directory`), never
+    /// `NSCocoaErrorDomain` and a number.
+    static func describe(_ error: any Error) -> String {
+        if let error = error as? CocoaError, let path = error.filePath ?? error.url?.path {
+            return "\(path): \(FileErrorText.reason(error))"
+        }
+        return error is CocoaError || error is POSIXError ? FileErrorText.reason(error) : "\(error)"
+    }
+
+    /// `strerror(code)` as a clause: `no such file or directory`.
+    static func systemReason(_ code: Int32) -> String { FileErrorText.system(code) }
+
+    /// Writes `data` to the file at `path` (`-o`, `--contact-sheet`); a
+    /// failure names the file and the system's reason.
+    static func write(_ data: Data, to path: String) throws {
+        do {
+            try data.write(to: URL(fileURLWithPath: path))
+        } catch {
+            let reason = describe(error)
+            throw OutputFileError(message: "cannot write " + (reason.hasPrefix(path + ": ") ? reason : "\(path): \(reason)"))
+        }
+    }
+
+    /// Fails unless a file can be written at `path` (its folder exists
+    /// and is writable, and it is not a folder itself): what a command that
+    /// writes a file at its end checks before it starts.
+    static func checkWritable(_ path: String, flag: String) throws {
+        let folder = URL(fileURLWithPath: path).deletingLastPathComponent().path
+        var isDirectory: ObjCBool = false
+        guard FileManager.default.fileExists(atPath: folder, isDirectory: &isDirectory) else {
+            throw OutputFileError(message: "\(flag) \(path): the folder \(folder) does not exist")
+        }
+        guard isDirectory.boolValue else { throw OutputFileError(message: "\(flag) \(path): \(folder) is not a folder") }
+        if FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory), isDirectory.boolValue {
+            throw OutputFileError(message: "\(flag) \(path): is a folder")
+        }
+        guard access(folder, W_OK) == 0 else {
+            throw OutputFileError(message: "\(flag) \(path): cannot write in \(folder): \(systemReason(errno))")
+        }
+    }
+
     /// Stable JSON: snake_case keys, sorted, ISO 8601 dates.
     static func json<T: Encodable>(_ value: T) throws -> String {
         let encoder = JSONEncoder()
@@ -143,6 +195,12 @@ enum Output {
         encoder.dateEncodingStrategy = .iso8601
         return String(decoding: try encoder.encode(value), as: UTF8.self)
     }
+}
+
+/// A file the command was asked to write could not be (exit 1).
+struct OutputFileError: Error, CustomStringConvertible {
+    let message: String
+    var description: String { message }
 }
 
 /// An optional field of `--json` output that is always present: `null` when

@@ -39,7 +39,7 @@ struct ManifestCommand: AsyncParsableCommand {
                     throw ArtCacheError(.configuration, "service.keys: --sign needs a signing key (set [service] keys, ARTCACHE_SERVICE_KEYS or $CREDENTIALS_DIRECTORY/keys)")
                 }
             }
-            let manifest = try await global.withPipeline(configuration) {
+            let manifest = try await global.withPipeline(configuration, readOnly: true) {
                 try await $0.manifest(for: resultSet, sizes: displaySizes, signer: signer)
             }
             if json {

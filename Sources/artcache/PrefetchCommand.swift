@@ -45,13 +45,15 @@ struct PrefetchCommand: AsyncParsableCommand {
                 throw ValidationError("--via warms the ring, not this machine's cache: --retry and --contact-sheet need the local cache")
             }
         }
-        if let concurrency, concurrency < 1 { throw ValidationError("--concurrency must be at least 1") }
+        try Arguments.concurrency(concurrency)
     }
 
     func run() async throws {
         try await reportingErrors {
             var configuration = try global.configuration()
             if let concurrency { configuration.download.concurrency = concurrency }
+            // Before anything is downloaded: a sheet that cannot be written fails the run now, not after it.
+            if let contactSheet { try Output.checkWritable(contactSheet, flag: "--contact-sheet") }
             var urls: [String] = []
             var seen = Set<String>()
             for input in inputs {
@@ -71,7 +73,7 @@ struct PrefetchCommand: AsyncParsableCommand {
                 reporter.finish()
                 if let contactSheet {
                     let spec = sizes.first ?? configuration.thumbnails.spec(size: "100x100")!
-                    try await Self.contactSheet(result.items, pipeline: pipeline, spec: spec).write(to: URL(fileURLWithPath: contactSheet))
+                    try Output.write(try await Self.contactSheet(result.items, pipeline: pipeline, spec: spec), to: contactSheet)
                     if !json { print("contact sheet \(contactSheet) (\(result.items.count) cells)") }
                 }
                 return (result.summary, result.items, pipeline.stages)
@@ -140,6 +142,8 @@ struct PrefetchCommand: AsyncParsableCommand {
         for (reason, count) in s.failures.sorted(by: { $0.key < $1.key }) { lines.append("  \(reason): \(count)") }
         lines.append("variants     \(s.variants) rendered, \(s.renderFailures.values.reduce(0, +)) render failures")
         for (reason, count) in s.renderFailures.sorted(by: { $0.key < $1.key }) { lines.append("  \(reason): \(count)") }
+        // Each by source and size (remembered ones too: `purge --failures` forgets them).
+        for failure in s.failedRenders { lines.append("  \(failure.url) \(failure.size): \(failure.reason): \(failure.message)") }
         let rate = s.seconds > 0 ? Double(s.requested) / s.seconds : 0
         lines.append("bytes        \(Units.formatSize(s.bytes)) in \(String(format: "%.2f", s.seconds)) s (\(String(format: "%.0f", rate)) URLs/s)")
         return lines.joined(separator: "\n")

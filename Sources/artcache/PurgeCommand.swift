@@ -21,7 +21,7 @@ struct PurgeCommand: AsyncParsableCommand {
     @Option(name: .customLong("to-size"), help: "Remove least recently used items until the cache is at most SIZE (e.g. 500MB).")
     var toSize: String?
     @Flag(name: .customLong("variants-only"), help: "Remove variants only; keep originals.") var variantsOnly = false
-    @Flag(help: "Forget remembered failures (404, 410, not an image; [download] negative_ttl): ask the origin again.")
+    @Flag(help: "Forget remembered failures (404, 410, not an image, render failures; [download] negative_ttl): ask the origin, and render, again.")
     var failures = false
     @Flag(help: "Purge the shared second tier ([tier2]) instead, by object age: with --older-than only.")
     var tier2 = false
@@ -46,7 +46,7 @@ struct PurgeCommand: AsyncParsableCommand {
                 request.toSize = bytes
             }
             let configuration = try global.configuration()
-            let report = try await global.withPipeline(configuration) { try await $0.purge(request) }
+            let report = try await global.withPipeline(configuration, readOnly: dryRun) { try await $0.purge(request) }
             if json {
                 print(try Output.json(report))
             } else {

@@ -23,16 +23,19 @@ struct ServeCommand: AsyncParsableCommand {
     @Option(help: "HOST:PORT to listen on (overrides [service] listen; port 0 picks a free one).")
     var listen: String?
 
+    func validate() throws {
+        if let listen { _ = try Arguments.listen(listen) }
+    }
+
     func run() async throws {
         try await reportingErrors {
             var configuration = try global.signingConfiguration()
             if let listen {
-                guard let parsed = ServiceSettings.parseListen(listen) else {
-                    throw ValidationError("--listen: expected HOST:PORT like 127.0.0.1:8080 or [::1]:8080")
-                }
+                let parsed = try Arguments.listen(listen)
                 configuration.service.host = parsed.host
                 configuration.service.port = parsed.port
             }
+            try Self.checkListen(host: configuration.service.host, port: configuration.service.port)
             // The open-file limit raised to the hard one, max_connections fitted under it.
             let descriptors = DescriptorLimit.fit(&configuration.service, downloads: configuration.download.concurrency)
             if let warning = descriptors.warning { Output.warning(warning) }

@@ -73,6 +73,13 @@ struct SignCommand: AsyncParsableCommand {
             guard url != nil else { throw ValidationError("give the image URL to sign, or --manifest FILE") }
             guard sizes == nil else { throw ValidationError("--sizes goes with --manifest (an image path has --size)") }
         }
+        if let size {
+            _ = try Arguments.box(size)
+            guard ImageSize(size) != nil else {
+                throw ValidationError("--size \(size): each side must be at most \(ImageSize.maxSide) (the service's bound)")
+            }
+        }
+        try Arguments.quality(quality)
     }
 
     func run() async throws {

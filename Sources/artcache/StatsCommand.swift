@@ -20,7 +20,7 @@ struct StatsCommand: AsyncParsableCommand {
         try await reportingErrors {
             let configuration = try global.configuration()
             if tier2 { return try await tier2Usage(configuration) }
-            let stats = try await global.withPipeline(configuration) { try await $0.stats() }
+            let stats = try await global.withPipeline(configuration, readOnly: true) { try await $0.stats() }
             var text = json ? try Output.json(stats) : Self.text(stats)
             if !json, configuration.tier2.isEnabled {
                 text += "\ntier2        \(configuration.tier2.endpoint)/\(configuration.tier2.bucket) (stats --tier2 counts it)"

@@ -34,15 +34,19 @@ struct ThumbCommand: AsyncParsableCommand {
         @Nullable var path: String?
     }
 
+    func validate() throws {
+        _ = try Arguments.box(size)  // its upper bound is the configuration's: checked in run()
+        try Arguments.quality(quality)
+    }
+
     func run() async throws {
         try await reportingErrors(json: json) {
             let configuration = try global.storingConfiguration()
-            guard let spec = configuration.thumbnails.spec(size: size, fit: fit, format: format, quality: quality) else {
-                throw ValidationError("--size must be WIDTHxHEIGHT (e.g. 100x100) and --quality 1-100")
-            }
-            guard spec.width <= configuration.thumbnails.maxOutput, spec.height <= configuration.thumbnails.maxOutput else {
-                throw ValidationError("--size \(size) is larger than thumbnails.max_output (\(configuration.thumbnails.maxOutput))")
-            }
+            let thumbnails = configuration.thumbnails
+            let box = try Arguments.box(size, maxOutput: thumbnails.maxOutput)
+            let spec = VariantSpec(width: box.width, height: box.height, fit: fit ?? thumbnails.fit,
+                                   format: format ?? thumbnails.format, quality: quality ?? thumbnails.quality,
+                                   background: thumbnails.background)
             let request = ImageRequest(url: url, width: spec.width, height: spec.height, fit: spec.fit, format: spec.format,
                                        quality: spec.quality, priority: .high)
             // Printed before the pipeline closes: a stale answer is out at once,
@@ -58,7 +62,7 @@ struct ThumbCommand: AsyncParsableCommand {
                     fflush(nil)  // out now, not when the process ends
                 }
                 if let output {
-                    try image.data.write(to: URL(fileURLWithPath: output))
+                    try Output.write(image.data, to: output)
                 } else if !json {
                     FileHandle.standardOutput.write(image.data)
                 }

@@ -20,7 +20,7 @@ struct VerifyCommand: AsyncParsableCommand {
     func run() async throws {
         try await reportingErrors {
             let configuration = try global.configuration()
-            let report = try await global.withPipeline(configuration) { try await $0.verify(repair: repair, hash: hash) }
+            let report = try await global.withPipeline(configuration, readOnly: !repair) { try await $0.verify(repair: repair, hash: hash) }
             if json {
                 print(try Output.json(report))
             } else {

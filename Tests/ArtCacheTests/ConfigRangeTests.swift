@@ -114,6 +114,9 @@ struct ConfigRangeTests {
         let dir = TempDir()
         let conf = dir.write("cache.conf", "[cache]\ndirectory = \"cache\"\n")
         try FileManager.default.createDirectory(atPath: dir.file("sub"), withIntermediateDirectories: true)
+        // `stats` creates no cache (issue 49): a command that writes does.
+        let made = try await CLI.run(["verify", "--repair", "--config", conf], directory: dir.path)
+        #expect(made.status == 0, "\(made.stderr)")
         let first = try await CLI.run(["stats", "--json", "--config", conf], directory: dir.path)
         let second = try await CLI.run(["stats", "--json", "--config", "../cache.conf"], directory: dir.file("sub"))
         #expect(first.status == 0 && second.status == 0, "\(first.stderr) \(second.stderr)")

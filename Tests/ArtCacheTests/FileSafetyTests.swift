@@ -59,7 +59,8 @@ struct FileSafetyTests {
         let dir = TempDir()
         let cache = dir.file("cache")
         #expect(mkdir(cache, 0o700) == 0 && chmod(cache, 0o2770) == 0)
-        let result = try await CLI.run(["-c", "umask 027; exec \"$0\" \"$@\"", CLI.binary, "stats", "--cache-dir", cache],
+        // A command that writes (`stats` creates no cache) makes the cache in the folder.
+        let result = try await CLI.run(["-c", "umask 027; exec \"$0\" \"$@\"", CLI.binary, "verify", "--repair", "--cache-dir", cache],
                                        environment: ["ARTCACHE_CACHE_MODE": "0770"], executable: "/bin/sh")
         #expect(result.status == 0, "\(result.stderr)")
         var settings = Fixtures.settings(cache, inlineMax: 0)

@@ -198,6 +198,10 @@ struct ManifestTests {
         let cache = dir.file("cache")
         // Its host is outside allowed_sources: failed at once, never queued (tests never leave loopback).
         let local = ["ARTCACHE_DOWNLOAD_ALLOWED_SOURCES": "127.0.0.1"]
+        // `manifest` only reads: a cache must be there (issue 49).
+        let none = try await CLI.run(["manifest", file, "--cache-dir", cache], environment: local)
+        #expect(none.status == 1 && none.stderr.contains("no cache at \(cache)"), "\(none.stderr)")
+        #expect(try await CLI.run(["verify", "--repair", "--cache-dir", cache]).status == 0)
         let printed = try await CLI.run(["manifest", file, "--sizes", "100x100,300x200", "--json", "--cache-dir", cache],
                                         environment: local)
         #expect(printed.status == 0, "\(printed.stderr)")

@@ -69,7 +69,7 @@ extension Configuration {
 
 extension ConfigKey.Kind {
     /// The inclusive range of a numeric kind (a ratio's excludes 0).
-    var numericRange: ClosedRange<Double>? {
+    package var numericRange: ClosedRange<Double>? {
         switch self {
         case .size(let min, let max): Double(min)...Double(max)
         case .duration(let min, let max): min...max

@@ -101,10 +101,14 @@ public struct Configuration: Sendable, Equatable {
             guard FileManager.default.fileExists(atPath: path) else {
                 throw ConfigError(code: .fileNotFound, source: path, key: nil, message: "configuration file not found")
             }
+            var isDirectory: ObjCBool = false
+            if FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory), isDirectory.boolValue {
+                throw ConfigError(code: .unreadable, source: path, key: nil, message: "cannot read: \(FileErrorText.system(EISDIR))")
+            }
             do {
                 text = try String(contentsOfFile: path, encoding: .utf8)
             } catch {
-                throw ConfigError(code: .unreadable, source: path, key: nil, message: "cannot read: \(error.localizedDescription)")
+                throw ConfigError(code: .unreadable, source: path, key: nil, message: "cannot read: \(FileErrorText.reason(error))")
             }
             values = try parse(toml: text, source: path)
             for secret in ["access_key", "secret_key"].compactMap({ ConfigKey.lookup(section: "tier2", name: $0) })

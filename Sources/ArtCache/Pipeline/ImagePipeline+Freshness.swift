@@ -287,7 +287,12 @@ extension ImagePipeline {
         let ttl = min(configuration.download.negativeTTL, freshFor ?? .infinity)
         guard ttl > 0 else { return try await store.retries.remove(url: url.string) }
         try await store.negatives.record(url: url.string, reason: reason, message: message, status: status, ttl: ttl)
-        // Past their time and over `negative_max`: dropped behind the answers.
+        scheduleNegativeCleanup()
+    }
+
+    /// Past their time and over `negative_max`, remembered failures are
+    /// dropped behind the answers (one job at a time).
+    func scheduleNegativeCleanup() {
         let max = configuration.download.negativeMax
         background.submit(BackgroundJobKey(.negativeCleanup, key: "negative"), priority: .low, again: true) { [self] in
             do {

@@ -136,6 +136,13 @@ extension ImagePipeline {
             }
         }
         var results = [Result<Bool, ArtCacheError>](repeating: .success(false), count: specs.count)
+        // Renders that failed for good from these bytes are not tried again.
+        for index in missing {
+            if let remembered = await rememberedRenderFailure(url, spec: specs[index], parent: parent) {
+                results[index] = .failure(remembered)
+            }
+        }
+        missing.removeAll { if case .failure = results[$0] { true } else { false } }
         guard !missing.isEmpty else { return results }
         let rendered: [RenderedImage]
         var intrinsics: Intrinsics?
@@ -150,6 +157,7 @@ extension ImagePipeline {
                 rendered = try await timed(.render) { try await renderer.render(original.data, specs: wanted, priority: priority) }
             }
         } catch {
+            await rememberRenderFailure(url, specs: missing.map { specs[$0] }, error)
             let failure = ArtCacheError(any: error, context: url.string)
             for index in missing { results[index] = .failure(failure) }
             return results

@@ -195,20 +195,27 @@ public final class ImagePrefetcher: Sendable {
             }
             var made = 0
             var renderFailures: [String: Int] = [:]
+            var failedRenders: [FailedRender] = []
             // Renders run beside other items' downloads, bounded by the render
             // pool; the missing sizes of one original share one decode.
-            for result in await pipeline.makeVariants(url, specs: variants, from: outcome, priority: handle) {
+            let results = await pipeline.makeVariants(url, specs: variants, from: outcome, priority: handle)
+            for (spec, result) in zip(variants, results) {
                 switch result {
                 case .success(let rendered):
                     if rendered { made += 1 }
                 case .failure(let failure):
                     if failure.code == .cancelled { throw failure }
-                    renderFailures[(failure.underlying as? RenderError)?.reason ?? "render_\(failure.reason)", default: 0] += 1
+                    let reason = (failure.underlying as? RenderError)?.reason ?? RenderError.reasonPrefix + failure.reason
+                    renderFailures[reason, default: 0] += 1
+                    failedRenders.append(FailedRender(url: job.url, size: "\(spec.width)x\(spec.height)", reason: reason,
+                                                      message: failure.message))
                 }
             }
-            return PrefetchItem(url: job.url, outcome: .success(outcome.source), entry: outcome.entry,
-                                bytes: outcome.downloadedBytes, repaired: outcome.repaired, variantsMade: made,
-                                renderFailures: renderFailures)
+            var item = PrefetchItem(url: job.url, outcome: .success(outcome.source), entry: outcome.entry,
+                                    bytes: outcome.downloadedBytes, repaired: outcome.repaired, variantsMade: made,
+                                    renderFailures: renderFailures)
+            item.failedRenders = failedRenders
+            return item
         } catch {
             return Self.failed(job.url, ArtCacheError(any: error, context: job.url))
         }

@@ -46,7 +46,11 @@ public final class PrefetchBatch: Sendable {
             s.done += 1
             s.summary.add(item)
             let finished = s.done == s.items.count
-            if finished { s.summary.seconds = Date().timeIntervalSince(started) }
+            if finished {
+                s.summary.seconds = Date().timeIntervalSince(started)
+                // In result order, as the items are, not in the order they finished.
+                s.summary.failedRenders = s.items.flatMap { $0?.failedRenders ?? [] }
+            }
             continuation.yield(.item(index: index, item: item, progress: Self.progress(s, started)))
             guard finished else { return [] }
             continuation.finish()

@@ -30,6 +30,8 @@ public struct PrefetchSummary: Sendable, Codable, Equatable {
     public var variants = 0
     /// Variants that could not be rendered, by reason (`render_too_large`, ...).
     public var renderFailures: [String: Int] = [:]
+    /// Each of them, in result order (`failed_renders` in `prefetch --json`).
+    package var failedRenders: [FailedRender] = []
 
     public var succeeded: Bool { failed == 0 && refused == 0 }
 }
@@ -47,6 +49,25 @@ public struct PrefetchItem: Sendable {
     public let variantsMade: Int
     /// Thumbnails that could not be rendered, by reason (`render_decode`, ...).
     public let renderFailures: [String: Int]
+    /// Each of them, in the order of the sizes asked for.
+    package var failedRenders: [FailedRender] = []
+}
+
+/// A thumbnail that could not be rendered: which source, which size, why.
+package struct FailedRender: Sendable, Codable, Equatable {
+    package let url: String
+    /// `WIDTHxHEIGHT`.
+    package let size: String
+    /// `render_decode`, `render_too_large`...
+    package let reason: String
+    package let message: String
+
+    package init(url: String, size: String, reason: String, message: String) {
+        self.url = url
+        self.size = size
+        self.reason = reason
+        self.message = message
+    }
 }
 
 /// Progress while prefetching a batch.

@@ -26,6 +26,8 @@ final class HostBreaker: Sendable {
         var openedAt: Date?
         var refused = 0
         var lastFailure: Date
+        /// The last failure's cause (`connection refused`): what an offline host's refusals name.
+        var cause: String?
     }
 
     struct Table: Sendable {
@@ -70,6 +72,7 @@ final class HostBreaker: Sendable {
             if table.hosts[host] == nil, table.hosts.count >= maxHosts { makeRoom(&table, now: now) }
             state.failures += 1
             state.lastFailure = now
+            state.cause = error.cause ?? error.reason
             if state.failures >= threshold { state.openedAt = now }
             table.hosts[host] = state
         }
@@ -80,6 +83,15 @@ final class HostBreaker: Sendable {
         table.withLock { table in
             guard table.hosts[host] != nil else { return }
             table.hosts[host] = nil
+        }
+    }
+
+    /// Why `host` is offline (its last failure's cause and the failures in a
+    /// row) while its breaker is open; nil when it is not.
+    func offlineCause(_ host: String) -> (cause: String, failures: Int)? {
+        table.withLock { table in
+            guard let state = table.hosts[host], state.openedAt != nil else { return nil }
+            return (state.cause ?? "network failures", state.failures)
         }
     }
 

@@ -288,7 +288,7 @@ final class CurlEngine: @unchecked Sendable {
                 httpVersion: info.http_version, redirects: info.redirect_count, tooLarge: job.state.tooLarge,
                 blockedAddress: info.blocked_address != 0 ? job.state.blocked : nil,
                 blockedSource: job.state.blockedSource, unfollowableRedirect: job.state.unfollowableRedirect,
-                requestSent: info.request_sent != 0)
+                requestSent: info.request_sent != 0, osErrno: Int32(truncatingIfNeeded: info.os_errno))
             ccurl_transfer_destroy(transfer)
             finished.append { job.continuation.resume(returning: result) }
         }

@@ -48,6 +48,9 @@ struct TransferResult: Sendable {
     /// The last hop's request went out: a timeout after it is the origin's
     /// slowness; without it the connection never came up.
     var requestSent = false
+    /// The system's error number of the last socket call that failed
+    /// (`ECONNREFUSED`...; libcurl's `CURLINFO_OS_ERRNO`), 0 when none.
+    var osErrno: Int32 = 0
 }
 
 /// libcurl's multi interface driven from one dedicated thread, bridged to

@@ -27,7 +27,9 @@ package struct RenderError: Error, Sendable, Equatable, CustomStringConvertible 
 
     package var description: String { message }
     /// Failure key in summaries: `render_unsupported`, `render_too_large`, ...
-    package var reason: String { "render_\(code.rawValue)" }
+    package var reason: String { Self.reasonPrefix + code.rawValue }
+    /// What every ``reason`` starts with.
+    package static let reasonPrefix = "render_"
 }
 
 extension ArtCacheError {

@@ -298,7 +298,7 @@ struct BlobStore: Sendable {
         do {
             return try handle.readToEnd() ?? Data()
         } catch {
-            throw StoreError(.io, "cannot read \(absolutePath(relative)): \(error.localizedDescription)")
+            throw StoreError(.io, "cannot read \(absolutePath(relative)): \(FileErrorText.reason(error))")
         }
     }
 

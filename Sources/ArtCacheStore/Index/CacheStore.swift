@@ -98,7 +98,7 @@ package final class CacheStore: Sendable {
         self.background = background ?? BackgroundScheduler()
         ownsBackground = background == nil
         directory = URL(fileURLWithPath: settings.directory, isDirectory: true).standardizedFileURL
-        let mode = mode_t(settings.mode)
+        let mode = try Self.openingMode(settings, directory: directory)
         blobs = try BlobStore(root: directory, mode: mode)
         writes = WriteQueue(maxBatch: settings.writeBatchMax, niceness: Int32(settings.writerNice))
         behind = WriteBehind(capacity: settings.writeBehindMax)
@@ -141,7 +141,7 @@ package final class CacheStore: Sendable {
         // SQLite gives the -wal and -shm files the mode of the database file:
         // made here first, with the cache's file mode.
         let index = Glibc.open(directory.path + "/index.sqlite", O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, mode & 0o666)
-        FileMode.settle(index, mode & 0o666)
+        if settings.access == .create { FileMode.settle(index, mode & 0o666) }  // an existing cache's keeps its mode
         guard index >= 0 else { throw StoreError.io("cannot open \(directory.path)/index.sqlite", errno: errno) }
         Glibc.close(index)
         do {

@@ -57,6 +57,26 @@ package final class NegativeAnswers: Sendable {
         }
     }
 
+    /// Remembers a render of `url`'s original that failed for good, under
+    /// the variant's `key` (per source and spec) until `now + ttl`: the
+    /// original stays cached and in no queue.
+    package func record(key: CacheKey, url: String, reason: String, message: String, ttl: TimeInterval,
+                        now: Date = Date()) async throws {
+        try await db.write { db in
+            try db.cachedStatement(sql: """
+                INSERT INTO negative (key, url, reason, message, status, failed_at, until) VALUES (?, ?, ?, ?, NULL, ?, ?)
+                ON CONFLICT(key) DO UPDATE SET reason = excluded.reason, message = excluded.message,
+                    status = NULL, failed_at = excluded.failed_at, until = excluded.until
+                """).execute(arguments: [key.hex, url, reason, message, now.timeIntervalSince1970,
+                                         now.addingTimeInterval(ttl).timeIntervalSince1970])
+        }
+        let recorded = ContinuousClock().now
+        hint.withLock { hint in
+            hint.empty = false
+            hint.recordedAt = recorded
+        }
+    }
+
     /// The failure remembered for `key` and still in force at `now`, if any.
     /// A miss costs no read while the table is known to be empty (checked
     /// at most once per ``NegativeHint/horizon``; an answer this process
