@@ -1,0 +1,44 @@
+import ArtCacheOrigin
+import Foundation
+import Testing
+@testable import ArtCache
+@testable import ArtCacheCore
+@testable import ArtCacheFetch
+@testable import ArtCacheStore
+
+/// Issue 49 item 6: one slow URL does not hold a result set hostage.
+/// `artcache prefetch` run as the built binary against a loopback origin.
+@Suite("One slow URL", .timeLimit(.minutes(3)))
+struct SlowURLTests {
+    /// A result set of images and one URL that trickles (256 B/s, under the
+    /// 1 kB/s `low_speed_limit`): the low-speed abort is not retried in the
+    /// same run; the URL goes to the retry queue as `timeout`.
+    @Test func aTrickleIsNotRetriedInTheSameRun() async throws {
+        let dir = TempDir()
+        let origin = try await OriginServer.start()
+        defer { origin.stop() }
+        let jpeg = try Fixtures.image(suffix: ".jpg")
+        var urls: [String] = []
+        for i in 0..<10 {
+            origin.register("\(i).jpg", .init(body: jpeg, contentType: "image/jpeg"))
+            urls.append(origin.url("/img/\(i).jpg"))
+        }
+        origin.register("big.jpg", .init(body: Data(repeating: 0xAB, count: 64_000), contentType: "image/jpeg"))
+        let trickle = "/slow/1000/big.jpg"
+        urls.append(origin.url(trickle))
+        let input = dir.write("urls.txt", urls.joined(separator: "\n") + "\n")
+        let cache = dir.file("cache")
+        let run = try await CLI.run(["prefetch", input, "--cache-dir", cache, "--json", "--no-thumbnails"],
+                                    environment: ["ARTCACHE_DOWNLOAD_LOW_SPEED_TIME": "1s"])
+        #expect(run.status == 1, "\(run.stderr)")
+        let summary = try #require(try JSONSerialization.jsonObject(with: Data(run.stdout.utf8)) as? [String: Any])
+        #expect(summary["downloaded"] as? Int == 10)
+        #expect((summary["failures"] as? [String: Int]) == ["timeout": 1])
+        #expect(origin.requestCount(trickle) == 1, "the low-speed abort was retried in the same run")
+        let store = try await CacheStore.open(settings: Fixtures.settings(cache))
+        let queued = try await store.retries.all()
+        #expect(queued.map(\.url) == [origin.url(trickle)])
+        #expect(queued.map(\.reason) == ["timeout"])
+    }
+
+}
