@@ -41,4 +41,42 @@ struct SlowURLTests {
         #expect(queued.map(\.reason) == ["timeout"])
     }
 
+    /// When nothing has finished for 5 s the progress output names what it
+    /// waits for: `waiting on 1: host/path (N s, B)`.
+    @Test func aStalledPrefetchSaysWhatItWaitsFor() async throws {
+        let dir = TempDir()
+        let origin = try await OriginServer.start()
+        defer { origin.stop() }
+        let jpeg = try Fixtures.image(suffix: ".jpg")
+        for name in ["a.jpg", "b.jpg", "held.jpg"] { origin.register(name, .init(body: jpeg, contentType: "image/jpeg")) }
+        let urls = [origin.url("/img/a.jpg"), origin.url("/img/b.jpg"), origin.url("/gate/held.jpg")]
+        let input = dir.write("urls.txt", urls.joined(separator: "\n") + "\n")
+        let (child, out, err) = try CLI.start(["prefetch", input, "--cache-dir", dir.file("cache"), "--no-thumbnails"])
+        // Read stderr until the waiting line (or the end: the gate lets go after 30 s by itself).
+        let seen = await Self.read(err, until: "waiting on")
+        origin.openGate()
+        let rest = await CLI.exit(child, out, err)
+        #expect(rest.status == 0, "\(seen)\(rest.stderr)")
+        let line = try #require(seen.split(separator: "\n").first { $0.contains("waiting on") }, "no waiting line in \(seen)")
+        let expected = /waiting on 1: 127\.0\.0\.1:(\d+)\/gate\/held\.jpg \((\d+) s, 0 B\)/
+        let match = try #require(line.firstMatch(of: expected), "\(line)")
+        #expect(Int(match.1) == origin.port)
+        #expect((Int(match.2) ?? 0) >= 5, "\(line)")
+    }
+
+    /// Reads `pipe` until its text contains `marker` (or it ends), on a thread
+    /// of its own (never Swift's cooperative pool).
+    static func read(_ pipe: Pipe, until marker: String) async -> String {
+        await withCheckedContinuation { continuation in
+            Thread.detachNewThread {
+                var text = Data()
+                while !String(decoding: text, as: UTF8.self).contains(marker) {
+                    let chunk = pipe.fileHandleForReading.availableData
+                    if chunk.isEmpty { break }
+                    text.append(chunk)
+                }
+                continuation.resume(returning: String(decoding: text, as: UTF8.self))
+            }
+        }
+    }
 }
