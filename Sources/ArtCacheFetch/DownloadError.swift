@@ -100,11 +100,18 @@ package struct DownloadError: Error, Sendable, Equatable, CustomStringConvertibl
         }
     }
 
+    /// A `timeout` after the request went out: the origin answers, too
+    /// slowly (`low_speed_time` below `low_speed_limit`, or the
+    /// whole-transfer `timeout`).
+    package var isSlowOrigin: Bool { code == .timeout && !timedOutConnecting }
+
     /// Worth another attempt now: network failures, 5xx and 429. Never other
-    /// 4xx, and not a host whose breaker is open or whose queue is full
-    /// (those go to the retry queue for a later run).
+    /// 4xx, and not a host whose breaker is open or whose queue is full, nor
+    /// an origin too slow to finish (each attempt would cost another
+    /// `low_speed_time` or `timeout`, holding its result set up): those go
+    /// to the retry queue for a later run.
     package var isRetryable: Bool {
-        if code == .hostOffline || code == .queueFull { return false }
+        if code == .hostOffline || code == .queueFull || isSlowOrigin { return false }
         if isNetworkFailure { return true }
         if code == .httpStatus, let status { return status >= 500 || status == 429 }
         return false
@@ -146,7 +153,7 @@ package struct DownloadError: Error, Sendable, Equatable, CustomStringConvertibl
             error.timedOutConnecting = true
             error.cause = "timed out connecting"
             return error
-        case 28: return DownloadError(.timeout, "\(url): timed out: \(detail)")
+        case 28: return DownloadError(.timeout, "\(url): timed out: \(detail) (not retried in this run; kept for `prefetch --retry`)")
         case 35, 51, 53, 54, 58, 59, 60, 64, 66, 77, 80, 82, 83, 90, 91:
             return DownloadError(.tls, "\(url): TLS error: \(detail)")
         case 47: return DownloadError(.tooManyRedirects, "\(url): more than \(settings.maxRedirects) redirects")

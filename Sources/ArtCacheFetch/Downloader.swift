@@ -42,6 +42,10 @@ package final class Downloader: Sendable {
     /// Downloads waiting for admission and under way.
     package var activity: (queued: Int, active: Int) { transport.load }
 
+    /// The downloads under way, with their bytes so far (progress output;
+    /// as of at most a quarter of a second ago).
+    package var underWay: [TransferProgress] { transport.underWay }
+
     /// Returns once the downloads waiting and under way satisfy `predicate` (tests, no polling).
     package func waitForActivity(until predicate: @escaping @Sendable ((queued: Int, active: Int)) -> Bool) async {
         await transport.waitForLoad(until: predicate)

@@ -68,8 +68,14 @@ struct PrefetchCommand: AsyncParsableCommand {
                 }
                 let reporter = ProgressReporter(quiet: json)
                 let sizes = noThumbnails ? [] : configuration.thumbnails.sizes
-                let result = await pipeline.prefetch(urls, concurrency: configuration.download.concurrency,
-                                                     variants: sizes) { reporter.update($0) }
+                // The stall watch lives as long as the prefetch: cancelled when it returns.
+                let result = await withTaskGroup(of: Void.self) { group in
+                    group.addTask { await reporter.watch { pipeline.downloadsUnderWay } }
+                    let result = await pipeline.prefetch(urls, concurrency: configuration.download.concurrency,
+                                                         variants: sizes) { reporter.update($0) }
+                    group.cancelAll()
+                    return result
+                }
                 reporter.finish()
                 if let contactSheet {
                     let spec = sizes.first ?? configuration.thumbnails.spec(size: "100x100")!
@@ -147,47 +153,5 @@ struct PrefetchCommand: AsyncParsableCommand {
         let rate = s.seconds > 0 ? Double(s.requested) / s.seconds : 0
         lines.append("bytes        \(Units.formatSize(s.bytes)) in \(String(format: "%.2f", s.seconds)) s (\(String(format: "%.0f", rate)) URLs/s)")
         return lines.joined(separator: "\n")
-    }
-}
-
-/// A live progress bar on a terminal, plain lines otherwise (on stderr).
-final class ProgressReporter: Sendable {
-    private let isTerminal = isatty(STDERR_FILENO) == 1
-    private let quiet: Bool
-    private let lastLine = Locked<(percent: Int, drawn: Date)>((-1, .distantPast))
-
-    init(quiet: Bool) { self.quiet = quiet }
-
-    func update(_ p: PrefetchProgress) {
-        guard !quiet || isTerminal, p.total > 0 else { return }
-        let percent = p.done * 100 / p.total
-        let rate = p.elapsed > 0 ? Double(p.done) / p.elapsed : 0
-        let now = Date()
-        if isTerminal {
-            let due = lastLine.withLock { state -> Bool in
-                guard p.done == p.total || now.timeIntervalSince(state.drawn) > 0.1 else { return false }
-                state.drawn = now
-                return true
-            }
-            guard due else { return }
-            let width = 30
-            let filled = p.done * width / p.total
-            let bar = String(repeating: "#", count: filled) + String(repeating: "-", count: width - filled)
-            let line = "\r[\(bar)] \(p.done)/\(p.total)  \(Units.formatSize(p.bytes))  \(String(format: "%.0f", rate))/s  \(p.failed) failed\u{1B}[K"
-            FileHandle.standardError.write(Data(line.utf8))
-        } else {
-            // One line per 10%, and the last one.
-            let due = lastLine.withLock { state -> Bool in
-                guard percent / 10 > state.percent / 10 || p.done == p.total else { return false }
-                state.percent = percent
-                return true
-            }
-            guard due, !quiet else { return }
-            FileHandle.standardError.write(Data("progress \(p.done)/\(p.total) bytes=\(p.bytes) failed=\(p.failed) rate=\(String(format: "%.0f", rate))/s\n".utf8))
-        }
-    }
-
-    func finish() {
-        if isTerminal && !quiet { FileHandle.standardError.write(Data("\n".utf8)) }
     }
 }

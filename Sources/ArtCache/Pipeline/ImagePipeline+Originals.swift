@@ -60,11 +60,17 @@ extension ImagePipeline {
         let plan = renditionPlan(url, pixels: pixels)
         let flight = OriginalFlight(key: url.key, purpose: .load(mode: mode, staleOK: staleOK, rendition: plan?.rendition.url))
         return try await originals.run(key: flight, priority: priority) { [self] priority in
+            // A download's lease is given up once its result is recorded:
+            // a process waiting on it then finds the original, or the failure.
+            let lease = LeaseHold()
             do {
-                return try await load(url, reload: mode == .reload, behind: behind, plan: plan, staleOK: staleOK,
-                                      priority: priority)
+                let outcome = try await load(url, reload: mode == .reload, behind: behind, plan: plan, staleOK: staleOK,
+                                             lease: lease, priority: priority)
+                await release(lease, behind: behind)
+                return outcome
             } catch {
-                await recordFailure(of: url, error)
+                if !Self.isHolderFailure(error) { await recordFailure(of: url, error) }
+                await release(lease, behind: behind, failure: error)
                 throw error
             }
         }
@@ -107,7 +113,7 @@ extension ImagePipeline {
     }
 
     private func load(_ url: NormalizedURL, reload: Bool, behind: Bool, plan: RenditionPlan?, staleOK: Bool,
-                      priority: PriorityHandle) async throws -> FetchOutcome {
+                      lease: LeaseHold, priority: PriorityHandle) async throws -> FetchOutcome {
         let now = Date()
         if !reload, let stored = try await store.lookup(key: url.key, counting: false) {
             let hit = await dated(stored)
@@ -132,6 +138,8 @@ extension ImagePipeline {
         if !reload, let stored = try await fromTier2(url, behind: behind, staleOK: staleOK, now: now, priority: priority) {
             return stored
         }
+        // Another process downloading it: its result, not a download of our own.
+        if let stored = try await awaitLease(url, lease: lease, reload: reload) { return stored }
         if let plan, let response = try await fetchRendition(plan, for: url, priority: priority) {
             return try await keep(response, url: url, now: now, behind: behind, fetched: plan.stored)
         }

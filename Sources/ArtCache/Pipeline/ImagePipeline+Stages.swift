@@ -13,6 +13,10 @@ extension ImagePipeline {
     /// The stage durations of this pipeline's requests since it opened.
     package var stages: StageTimings { store.stages }
 
+    /// The downloads under way now, with their bytes so far (what a stalled
+    /// `prefetch` says it waits on).
+    package var downloadsUnderWay: [TransferProgress] { downloader.underWay }
+
     /// ``Downloader/fetch(_:validators:priority:)``, timed as `download`
     /// when it reached the network: a refusal before any transfer (an open
     /// breaker, a full host queue, a blocked address) and a cancellation are

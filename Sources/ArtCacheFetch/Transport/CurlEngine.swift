@@ -34,13 +34,16 @@ final class CurlEngine: @unchecked Sendable {
     final class Active {
         let id: Int
         let host: String
+        let url: String
+        let started = ContinuousClock.now
         let continuation: Continuation
         let state: TransferState
         let transfer: OpaquePointer
 
-        init(id: Int, host: String, continuation: Continuation, state: TransferState, transfer: OpaquePointer) {
+        init(id: Int, host: String, url: String, continuation: Continuation, state: TransferState, transfer: OpaquePointer) {
             self.id = id
             self.host = host
+            self.url = url
             self.continuation = continuation
             self.state = state
             self.transfer = transfer
@@ -50,6 +53,10 @@ final class CurlEngine: @unchecked Sendable {
     private let inbox = Locked(Inbox())
     /// Counts for metrics and tests, updated by the transport thread.
     let load = Watched((queued: 0, active: 0))
+    /// The transfers under way as the transport thread last published them
+    /// (at most every ``underWayEvery``: progress output, not accounting).
+    let underWay = Locked<[TransferProgress]>([])
+    static let underWayEvery: Duration = .milliseconds(250)
     private let multi: OpaquePointer
     private let maxTotal: Int
     private let maxPerHost: Int
@@ -65,6 +72,8 @@ final class CurlEngine: @unchecked Sendable {
     /// Foreground transfers admitted in a row while a background one waited
     /// on a host with room (see ``admit()``).
     private var foregroundStreak = 0
+    /// When ``underWay`` was last published.
+    private var underWayPublished: ContinuousClock.Instant?
 
     init(multi: OpaquePointer, maxTotal: Int, maxPerHost: Int) {
         self.multi = multi
@@ -136,6 +145,7 @@ final class CurlEngine: @unchecked Sendable {
                 }
                 waiting = [:]
                 load.withLock { $0 = (queued: 0, active: 0) }
+                underWay.withLock { $0 = [] }
                 resumeFinished()
                 return
             }
@@ -146,6 +156,7 @@ final class CurlEngine: @unchecked Sendable {
             admit()
             let counts = (queued: waiting.values.reduce(0) { $0 + $1.count }, active: active.count)
             load.withLock { $0 = counts }
+            publishUnderWay()
             resumeFinished()
             ccurl_multi_poll(multi, active.isEmpty ? 1000 : 100)
         }
@@ -266,7 +277,8 @@ final class CurlEngine: @unchecked Sendable {
             submission.continuation.resume(throwing: DownloadError(.network, "libcurl refused the request for \(request.url)"))
             return
         }
-        active[submission.id] = Active(id: submission.id, host: request.host, continuation: submission.continuation,
+        active[submission.id] = Active(id: submission.id, host: request.host, url: request.url,
+                                       continuation: submission.continuation,
                                        state: state, transfer: transfer)
         byTransfer[transfer] = submission.id
         activePerHost[request.host, default: 0] += 1
@@ -292,6 +304,21 @@ final class CurlEngine: @unchecked Sendable {
             ccurl_transfer_destroy(transfer)
             finished.append { job.continuation.resume(returning: result) }
         }
+    }
+
+    /// Publishes the transfers under way and their bytes so far, at most
+    /// every ``underWayEvery`` (at once when the last one ended).
+    private func publishUnderWay() {
+        let now = ContinuousClock.now
+        if active.isEmpty {
+            guard underWayPublished != nil else { return }
+            underWayPublished = nil
+        } else {
+            if let last = underWayPublished, now - last < Self.underWayEvery { return }
+            underWayPublished = now
+        }
+        let snapshot = active.values.map { TransferProgress(url: $0.url, started: $0.started, bytes: Int64($0.state.body.count)) }
+        underWay.withLock { $0 = snapshot }
     }
 
     private func resumeFinished() {

@@ -53,6 +53,19 @@ struct TransferResult: Sendable {
     var osErrno: Int32 = 0
 }
 
+/// One transfer under way: its URL, when it started, the body bytes received so far.
+package struct TransferProgress: Sendable, Equatable {
+    package var url: String
+    package var started: ContinuousClock.Instant
+    package var bytes: Int64
+
+    package init(url: String, started: ContinuousClock.Instant, bytes: Int64) {
+        self.url = url
+        self.started = started
+        self.bytes = bytes
+    }
+}
+
 /// libcurl's multi interface driven from one dedicated thread, bridged to
 /// async/await. Transfers are admitted under a total and a per-host limit;
 /// connections (keep-alive, HTTP/2 multiplexing) are reused across transfers.
@@ -95,6 +108,9 @@ final class CurlTransport: Sendable {
 
     /// Transfers submitted and not yet started, and transfers under way.
     var load: (queued: Int, active: Int) { engine.load.withLock { ($0.queued, $0.active) } }
+
+    /// The transfers under way (as of at most ``CurlEngine/underWayEvery`` ago).
+    var underWay: [TransferProgress] { engine.underWay.withLock { $0 } }
 
     /// Returns once the transfers waiting and under way satisfy `predicate`.
     func waitForLoad(until predicate: @escaping @Sendable ((queued: Int, active: Int)) -> Bool) async {

@@ -29,6 +29,8 @@ package final class CacheStore: Sendable {
     package let negatives: NegativeAnswers
     /// URLs that failed for network reasons (the `retry_queue` table).
     package let retries: RetryQueue
+    /// Which process downloads a URL now (the `download_lease` table).
+    package let leases: DownloadLeases
     /// Test seams: points where tests hold an operation at a known step or
     /// shrink a batch (all unset in production; nothing else reads them).
     package let testSeams = Locked(TestSeams())
@@ -153,6 +155,7 @@ package final class CacheStore: Sendable {
         }
         negatives = NegativeAnswers(db: db)
         retries = RetryQueue(db: db)
+        leases = DownloadLeases(db: db)
         // A killed writer's lock file, temp files and the blobs its last batch
         // renamed but never committed would fail `verify` until someone
         // repairs: gone now, unless their writer still lives.

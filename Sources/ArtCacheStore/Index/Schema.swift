@@ -222,6 +222,24 @@ enum Schema {
             // variant (new original bytes) writes the row again with 0.
             try db.execute(sql: "ALTER TABLE entry ADD COLUMN upgrade INTEGER NOT NULL DEFAULT 0")
         }
+        migrator.registerMigration("v12-download-leases") { db in
+            // One download per URL across processes (issue 49): the process
+            // downloading a URL holds its lease (pid, a token per opened
+            // store, an expiry; a dead holder's lapses); another one waits
+            // for its result. A holder that failed leaves its failure for a
+            // few seconds, for those waiting (DownloadLeases).
+            try db.execute(sql: """
+                CREATE TABLE download_lease (
+                    key TEXT PRIMARY KEY NOT NULL,
+                    url TEXT NOT NULL,
+                    holder_pid INTEGER NOT NULL,
+                    holder TEXT NOT NULL,
+                    expires_at DOUBLE NOT NULL,
+                    failure_reason TEXT,
+                    failure_message TEXT
+                );
+                """)
+        }
         return migrator
     }
 

@@ -1,0 +1,166 @@
+import ArtCacheOrigin
+import Foundation
+import Testing
+@testable import ArtCache
+@testable import ArtCacheCore
+@testable import ArtCacheFetch
+@testable import ArtCacheStore
+
+/// Issue 49 item 6: one slow URL does not hold a result set hostage.
+/// `artcache prefetch` run as the built binary against a loopback origin.
+@Suite("One slow URL", .timeLimit(.minutes(3)))
+struct SlowURLTests {
+    /// A result set of images and one URL that trickles (256 B/s, under the
+    /// 1 kB/s `low_speed_limit`): the low-speed abort is not retried in the
+    /// same run; the URL goes to the retry queue as `timeout`.
+    @Test func aTrickleIsNotRetriedInTheSameRun() async throws {
+        let dir = TempDir()
+        let origin = try await OriginServer.start()
+        defer { origin.stop() }
+        let jpeg = try Fixtures.image(suffix: ".jpg")
+        var urls: [String] = []
+        for i in 0..<10 {
+            origin.register("\(i).jpg", .init(body: jpeg, contentType: "image/jpeg"))
+            urls.append(origin.url("/img/\(i).jpg"))
+        }
+        origin.register("big.jpg", .init(body: Data(repeating: 0xAB, count: 64_000), contentType: "image/jpeg"))
+        let trickle = "/slow/1000/big.jpg"
+        urls.append(origin.url(trickle))
+        let input = dir.write("urls.txt", urls.joined(separator: "\n") + "\n")
+        let cache = dir.file("cache")
+        let run = try await CLI.run(["prefetch", input, "--cache-dir", cache, "--json", "--no-thumbnails"],
+                                    environment: ["ARTCACHE_DOWNLOAD_LOW_SPEED_TIME": "1s"])
+        #expect(run.status == 1, "\(run.stderr)")
+        let summary = try #require(try JSONSerialization.jsonObject(with: Data(run.stdout.utf8)) as? [String: Any])
+        #expect(summary["downloaded"] as? Int == 10)
+        #expect((summary["failures"] as? [String: Int]) == ["timeout": 1])
+        #expect(origin.requestCount(trickle) == 1, "the low-speed abort was retried in the same run")
+        let store = try await CacheStore.open(settings: Fixtures.settings(cache))
+        let queued = try await store.retries.all()
+        #expect(queued.map(\.url) == [origin.url(trickle)])
+        #expect(queued.map(\.reason) == ["timeout"])
+    }
+
+    /// When nothing has finished for 5 s the progress output names what it
+    /// waits for: `waiting on 1: host/path (N s, B)`.
+    @Test func aStalledPrefetchSaysWhatItWaitsFor() async throws {
+        let dir = TempDir()
+        let origin = try await OriginServer.start()
+        defer { origin.stop() }
+        let jpeg = try Fixtures.image(suffix: ".jpg")
+        for name in ["a.jpg", "b.jpg", "held.jpg"] { origin.register(name, .init(body: jpeg, contentType: "image/jpeg")) }
+        let urls = [origin.url("/img/a.jpg"), origin.url("/img/b.jpg"), origin.url("/gate/held.jpg")]
+        let input = dir.write("urls.txt", urls.joined(separator: "\n") + "\n")
+        let (child, out, err) = try CLI.start(["prefetch", input, "--cache-dir", dir.file("cache"), "--no-thumbnails"])
+        // Read stderr until the waiting line (or the end: the gate lets go after 30 s by itself).
+        let seen = await Self.read(err, until: "waiting on")
+        origin.openGate()
+        let rest = await CLI.exit(child, out, err)
+        #expect(rest.status == 0, "\(seen)\(rest.stderr)")
+        let line = try #require(seen.split(separator: "\n").first { $0.contains("waiting on") }, "no waiting line in \(seen)")
+        let expected = /waiting on 1: 127\.0\.0\.1:(\d+)\/gate\/held\.jpg \((\d+) s, 0 B\)/
+        let match = try #require(line.firstMatch(of: expected), "\(line)")
+        #expect(Int(match.1) == origin.port)
+        #expect((Int(match.2) ?? 0) >= 5, "\(line)")
+    }
+
+    /// Reads `pipe` until its text contains `marker` (or it ends), on a thread
+    /// of its own (never Swift's cooperative pool).
+    static func read(_ pipe: Pipe, until marker: String) async -> String {
+        await withCheckedContinuation { continuation in
+            Thread.detachNewThread {
+                var text = Data()
+                while !String(decoding: text, as: UTF8.self).contains(marker) {
+                    let chunk = pipe.fileHandleForReading.availableData
+                    if chunk.isEmpty { break }
+                    text.append(chunk)
+                }
+                continuation.resume(returning: String(decoding: text, as: UTF8.self))
+            }
+        }
+    }
+}
+
+/// Two processes on one cache download a URL once: a lease in the index.
+@Suite("Download leases between processes", .timeLimit(.minutes(3)))
+struct DownloadLeaseTests {
+    @Test func twoPrefetchesOfTheSameURLsDownloadEachOnce() async throws {
+        let dir = TempDir()
+        let origin = try await OriginServer.start()
+        defer { origin.stop() }
+        let jpeg = try Fixtures.image(suffix: ".jpg")
+        var urls: [String] = []
+        for i in 0..<64 {
+            origin.register("\(i).jpg", .init(body: jpeg, contentType: "image/jpeg"))
+            urls.append(origin.url("/hold/150/\(i).jpg"))
+        }
+        let input = dir.write("urls.txt", urls.joined(separator: "\n") + "\n")
+        let cache = dir.file("cache")
+        let arguments = ["prefetch", input, "--cache-dir", cache, "--json", "--no-thumbnails"]
+        let first = try CLI.start(arguments)
+        let second = try CLI.start(arguments)
+        var downloaded = 0
+        for (child, out, err) in [first, second] {
+            let run = await CLI.exit(child, out, err)
+            #expect(run.status == 0, "\(run.stderr)")
+            let summary = try #require(try JSONSerialization.jsonObject(with: Data(run.stdout.utf8)) as? [String: Any])
+            #expect((summary["downloaded"] as? Int ?? 0) + (summary["cached"] as? Int ?? 0) == 64, "\(summary)")
+            downloaded += summary["downloaded"] as? Int ?? 0
+        }
+        #expect(origin.totalRequests == 64, "origin requests: \(origin.totalRequests)")
+        #expect(downloaded == 64)
+        let twice = (0..<64).filter { origin.requestCount("/hold/150/\($0).jpg") != 1 }
+        #expect(twice.isEmpty, "not requested exactly once: \(twice)")
+    }
+
+    /// A holder killed mid-download leaves its lease behind; the next
+    /// process does not wait for its expiry (here 40 s: no retries, a 30 s
+    /// timeout): the holder's pid is gone, so the lease has lapsed.
+    @Test func aDeadHoldersLeaseLapses() async throws {
+        let dir = TempDir()
+        let origin = try await OriginServer.start()
+        defer { origin.stop() }
+        origin.register("held.jpg", .init(body: try Fixtures.image(suffix: ".jpg"), contentType: "image/jpeg"))
+        let input = dir.write("urls.txt", origin.url("/gate/held.jpg") + "\n")
+        let cache = dir.file("cache")
+        let environment = ["ARTCACHE_DOWNLOAD_RETRIES": "0", "ARTCACHE_DOWNLOAD_TIMEOUT": "30s"]
+        let (holder, out, err) = try CLI.start(["prefetch", input, "--cache-dir", cache, "--no-thumbnails"],
+                                               environment: environment)
+        await origin.waitForRequest("/gate/held.jpg")
+        kill(holder.processIdentifier, SIGKILL)
+        _ = await CLI.exit(holder, out, err)
+        let store = try await CacheStore.open(settings: Fixtures.settings(cache))
+        #expect(try await store.leases.count() == 1, "the killed holder's lease is left behind")
+        try await store.close()
+        origin.openGate()
+        let started = ContinuousClock.now
+        let next = try await CLI.run(["prefetch", input, "--cache-dir", cache, "--no-thumbnails", "--json"],
+                                     environment: environment)
+        #expect(next.status == 0, "\(next.stderr)")
+        #expect(ContinuousClock.now - started < .seconds(20), "waited for the dead holder's lease to expire")
+        #expect(origin.requestCount("/gate/held.jpg") == 2)
+    }
+
+    /// Two prefetches of one trickling URL: one downloads (and fails,
+    /// `timeout`); the other waits for that result and takes it as its
+    /// own, without asking the origin.
+    @Test func aHoldersFailureIsTheWaitersResult() async throws {
+        let dir = TempDir()
+        let origin = try await OriginServer.start()
+        defer { origin.stop() }
+        origin.register("big.jpg", .init(body: Data(repeating: 0xAB, count: 64_000), contentType: "image/jpeg"))
+        let trickle = "/slow/1000/big.jpg"
+        let input = dir.write("urls.txt", origin.url(trickle) + "\n")
+        let arguments = ["prefetch", input, "--cache-dir", dir.file("cache"), "--json", "--no-thumbnails"]
+        let environment = ["ARTCACHE_DOWNLOAD_LOW_SPEED_TIME": "3s"]
+        let first = try CLI.start(arguments, environment: environment)
+        let second = try CLI.start(arguments, environment: environment)
+        for (child, out, err) in [first, second] {
+            let run = await CLI.exit(child, out, err)
+            #expect(run.status == 1, "\(run.stderr)")
+            let summary = try #require(try JSONSerialization.jsonObject(with: Data(run.stdout.utf8)) as? [String: Any])
+            #expect((summary["failures"] as? [String: Int]) == ["timeout": 1], "\(summary)")
+        }
+        #expect(origin.requestCount(trickle) == 1)
+    }
+}
