@@ -1,5 +1,6 @@
 import ArtCacheCore
 import ArtCacheFetch
+import Crypto
 import Foundation
 
 /// An S3-compatible bucket over the downloader's libcurl engine: path-style
@@ -50,7 +51,58 @@ package struct ObjectStore: Sendable {
     }
 
     package func head(_ key: String, timeout: TimeInterval, priority: PriorityHandle) async throws(DownloadError) -> Int {
-        try await downloader.endpoint(request("HEAD", "/" + key, timeout: timeout), priority: priority).status
+        try await headAnswer(key, timeout: timeout, priority: priority).status
+    }
+
+    /// HEAD, with the object's headers (its `x-amz-meta-*` metadata).
+    package func headAnswer(_ key: String, timeout: TimeInterval, priority: PriorityHandle) async throws(DownloadError) -> EndpointAnswer {
+        try await downloader.endpoint(request("HEAD", "/" + key, timeout: timeout), priority: priority)
+    }
+
+    /// Copies `key` onto itself (its bytes stay in the store, none are sent):
+    /// the object's date becomes now. `contentType` and `metadata` are
+    /// written again (a copy onto itself must replace them). 404: not there.
+    package func touch(_ key: String, contentType: String, metadata: [String: String] = [:], timeout: TimeInterval,
+                       priority: PriorityHandle) async throws(DownloadError) -> Int {
+        var copy = request("PUT", "/" + key, timeout: timeout)
+        copy.headers += ["x-amz-copy-source: /" + settings.bucket + "/" + key, "x-amz-metadata-directive: REPLACE",
+                         "Content-Type: " + contentType]
+            + metadata.sorted { $0.key < $1.key }.map { "x-amz-meta-\($0.key): \($0.value)" }
+        copy.body = Data()
+        let status = try await downloader.endpoint(copy, priority: priority).status
+        if status == 404 { return status }
+        try expect(status, from: "PUT (copy)", key)
+        return status
+    }
+
+    /// Deletes up to 1,000 keys in one request (S3 `DeleteObjects`, quiet:
+    /// only failures are listed); keys already gone count as deleted. A key
+    /// the store could not delete throws, naming it.
+    package func delete(_ keys: [String], timeout: TimeInterval, priority: PriorityHandle) async throws(DownloadError) {
+        guard !keys.isEmpty else { return }
+        precondition(keys.count <= 1000, "DeleteObjects takes at most 1,000 keys")
+        var xml = "<?xml version=\"1.0\" encoding=\"UTF-8\"?><Delete><Quiet>true</Quiet>"
+        for key in keys { xml += "<Object><Key>" + Self.xmlEscaped(key) + "</Key></Object>" }
+        xml += "</Delete>"
+        let body = Data(xml.utf8)
+        var post = request("POST", "/", query: "delete=", timeout: timeout)
+        post.headers = ["x-amz-content-sha256: " + SHA256.hash(data: body).map { String(format: "%02x", $0) }.joined(),
+                        "Content-MD5: " + Data(Insecure.MD5.hash(data: body)).base64EncodedString(),
+                        "Content-Type: application/xml"]
+        post.body = body
+        let answer = try await downloader.endpoint(post, priority: priority)
+        try expect(answer.status, from: "POST ?delete", "\(keys.count) keys")
+        let text = String(decoding: answer.body, as: UTF8.self)
+        if let error = text.range(of: "<Error>") {
+            let detail = text[error.lowerBound...].prefix(300)
+            throw DownloadError(.httpStatus, "tier2: DeleteObjects refused some keys: \(detail)", status: answer.status)
+        }
+    }
+
+    /// `&`, `<`, `>` as XML entities (the keys are this module's own `[a-z0-9/]`; this is for safety).
+    static func xmlEscaped(_ text: String) -> String {
+        text.replacingOccurrences(of: "&", with: "&amp;").replacingOccurrences(of: "<", with: "&lt;")
+            .replacingOccurrences(of: ">", with: "&gt;")
     }
 
     /// DELETE; gone already (404) is done too, any other answer but 2xx throws.

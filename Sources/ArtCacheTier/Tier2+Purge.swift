@@ -35,33 +35,55 @@ extension Tier2 {
         return usage
     }
 
-    /// Deletes records and originals older than `age` (by the object's own
-    /// date: when it was written; the bucket knows no access times). A
-    /// record whose original is gone reads as a miss. Returns what was deleted.
+    /// Deletes what is older than `age` (by the object's own date: when it
+    /// was written; the bucket knows no access times) and that no newer
+    /// record names: records older than the cut-off; originals older than it
+    /// (a record written or rewritten copies its original onto itself, so an
+    /// original is as new as the newest record that names it); thumbnails
+    /// older than it whose original is gone. The listing is streamed, a page
+    /// (1,000 objects) at a time, each page's victims deleted in one
+    /// `DeleteObjects` request: nothing grows with the bucket. A record whose
+    /// original is gone (a write racing the purge) reads as a miss. Returns
+    /// what was deleted.
     package func purge(olderThan age: TimeInterval, dryRun: Bool = false, now: Date = Date(),
                        priority: PriorityHandle = PriorityHandle(.low)) async throws -> Usage {
         let cutoff = now.addingTimeInterval(-age)
         var deleted = Usage()
         for prefix in Self.prefixes {
-            var victims: [ObjectStore.Listed] = []
-            try await walk(prefix, priority: priority) { object in
-                if object.lastModified < cutoff { victims.append(object) }
-            }
-            for object in victims {
-                if !dryRun { try await objects.delete(object.key, timeout: settings.writeTimeout, priority: priority) }
-                deleted.add(object)
+            try await walkPages(prefix, priority: priority) { page in
+                var victims: [ObjectStore.Listed] = []
+                for object in page where object.lastModified < cutoff {
+                    if prefix == "variants/", try await originalIsKept(of: object.key, priority: priority) { continue }
+                    victims.append(object)
+                }
+                if !dryRun { try await objects.delete(victims.map(\.key), timeout: settings.writeTimeout, priority: priority) }
+                for object in victims { deleted.add(object) }
             }
         }
         return deleted
     }
 
+    /// Whether the original a thumbnail was rendered from is still in the
+    /// bucket (its metadata names it; a thumbnail without it is not kept).
+    private func originalIsKept(of variant: String, priority: PriorityHandle) async throws -> Bool {
+        let answer = try await objects.headAnswer(variant, timeout: settings.writeTimeout, priority: priority)
+        guard answer.status == 200, let sha = answer.headers["x-amz-meta-source-sha256"] else { return false }
+        return try await objects.head(Self.blobKey(sha), timeout: settings.writeTimeout, priority: priority) == 200
+    }
+
     /// Every object under `prefix`, page by page (at most ``maxListed``).
     private func walk(_ prefix: String, priority: PriorityHandle, _ visit: (ObjectStore.Listed) -> Void) async throws {
+        try await walkPages(prefix, priority: priority) { page in page.forEach(visit) }
+    }
+
+    /// Every page of objects under `prefix` (at most ``maxListed`` objects).
+    private func walkPages(_ prefix: String, priority: PriorityHandle,
+                           _ visit: ([ObjectStore.Listed]) async throws -> Void) async throws {
         var after: String?
         var seen = 0
         while seen < Self.maxListed {
             let page = try await objects.list(prefix: prefix, startAfter: after, timeout: settings.writeTimeout, priority: priority)
-            page.objects.forEach(visit)
+            try await visit(page.objects)
             seen += page.objects.count
             guard page.truncated, let last = page.objects.last?.key else { return }
             after = last

@@ -60,15 +60,11 @@ package final class Tier2: Sendable {
         package var variantWrites = 0
     }
 
-    private struct Breaker {
-        var failures = 0
-        var openUntil: Date?
-    }
-
     package let settings: Tier2Settings
     package let objects: ObjectStore
     private let logger: Logger
-    private let breaker = Locked(Breaker())
+    /// Failures in a row open it for `cool_down`; then one probe (``HostBreaker``).
+    private let breaker: HostBreaker
     let tally = Locked(Counters())
     /// Largest original read back (the download limit).
     private let maxBody: Int64
@@ -76,6 +72,7 @@ package final class Tier2: Sendable {
     package init(settings: Tier2Settings, downloader: Downloader, logger: Logger) {
         self.settings = settings
         objects = ObjectStore(settings: settings, downloader: downloader)
+        breaker = HostBreaker(threshold: settings.offlineAfter, coolDown: settings.coolDown, maxHosts: 1)
         self.logger = logger
         maxBody = downloader.settings.maxBodyBytes
     }
@@ -114,13 +111,17 @@ package final class Tier2: Sendable {
     }
 
     /// Writes an original and its record (behind an answer: the caller runs
-    /// it as a background job). Bytes the tier holds already are not sent again.
+    /// it as a background job). Bytes the tier holds already are not sent
+    /// again: they are copied onto themselves instead, so the original's
+    /// date is never older than the newest record that names it (what
+    /// ``purge(olderThan:dryRun:now:priority:)`` relies on).
     package func write(_ record: Tier2Record, data: Data, for key: CacheKey, priority: PriorityHandle) async throws {
         let timeout = settings.writeTimeout
         do {
             let blob = Self.blobKey(record.sha256)
             let held = try await objects.head(blob, timeout: timeout, priority: priority)
-            if held == 200 {
+            if held == 200, try await objects.touch(blob, contentType: record.contentType, timeout: timeout,
+                                                   priority: priority) != 404 {
                 tally.withLock { $0.deduplicated += 1 }
             } else {
                 try await objects.put(blob, body: data, contentType: record.contentType, sha256: record.sha256,
@@ -152,26 +153,19 @@ package final class Tier2: Sendable {
         return nil
     }
 
-    func admits(now: Date = Date()) -> Bool {
-        breaker.withLock { state in
-            guard let until = state.openUntil else { return true }
-            if now < until { return false }
-            state.openUntil = nil  // one probe; a failure opens it again
-            state.failures = settings.offlineAfter - 1
-            return true
-        }
-    }
+    /// The breaker's one key: the tier is one endpoint.
+    private static let breakerKey = "tier2"
 
-    func succeeded() { breaker.withLock { $0 = Breaker() } }
+    /// Whether a read may ask the tier: its breaker is closed, or this is
+    /// the one probe after its cool-down (every other reader goes to the
+    /// origin until the probe has answered).
+    func admits(now: Date = Date()) -> Bool { !breaker.refuses(Self.breakerKey, now: now) }
+
+    func succeeded() { breaker.recordAnswer(host: Self.breakerKey) }
 
     func failed(_ error: any Error, _ key: CacheKey) {
         tally.withLock { $0.errors += 1 }
-        let opened = breaker.withLock { state -> Bool in
-            state.failures += 1
-            guard state.failures >= settings.offlineAfter, state.openUntil == nil else { return false }
-            state.openUntil = Date().addingTimeInterval(settings.coolDown)
-            return true
-        }
+        let opened = breaker.recordFailure(Self.breakerKey, cause: "\(error)")
         logger.debug("tier2: read failed, asking the origin", metadata: ["key": "\(key)", "error": "\(error)"])
         if opened {
             logger.warning("tier2: \(settings.offlineAfter) failures in a row; not asked for \(Int(settings.coolDown)) s",

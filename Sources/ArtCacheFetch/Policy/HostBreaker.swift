@@ -19,8 +19,12 @@ import Foundation
 /// map once each).
 ///
 /// One per `Downloader`, so a breaker lasts one run (`prefetch`) or one
-/// pipeline's life.
-final class HostBreaker: Sendable {
+/// pipeline's life. The shared second tier has one of its own too (one key,
+/// its endpoint; every failure counts there: a tier that answers 5xx or
+/// slowly is no better than one not reached): one breaker type, one
+/// half-open rule — exactly one probe per cool-down, every other caller
+/// refused until the probe answers (closed) or fails (open again).
+package final class HostBreaker: Sendable {
     struct HostState: Sendable {
         var failures = 0
         var openedAt: Date?
@@ -41,7 +45,7 @@ final class HostBreaker: Sendable {
     let maxHosts: Int
     private let table = Locked(Table())
 
-    init(threshold: Int, coolDown: TimeInterval = 30, forgetAfter: TimeInterval = 600, maxHosts: Int = 10_000) {
+    package init(threshold: Int, coolDown: TimeInterval = 30, forgetAfter: TimeInterval = 600, maxHosts: Int = 10_000) {
         self.threshold = max(1, threshold)
         self.coolDown = coolDown
         self.forgetAfter = forgetAfter
@@ -50,7 +54,7 @@ final class HostBreaker: Sendable {
 
     /// True while `host` is offline: its breaker opened less than `coolDown` ago.
     /// Past the cool-down the next caller goes through (and a failure reopens it).
-    func refuses(_ host: String, now: Date = Date()) -> Bool {
+    package func refuses(_ host: String, now: Date = Date()) -> Bool {
         table.withLock { table in
             guard let opened = table.hosts[host]?.openedAt else { return false }
             if now.timeIntervalSince(opened) < coolDown {
@@ -66,20 +70,29 @@ final class HostBreaker: Sendable {
     /// timeouts (`DownloadError.hostUnreachable`) count toward offline.
     func record(_ error: DownloadError, host: String, now: Date = Date()) {
         guard error.hostUnreachable else { return }
+        recordFailure(host, cause: error.cause ?? error.reason, now: now)
+    }
+
+    /// A failure of one attempt at `host`, whatever it was: true when it
+    /// opened the breaker (or opened it again after a failed probe).
+    @discardableResult
+    package func recordFailure(_ host: String, cause: String, now: Date = Date()) -> Bool {
         table.withLock { table in
             if now.timeIntervalSince(table.lastSweep) >= forgetAfter { sweep(&table, now: now) }
             var state = table.hosts[host].flatMap { isStale($0, now: now) ? nil : $0 } ?? HostState(lastFailure: now)
             if table.hosts[host] == nil, table.hosts.count >= maxHosts { makeRoom(&table, now: now) }
             state.failures += 1
             state.lastFailure = now
-            state.cause = error.cause ?? error.reason
-            if state.failures >= threshold { state.openedAt = now }
+            state.cause = cause
+            let opened = state.failures >= threshold
+            if opened { state.openedAt = now }
             table.hosts[host] = state
+            return opened
         }
     }
 
     /// The host answered: it is online.
-    func recordAnswer(host: String) {
+    package func recordAnswer(host: String) {
         table.withLock { table in
             guard table.hosts[host] != nil else { return }
             table.hosts[host] = nil

@@ -1,0 +1,95 @@
+import Foundation
+import Logging
+import Testing
+@testable import ArtCacheCore
+@testable import ArtCacheFetch
+@testable import ArtCacheTier
+
+/// Issue 49 item 4 on the real store: a purge loses nothing a record still
+/// names, streams its listing and deletes in batches.
+@Suite("Second tier: purges on a real object store (Ceph RGW)",
+       .enabled(if: Tier2Harness.available, "ARTCACHE_TEST_TIER2_ENV is not set (scripts/tier2/start makes one)"),
+       .timeLimit(.minutes(3)))
+struct Tier2PurgeTests {
+    /// A tier on a bucket of its own (made if missing, emptied first).
+    static func tier(bucket: String, _ downloader: Downloader) async throws -> Tier2 {
+        var settings = try #require(Tier2Harness.settings)
+        settings.bucket = bucket
+        var create = EndpointRequest(url: settings.endpoint + "/" + settings.bucket, method: "PUT", timeout: 10)
+        create.sigV4 = (settings.region, "s3", settings.accessKey, settings.secretKey)
+        create.headers = ["x-amz-content-sha256: " + ObjectStore.emptyPayload]
+        create.body = Data()
+        let created = try await downloader.endpoint(create, priority: PriorityHandle(.normal))
+        #expect(created.status == 200 || created.status == 409, "\(created.status)")
+        let tier = Tier2(settings: settings, downloader: downloader, logger: Logger(label: "test"))
+        _ = try await tier.purge(olderThan: 0, now: Date().addingTimeInterval(3600))
+        return tier
+    }
+
+    static func record(_ url: String, _ body: Data) -> Tier2Record {
+        Tier2Record(url: url, sha256: CacheKey.sha256Hex(body), size: Int64(body.count), contentType: "image/jpeg",
+                    declaredType: nil, repaired: false, validators: HTTPValidators(), storedAt: Date())
+    }
+
+    /// The object's date in the bucket's listing.
+    static func date(_ tier: Tier2, _ key: String) async throws -> Date {
+        let page = try await tier.objects.list(prefix: key, startAfter: nil, timeout: 10, priority: PriorityHandle(.normal))
+        return try #require(page.objects.first { $0.key == key }?.lastModified)
+    }
+
+    /// Two URLs with the same bytes, their records written apart: a purge
+    /// whose cut-off falls between them deletes the older record and keeps
+    /// the original the newer one names (its second writer copied it onto
+    /// itself), and the newer record still reads.
+    @Test func aPurgeKeepsTheOriginalANewerRecordNames() async throws {
+        let downloader = try Downloader(settings: DownloadSettings())
+        defer { downloader.shutdown() }
+        let tier = try await Self.tier(bucket: "artcache-purge-shared", downloader)
+        let body = Data("shared bytes \(UUID())".utf8)
+        let (first, second) = (Self.record("https://a.example/1.jpg", body), Self.record("https://b.example/2.jpg", body))
+        let (firstKey, secondKey) = (try CacheKey(url: first.url), try CacheKey(url: second.url))
+        try await tier.write(first, data: body, for: firstKey, priority: PriorityHandle(.normal))
+        let older = try await Self.date(tier, Tier2.recordKey(firstKey))
+        // The second record must be dated after the first: written again until it is (the store's dates are milliseconds).
+        var newer = older
+        for _ in 0..<200 where newer <= older {
+            try await tier.write(second, data: body, for: secondKey, priority: PriorityHandle(.normal))
+            newer = try await Self.date(tier, Tier2.recordKey(secondKey))
+        }
+        #expect(newer > older)
+        #expect(tier.counters.deduplicated >= 1, "the second writer found the bytes there")
+        let cutoff = older.addingTimeInterval(newer.timeIntervalSince(older) / 2)
+        let deleted = try await tier.purge(olderThan: 0, now: cutoff)
+        #expect(deleted.records == 1 && deleted.originals == 0, "\(deleted)")
+        let read = try await tier.read(secondKey, priority: PriorityHandle(.normal))
+        #expect(read?.data == body, "the newer record still reads its original")
+        #expect(try await tier.read(firstKey, priority: PriorityHandle(.normal)) == nil)
+    }
+
+    /// More objects than a listing page: the purge walks page by page and
+    /// deletes each page's victims in one DeleteObjects request.
+    @Test func aPurgeOfMoreThanAPageDeletesInBatches() async throws {
+        let downloader = try Downloader(settings: DownloadSettings())
+        defer { downloader.shutdown() }
+        let tier = try await Self.tier(bucket: "artcache-purge-pages", downloader)
+        let count = 1_010
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for lane in 0..<8 {
+                group.addTask {
+                    for index in stride(from: lane, to: count, by: 8) {
+                        try await tier.objects.put(String(format: "keys/%08d", index), body: Data("{}".utf8), contentType: "application/json",
+                                                   timeout: 10, priority: PriorityHandle(.normal))
+                    }
+                }
+            }
+            try await group.waitForAll()
+        }
+        #expect(try await tier.usage().records == count)
+        let dry = try await tier.purge(olderThan: 0, dryRun: true, now: Date().addingTimeInterval(60))
+        let afterDry = try await tier.usage().records
+        #expect(dry.records == count && afterDry == count, "a dry run deletes nothing")
+        let deleted = try await tier.purge(olderThan: 0, now: Date().addingTimeInterval(60))
+        #expect(deleted.records == count)
+        #expect(try await tier.usage() == Tier2.Usage())
+    }
+}
