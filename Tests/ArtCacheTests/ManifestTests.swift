@@ -36,7 +36,8 @@ struct ManifestTests {
         let resultSet = try ResultSet.parse(Data(document.utf8))
         let manifest = try await h.pipeline.manifest(for: resultSet, sizes: [ImageSize(width: 100, height: 100)])
         #expect(manifest.format == .itunes)
-        #expect(manifest.items.map(\.status) == [.cached, .failed, .pending])
+        // The refused connection is a network failure: it waits in the retry queue (retrying).
+        #expect(manifest.items.map(\.status) == [.cached, .retrying, .pending])
         #expect(manifest.items.map(\.id) == ["11", "12", "13"])
         #expect(manifest.items.map(\.index) == [0, 1, 2])
         let cached = manifest.items[0]
@@ -44,7 +45,8 @@ struct ManifestTests {
         #expect(cached.fetchedURL == cachedURL)
         #expect(cached.color?.count == 7 && cached.thumbhash != nil)
         #expect(cached.placeholder?.hasPrefix("data:image/png;base64,") == true)
-        #expect(manifest.items[1].reason == "connection_refused" || manifest.items[1].reason?.isEmpty == false)
+        #expect(manifest.items[1].reason == "connect", "\(String(describing: manifest.items[1].reason))")
+        #expect(manifest.items[1].retryAfter.map { (0...30).contains($0) } == true, "offline_retry_after (30 s) at most")
         #expect(manifest.items[2].width == nil && manifest.items[2].placeholder == nil && manifest.items[2].reason == nil)
         let references = try #require(cached.variants["100x100"])
         #expect(references["2x"] == ImageManifest.Reference(url: cachedURL, size: ImageSize(width: 200, height: 200), fit: .contain))
@@ -56,8 +58,8 @@ struct ManifestTests {
         // The JSON has exactly the documented fields, null when unknown.
         let json = try JSONSerialization.jsonObject(with: try manifest.json()) as? [String: Any]
         let items = try #require(json?["items"] as? [[String: Any]])
-        #expect(Set(items[2].keys) == ["index", "id", "url", "fetched_url", "status", "reason", "width", "height", "color",
-                                       "thumbhash", "placeholder", "variants"])
+        #expect(Set(items[2].keys) == ["index", "id", "url", "fetched_url", "status", "reason", "retry_after", "width", "height",
+                                       "color", "thumbhash", "placeholder", "variants"])
         #expect(items[2]["width"] is NSNull)
         let descriptor = (items[0]["variants"] as? [String: [String: [String: String]]])?["100x100"]?["1x"]
         #expect(descriptor == ["url": cachedURL, "size": "100x100", "fit": "contain"])

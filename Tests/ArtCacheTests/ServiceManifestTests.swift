@@ -119,4 +119,45 @@ struct ServiceManifestTests {
         }
         try await s.close()
     }
+
+    /// Issue 49 item 8: after its warm-ups have run, a manifest says what
+    /// became of each item — too large, 5xx after the retries, stored but
+    /// not renderable: `failed` with the reason; the network failing:
+    /// `retrying` with `retry_after` — never `pending` for ever, nor
+    /// `cached` with thumbnails that would answer 422 or 413.
+    @Test func aManifestTellsWhatBecameOfEachItem() async throws {
+        let held = try HeldPort()  // bound, never listening: connection refused
+        let s = try await ServiceHarness { configuration in
+            configuration.download.retries = 0
+            configuration.download.maxBodyBytes = 20_000
+        }
+        let whole = try Fixtures.image(width: 400, height: 300, suffix: ".jpg")
+        s.origin.register("big.jpg", .init(body: Fixtures.pngLike(size: 50_000), contentType: "image/png"))
+        s.origin.register("cut.jpg", .init(body: whole.prefix(whole.count / 3), contentType: "image/jpeg"))
+        try s.register("ok.jpg", width: 60, height: 40)
+        let urls = [s.origin.url("/img/ok.jpg"), s.origin.url("/img/big.jpg"), s.origin.url("/status/503"),
+                    s.origin.url("/img/cut.jpg"), "http://127.0.0.1:\(held.port)/gone.jpg"]
+        let body = Array(urls.joined(separator: "\n").utf8)
+        @Sendable func post(_ client: TestClient) async throws -> ImageManifest {
+            let answer = try await client.execute(uri: "/v1/manifest?sizes=48x48", method: .post,
+                                                  headers: s.signer.manifestHeaders(body, query: "sizes=48x48"), body: ByteBuffer(bytes: body))
+            #expect(answer.status == .ok)
+            return try JSONDecoder().decode(ImageManifest.self, from: Data(buffer: answer.body))
+        }
+        try await s.app().test(.router) { client in
+            let first = try await post(client)
+            #expect(first.items.map(\.status) == Array(repeating: .pending, count: urls.count))
+            await s.pipeline.background.waitUntilIdle(.warmUp)
+            await s.pipeline.store.waitForWritesBehind()
+            let second = try await post(client)
+            let outcome = second.items.map { "\($0.status.rawValue):\($0.reason ?? "-")" }
+            #expect(outcome == ["cached:-", "failed:too_large", "failed:http_503", "failed:decode", "retrying:connect"],
+                    "\(outcome)")
+            #expect(second.items[4].retryAfter.map { (0...30).contains($0) } == true, "\(String(describing: second.items[4].retryAfter))")
+            #expect(second.items.prefix(4).allSatisfy { $0.retryAfter == nil })
+        }
+        try await s.close()
+        _ = held
+    }
 }
+

@@ -5,8 +5,8 @@ import Foundation
 /// them arrives, per item in result order (``ImagePipeline/manifest(for:sizes:fit:signer:priority:)``).
 /// Its JSON (the CLI's `manifest --json` and the service's
 /// `POST /v1/manifest`) uses exactly these field names: `index`, `id`,
-/// `url`, `fetched_url`, `status`, `reason`, `width`, `height`, `color`,
-/// `thumbhash`, `placeholder`, `variants`.
+/// `url`, `fetched_url`, `status`, `reason`, `retry_after`, `width`,
+/// `height`, `color`, `thumbhash`, `placeholder`, `variants`.
 public struct ImageManifest: Sendable, Equatable, Codable {
     /// Whether an item's original is in the cache.
     public enum Status: String, Sendable, Codable {
@@ -14,7 +14,15 @@ public struct ImageManifest: Sendable, Equatable, Codable {
         case cached
         /// Not yet: handed to the prefetcher at low priority.
         case pending
-        /// Its last download failed (`reason`, as the retry queue records it).
+        /// Its download failed for a reason that passes (the network, the
+        /// host offline) and waits in the retry queue: `reason`, and
+        /// `retry_after` seconds until it is tried again.
+        case retrying
+        /// It cannot be shown, and asking again will not change that for
+        /// now (`reason`): the origin answered 404, 410, 5xx after the
+        /// retries, or something that is not an image; the original is too
+        /// large; its address or source is refused; or it is stored but
+        /// cannot be rendered (truncated, corrupt, too many pixels).
         case failed
     }
 
@@ -79,8 +87,12 @@ public struct ImageManifest: Sendable, Equatable, Codable {
         /// rendition, else `url`); null until cached.
         public let fetchedURL: String?
         public let status: Status
-        /// Why it failed (a typed reason: `timeout`, `dns`, `http_status`…); null otherwise.
+        /// Why it failed or is retrying (a typed reason: `timeout`, `dns`,
+        /// `http_404`, `too_large`, `decode`…); null otherwise.
         public let reason: String?
+        /// For `retrying`: seconds until it is tried again (0: it may be
+        /// now); null otherwise.
+        public let retryAfter: Int?
         /// The original's upright pixels, dominant colour (`#rrggbb`),
         /// ThumbHash (base64) and its decoded image as a PNG data URL: null
         /// until cached.
@@ -93,7 +105,8 @@ public struct ImageManifest: Sendable, Equatable, Codable {
         public let variants: [String: [String: Reference]]
 
         enum CodingKeys: String, CodingKey {
-            case index, id, url, fetchedURL = "fetched_url", status, reason, width, height, color, thumbhash, placeholder, variants
+            case index, id, url, fetchedURL = "fetched_url", status, reason, retryAfter = "retry_after", width, height, color, thumbhash,
+                 placeholder, variants
         }
 
         public func encode(to encoder: any Encoder) throws {
@@ -105,6 +118,7 @@ public struct ImageManifest: Sendable, Equatable, Codable {
             try container.encode(fetchedURL, forKey: .fetchedURL)
             try container.encode(status, forKey: .status)
             try container.encode(reason, forKey: .reason)
+            try container.encode(retryAfter, forKey: .retryAfter)
             try container.encode(width, forKey: .width)
             try container.encode(height, forKey: .height)
             try container.encode(color, forKey: .color)

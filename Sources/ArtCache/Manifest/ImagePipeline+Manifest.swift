@@ -64,25 +64,40 @@ extension ImagePipeline {
                 throw ArtCacheError(any: error, context: result.url)
             }
             var info = entry.flatMap(ImageInfo.init(entry:))
+            var unrenderable: String?
             if let entry, info == nil {
                 // A cached original without its placeholder (an older
-                // cache): computed now for the first few (a small local
-                // decode each), behind the answer for the rest, so one large
-                // result set costs a bounded amount of decoding.
+                // cache, or one still being computed): computed now for the
+                // first few (a small local decode each), behind the answer
+                // for the rest, so one large result set costs a bounded
+                // amount of decoding. Bytes that cannot be decoded say so.
                 if inlineDecodes < Self.manifestInlinePlaceholders {
                     inlineDecodes += 1
-                    info = try? await self.info(for: entry.url, priority: .normal, options: .cacheOnly)
+                    do {
+                        info = try await self.info(for: entry.url, priority: .normal, options: .cacheOnly)
+                    } catch where Self.isContentFailure(error) {
+                        unrenderable = error.reason
+                    } catch {}
                 } else {
                     computeIntrinsicsBehind(of: entry)
                 }
+            }
+            if let entry, let normalized, unrenderable == nil {
+                unrenderable = await renderFailure(of: entry, url: normalized, info: info, sizes: sizes, fit: fit)
             }
             // Why it failed, when it has: a network failure in the retry
             // queue (tried again by `retry`), a refusal the policy decides
             // from the URL alone, or a permanent answer remembered (404,
             // 410, not an image, a blocked address): none is queued again.
-            var reason: String?
+            var reason: String? = unrenderable
+            var retryAfter: Int?
             if entry == nil, let normalized {
-                reason = failures[normalized.string]?.reason ?? failures[result.url]?.reason ?? configuration.download.refusalReason(of: normalized)
+                if let queued = failures[normalized.string] ?? failures[result.url] {
+                    reason = queued.reason
+                    let due = queued.lastFailedAt.addingTimeInterval(configuration.download.offlineRetryAfter)
+                    retryAfter = max(0, Int(due.timeIntervalSinceNow.rounded(.up)))
+                }
+                reason = reason ?? configuration.download.refusalReason(of: normalized)
                 if reason == nil {
                     do {
                         reason = try await store.negatives.answer(forKey: normalized.key)?.reason
@@ -91,12 +106,13 @@ extension ImagePipeline {
                     }
                 }
             }
-            let status: ImageManifest.Status = normalized == nil || reason != nil ? .failed : entry != nil ? .cached : .pending
+            let status: ImageManifest.Status = retryAfter != nil ? .retrying
+                : normalized == nil || reason != nil ? .failed : entry != nil ? .cached : .pending
             if status == .pending { pending.append(result.url) }
             items.append(ImageManifest.Item(
                 index: index, id: result.id, url: result.url, fetchedURL: entry.map { $0.fetchedURL ?? $0.url },
                 status: status,
-                reason: normalized == nil ? "invalid_url" : reason,
+                reason: normalized == nil ? "invalid_url" : reason, retryAfter: retryAfter,
                 width: info?.width, height: info?.height, color: info?.color, thumbhash: info?.thumbHashBase64,
                 placeholder: info?.placeholderDataURL(), variants: variants))
         }
@@ -109,6 +125,33 @@ extension ImagePipeline {
             for url in pending { warmUp(url, sizes: scaled, fit: fit, through: front) }
         }
         return ImageManifest(format: resultSet.format, items: items)
+    }
+
+    /// Whether `error` is the image's own doing (its bytes or its size),
+    /// not the machine's or the network's.
+    static func isContentFailure(_ error: ArtCacheError) -> Bool {
+        switch error.code {
+        case .decode, .unsupported, .tooLarge, .notAnImage: true
+        default: false
+        }
+    }
+
+    /// Why `entry`'s thumbnails cannot be made, when that is known without
+    /// rendering: more pixels than `[thumbnails] max_source_pixels`, or a
+    /// render of one of the manifest's sizes (1× or 2×) that failed from
+    /// these bytes and is remembered (`negative_ttl`). Nil otherwise.
+    func renderFailure(of entry: CacheEntry, url: NormalizedURL, info: ImageInfo?, sizes: [ImageSize],
+                       fit: VariantSpec.Fit) async -> String? {
+        if let info, info.width * info.height > configuration.thumbnails.maxSourcePixels { return "too_large" }
+        let maxOutput = configuration.thumbnails.maxOutput
+        for size in sizes {
+            for density in [1, 2] {
+                let scaled = ImageSize(width: min(maxOutput, size.width * density), height: min(maxOutput, size.height * density))
+                guard let spec = try? resolve(ImageRequest(url: url.string, size: scaled, fit: fit)).spec else { continue }
+                if let failure = await rememberedRenderFailure(url, spec: spec, parent: entry) { return failure.reason }
+            }
+        }
+        return nil
     }
 
     /// Queues a `warm_up` job for `url`: its original, then each of `sizes`

@@ -264,6 +264,16 @@ extension ImagePipeline {
                                                  limit: configuration.download.retryQueueMax)
                 } else if error.code == .httpStatus, let status = error.status, status == 404 || status == 410 {
                     try await remember(url, reason: error.reason, message: error.message, status: status, freshFor: error.freshFor)
+                } else if error.code == .tooLarge {
+                    // The origin's bytes are over `max_body_size`: they will
+                    // be again, within negative_ttl.
+                    try await remember(url, reason: error.reason, message: error.message, status: nil)
+                } else if error.code == .httpStatus, let status = error.status, (500...599).contains(status) {
+                    // 5xx after the retries: remembered a short while (at
+                    // most a minute), so a manifest says `failed` and a
+                    // burst of requests does not hammer a failing origin.
+                    try await remember(url, reason: error.reason, message: error.message, status: status,
+                                       freshFor: Self.serverErrorMemory)
                 } else if error.code == .blockedAddress {
                     // Decided by policy on the address its host resolved to:
                     // permanent while remembered (a manifest says `failed`
@@ -279,6 +289,9 @@ extension ImagePipeline {
             logger.error("cannot record a failed fetch", metadata: ["url": "\(url)", "error": "\(error)"])
         }
     }
+
+    /// How long an origin's 5xx (after the retries) is remembered, at most.
+    static let serverErrorMemory: TimeInterval = 60
 
     /// `freshFor`: what the failed response's own Cache-Control / Expires
     /// allow; it shortens negative_ttl, never lengthens it.
