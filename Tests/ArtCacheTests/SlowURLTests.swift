@@ -163,4 +163,25 @@ struct DownloadLeaseTests {
         }
         #expect(origin.requestCount(trickle) == 1)
     }
+
+    /// A download cancelled mid-transfer gives its lease up (the release
+    /// runs although its task is cancelled): another store on the cache
+    /// downloads at once instead of waiting for the lease's expiry (here
+    /// 410 s: a 100 s timeout).
+    @Test func aCancelledDownloadGivesItsLeaseUp() async throws {
+        let h = try await LoopbackHarness { $0.download.timeout = 100 }
+        h.origin.register("held.jpg", .init(body: try Fixtures.image(suffix: ".jpg"), contentType: "image/jpeg"))
+        let url = h.url("/gate/held.jpg")
+        let first = Task { try await h.pipeline.original(url) }
+        await h.origin.waitForRequest("/gate/held.jpg")
+        first.cancel()
+        _ = await first.result
+        h.origin.openGate()
+        let other = try await Fixtures.pipeline(h.dir.path) { $0.download.timeout = 100 }
+        let outcome = try await other.original(url)
+        #expect(outcome.source == .downloaded)
+        #expect(h.origin.requestCount("/gate/held.jpg") == 2)
+        try await other.close()
+        try await h.pipeline.close()
+    }
 }

@@ -152,7 +152,14 @@ struct LoopbackHarness {
 
     init(_ configure: (inout Configuration) -> Void = { _ in }) async throws {
         origin = try await OriginServer.start()
-        pipeline = try await Fixtures.pipeline(dir.path, configure)
+        pipeline = try await Fixtures.pipeline(dir.path) { configuration in
+            // A full run starts every suite at once on 2 cores: a request held
+            // at an origin gate may go without a byte past the 20 s default,
+            // and a slow origin is not retried (issue 49). Tests of the
+            // low-speed limit set their own.
+            configuration.download.lowSpeedTime = 150
+            configure(&configuration)
+        }
     }
 
     var store: CacheStore { pipeline.store }

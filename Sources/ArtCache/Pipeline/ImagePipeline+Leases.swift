@@ -49,6 +49,8 @@ extension ImagePipeline {
             let claim: DownloadLeases.Claim
             do {
                 claim = try await store.leases.claim(key: key, url: url.string, for: leaseDuration, waited: waited)
+            } catch is CancellationError {
+                throw CancellationError()
             } catch {
                 // The index cannot be written: download without a lease (the store will say more).
                 logger.warning("cannot take a download lease", metadata: ["url": "\(url)", "error": "\(error)"])

@@ -68,23 +68,32 @@ package final class DownloadLeases: Sendable {
     /// stays for that long instead, with `failure` (the result the processes
     /// waiting on it take), or without (an original stored behind the
     /// answer, not committed yet: they keep waiting for it, not downloading).
+    /// Runs even when the calling task is cancelled (a cancelled download
+    /// gives its lease up too), on GRDB's writer queue.
     package func release(key: String, failure: (reason: String, message: String)? = nil, linger: TimeInterval = 0,
                          now: Date = Date()) async throws {
         let token = self.token
-        try await db.write { db in
-            if linger > 0 {
-                try db.execute(sql: """
-                    UPDATE download_lease SET expires_at = ?, failure_reason = ?, failure_message = ?
-                    WHERE key = ? AND holder = ?
-                    """, arguments: [now.addingTimeInterval(linger).timeIntervalSince1970, failure?.reason, failure?.message,
-                                     key, token])
-            } else {
-                try db.execute(sql: "DELETE FROM download_lease WHERE key = ? AND holder = ?", arguments: [key, token])
-            }
+        try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, Error>) in
+            db.asyncWrite({ db in
+                try Self.release(db, key: key, token: token, failure: failure, linger: linger, now: now)
+            }, completion: { _, result in continuation.resume(with: result) })
         }
     }
 
-    /// Leases in the table (tests, `stats`).
+    private static func release(_ db: Database, key: String, token: String, failure: (reason: String, message: String)?,
+                                linger: TimeInterval, now: Date) throws {
+        if linger > 0 {
+            try db.execute(sql: """
+                UPDATE download_lease SET expires_at = ?, failure_reason = ?, failure_message = ?
+                WHERE key = ? AND holder = ?
+                """, arguments: [now.addingTimeInterval(linger).timeIntervalSince1970, failure?.reason, failure?.message,
+                                 key, token])
+        } else {
+            try db.execute(sql: "DELETE FROM download_lease WHERE key = ? AND holder = ?", arguments: [key, token])
+        }
+    }
+
+    /// Leases in the table (tests).
     package func count() async throws -> Int {
         try await db.read { db in try Int.fetchOne(db, sql: "SELECT count(*) FROM download_lease") ?? 0 }
     }
