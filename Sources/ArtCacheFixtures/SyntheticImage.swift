@@ -118,7 +118,7 @@ public enum SyntheticImage {
     /// TIFF fixtures (`cvips_test_tiff`): a sub-IFD pyramid, or the
     /// gradient in a wider integer format spanning its whole range.
     public enum TIFFKind: Int32, CaseIterable, Sendable {
-        case subIFDPyramid = 0, unsigned16 = 1, signed16 = 2, unsigned32 = 3, signed32 = 4
+        case subIFDPyramid = 0, unsigned16 = 1, signed16 = 2, unsigned32 = 3, signed32 = 4, omeMultiPage = 5
     }
 
     public static func tiff(_ kind: TIFFKind, width: Int = 400, height: Int = 300) throws -> Data {

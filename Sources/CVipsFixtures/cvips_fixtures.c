@@ -279,6 +279,21 @@ int cvips_test_tiff(int width, int height, int kind, void **out, size_t *out_len
     case 2: if (vips_linear1(t[0], &t[1], 257, -32768, NULL) || vips_cast(t[1], &t[2], VIPS_FORMAT_SHORT, NULL)) goto done; break;
     case 3: if (vips_linear1(t[0], &t[1], 16843009.0, 0, NULL) || vips_cast(t[1], &t[2], VIPS_FORMAT_UINT, NULL)) goto done; break;
     case 4: if (vips_linear1(t[0], &t[1], 16843009.0, -2147483648.0, NULL) || vips_cast(t[1], &t[2], VIPS_FORMAT_INT, NULL)) goto done; break;
+    case 5: {
+        /* Three pages (the gradient, then its negative twice) under an
+         * OME-XML ImageDescription, as microscopes write them. */
+        VipsImage **p = (VipsImage **) vips_object_local_array(VIPS_OBJECT(base), 4);
+        if (vips_invert(t[0], &p[0], NULL)) goto done;
+        VipsImage *pages[3] = { t[0], p[0], p[0] };
+        if (vips_arrayjoin(pages, &p[1], 3, "across", 1, NULL) || vips_copy(p[1], &p[2], NULL)) goto done;
+        vips_image_set_int(p[2], VIPS_META_PAGE_HEIGHT, height);
+        vips_image_set_string(p[2], VIPS_META_IMAGEDESCRIPTION,
+            "<?xml version=\"1.0\" encoding=\"UTF-8\"?><OME xmlns=\"http://www.openmicroscopy.org/Schemas/OME/2016-06\">"
+            "<Image ID=\"Image:0\"><Pixels DimensionOrder=\"XYZCT\" SizeC=\"1\" SizeT=\"1\" SizeZ=\"3\" Type=\"uint8\">"
+            "</Pixels></Image></OME>");
+        status = vips_tiffsave_buffer(p[2], out, out_length, NULL);
+        goto done;
+    }
     default: goto done;
     }
     if (vips_copy(t[2], &t[3], "interpretation", VIPS_INTERPRETATION_sRGB, NULL)) goto done;

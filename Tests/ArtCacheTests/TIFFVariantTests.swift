@@ -34,4 +34,18 @@ struct TIFFVariantTests {
         let difference = try #require(try SyntheticImage.pixels(rendered.data).meanDifference(try await reference()))
         #expect(difference <= 2, "\(kind): \(difference) from the 8-bit PNG's thumbnail")
     }
+
+    /// Issue 49 item 9: a multi-page OME-TIFF (pages under an OME-XML
+    /// ImageDescription, as libvips' `multi-channel-z-series.ome.tif`) is
+    /// thumbnailed from page 0, like every other multi-page TIFF: not the
+    /// pages stacked, not another page.
+    @Test func aMultiPageOMETIFFRendersPageZero() async throws {
+        let tiff = try SyntheticImage.tiff(.omeMultiPage)
+        let header = try renderer.header(of: tiff)
+        #expect((header.width, header.height) == (400, 300), "page 0's size")
+        let rendered = try await renderer.render(tiff, spec: Self.spec)
+        #expect((rendered.width, rendered.height) == (100, 75))
+        let difference = try #require(try SyntheticImage.pixels(rendered.data).meanDifference(try await reference()))
+        #expect(difference <= 2, "page 0 (the gradient), not page 1 (its negative): \(difference)")
+    }
 }

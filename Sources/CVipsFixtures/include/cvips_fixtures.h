@@ -60,7 +60,9 @@ int cvips_test_pixels(const void *buffer, size_t length, int *width, int *height
  *   0: a tiled pyramid with sub-IFDs (each level half the one before);
  *   1: unsigned 16-bit, tagged only sRGB (not RGB16): x * 257;
  *   2: signed 16-bit: x * 257 - 32768;  3: unsigned 32-bit: x * 16843009;
- *   4: signed 32-bit: x * 16843009 - 2^31.
+ *   4: signed 32-bit: x * 16843009 - 2^31;
+ *   5: an OME-TIFF: three pages (the gradient, then its negative twice) under
+ *      an OME-XML ImageDescription.
  * Each integer kind spans its whole range as the 8-bit image spans 0...255. */
 int cvips_test_tiff(int width, int height, int kind, void **out, size_t *out_length);
 
