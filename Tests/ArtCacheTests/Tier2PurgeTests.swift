@@ -15,12 +15,7 @@ struct Tier2PurgeTests {
     static func tier(bucket: String, _ downloader: Downloader) async throws -> Tier2 {
         var settings = try #require(Tier2Harness.settings)
         settings.bucket = bucket
-        var create = EndpointRequest(url: settings.endpoint + "/" + settings.bucket, method: "PUT", timeout: 10)
-        create.sigV4 = (settings.region, "s3", settings.accessKey, settings.secretKey)
-        create.headers = ["x-amz-content-sha256: " + ObjectStore.emptyPayload]
-        create.body = Data()
-        let created = try await downloader.endpoint(create, priority: PriorityHandle(.normal))
-        #expect(created.status == 200 || created.status == 409, "\(created.status)")
+        try await Tier2Harness.makeBucket(settings, downloader)
         let tier = Tier2(settings: settings, downloader: downloader, logger: Logger(label: "test"))
         _ = try await tier.purge(olderThan: 0, now: Date().addingTimeInterval(3600))
         return tier

@@ -34,6 +34,16 @@ enum Tier2Harness {
 
     static var available: Bool { settings != nil }
 
+    /// Makes `settings.bucket` (a bucket a test keeps to itself), unless it is there.
+    static func makeBucket(_ settings: Tier2Settings, _ downloader: Downloader) async throws {
+        var create = EndpointRequest(url: settings.endpoint + "/" + settings.bucket, method: "PUT", timeout: 10)
+        create.sigV4 = (settings.region, "s3", settings.accessKey, settings.secretKey)
+        create.headers = ["x-amz-content-sha256: " + ObjectStore.emptyPayload]
+        create.body = Data()
+        let created = try await downloader.endpoint(create, priority: PriorityHandle(.normal))
+        #expect(created.status == 200 || created.status == 409, "\(created.status)")
+    }
+
     static func environment(_ settings: Tier2Settings) -> [String: String] {
         ["ARTCACHE_TIER2_ENDPOINT": settings.endpoint, "ARTCACHE_TIER2_BUCKET": settings.bucket,
          "ARTCACHE_TIER2_REGION": settings.region, "ARTCACHE_TIER2_ACCESS_KEY": settings.accessKey,
@@ -230,12 +240,7 @@ struct Tier2StoreTests {
         settings.bucket = "artcache-purge-test"
         let downloader = try Downloader(settings: DownloadSettings())
         defer { downloader.shutdown() }
-        var create = EndpointRequest(url: settings.endpoint + "/" + settings.bucket, method: "PUT", timeout: 10)
-        create.sigV4 = (settings.region, "s3", settings.accessKey, settings.secretKey)
-        create.headers = ["x-amz-content-sha256: " + ObjectStore.emptyPayload]
-        create.body = Data()
-        let created = try await downloader.endpoint(create, priority: PriorityHandle(.normal))
-        #expect(created.status == 200 || created.status == 409, "\(created.status)")
+        try await Tier2Harness.makeBucket(settings, downloader)
         let tier = Tier2(settings: settings, downloader: downloader, logger: .init(label: "test"))
         let body = Data("not an image, a blob".utf8)
         let record = Tier2Record(url: "https://example.test/p.jpg", sha256: CacheKey.sha256Hex(body), size: Int64(body.count),
