@@ -88,3 +88,31 @@ struct Tier2PurgeTests {
         #expect(try await tier.usage() == Tier2.Usage())
     }
 }
+
+@Suite("Second tier: its breaker", .timeLimit(.minutes(1)))
+struct Tier2BreakerTests {
+    /// Issue 49 item 4: the tier's breaker is the hosts' breaker. Open,
+    /// after its cool-down it admits exactly one probe; every other reader
+    /// stays on the origin path until the probe answers (then it closes) or
+    /// fails (then it opens again).
+    @Test func theTiersHalfOpenBreakerAdmitsOneProbe() async throws {
+        let downloader = try Downloader(settings: DownloadSettings())
+        defer { downloader.shutdown() }
+        var settings = Tier2FailureTests.settings(port: 9)
+        settings.coolDown = 30
+        let tier = Tier2(settings: settings, downloader: downloader, logger: .init(label: "test"))
+        let key = try CacheKey(url: "https://example.test/a.jpg")
+        let now = Date()
+        for _ in 0..<settings.offlineAfter { tier.failed(DownloadError(.connect, "refused"), key) }
+        #expect(!tier.admits(now: now.addingTimeInterval(1)), "open")
+        let later = now.addingTimeInterval(31)
+        #expect(tier.admits(now: later), "the one probe")
+        #expect(!tier.admits(now: later) && !tier.admits(now: later.addingTimeInterval(1)), "the others wait for it")
+        tier.failed(DownloadError(.connect, "refused"), key)  // the probe failed (now): open again for the cool-down
+        #expect(!tier.admits(now: Date().addingTimeInterval(1)), "the probe failed: open again")
+        let probe = Date().addingTimeInterval(31)
+        #expect(tier.admits(now: probe))
+        tier.succeeded()
+        #expect(tier.admits(now: probe) && tier.admits(now: probe), "the probe answered: closed")
+    }
+}
