@@ -180,4 +180,32 @@ struct ServiceUpgradeTests {
         #expect(s.origin.requestCount("/img/zone.jpg") == 1)
         try await pipeline.close()
     }
+
+    /// Issue 49 item 3: an upgrade's outcome is kept per better format. A
+    /// cold variant whose own slower effort gave no gain (or replaced it)
+    /// still leaves Chrome's AVIF to try, and a "no gain" in AVIF leaves
+    /// WebP to try; both survive the other's writes (the bits of `upgrade`).
+    @Test func upgradeOutcomesAreKeptPerBetterFormat() async throws {
+        let s = try await Self.harness()
+        s.origin.register("zone.jpg", .init(body: try Fixtures.image(width: 600, height: 600, suffix: ".jpg"), contentType: "image/jpeg"))
+        await s.pipeline.background.close()  // nothing runs behind: the test sets the outcomes
+        let response = try await s.pipeline.image(ImageRequest(url: s.origin.url("/img/zone.jpg"), size: ImageSize(300), fit: .cover,
+                                                               format: .webp))
+        let key = try #require(response.entry?.key)
+        func row() async throws -> CacheEntry { try #require(try await s.pipeline.store.entry(forKey: CacheKey(hex: key))) }
+        let cold = try await row()
+        #expect(ImagePipeline.format(of: cold) == .webp)
+        #expect(ImagePipeline.leavesUpgrade(cold, to: .webp) && ImagePipeline.leavesUpgrade(cold, to: .avif))
+        try await s.pipeline.store.setUpgrade(key: key, sha256: cold.sha256, .noGain)
+        let sameTried = try await row()
+        #expect(!ImagePipeline.leavesUpgrade(sameTried, to: .webp), "WebP at the slower effort: tried")
+        #expect(ImagePipeline.leavesUpgrade(sameTried, to: .avif), "AVIF: still to try")
+        try await s.pipeline.store.setNoGain(key: key, sha256: cold.sha256, format: ImagePipeline.noGainBit(.avif))
+        try await s.pipeline.store.setUpgrade(key: key, sha256: cold.sha256, .upgraded)
+        let both = try await row()
+        #expect(both.upgrade == .upgraded && !ImagePipeline.leavesUpgrade(both, to: .avif), "AVIF's no gain kept across the other write")
+        #expect(ImagePipeline.leavesUpgrade(both, to: .jpeg) && both.noGainFormats == 1 << ImagePipeline.noGainBit(.avif))
+        try await s.close()
+    }
 }
+

@@ -105,12 +105,12 @@ extension ImagePipeline {
         // another format is never answered from memory to a client that
         // accepts the better one: the request goes the async way
         // (``negotiatedImage(_:better:)``), which finds the kept variant.
-        if better != request.format, cold.image.entry?.upgrade == .open { return nil }
+        if better != request.format, let entry = cold.image.entry, Self.leavesUpgrade(entry, to: better) { return nil }
         let upgrading = upgrade(cold.image, of: request, to: better)
         // Open (its upgrade not run yet, or dropped and queued again on a
         // later hit): every hit asks again. Another format's better bytes,
         // if they are kept later, are answered first (`shadowing`).
-        let final = !upgrading && cold.image.entry?.upgrade != .open
+        let final = !upgrading && !(cold.image.entry.map { Self.leavesUpgrade($0, to: better) } ?? false)
         let ticket = final && (better == request.format || shadowing != nil)
             ? MemoryTicket(node: cold.node, shadowing: shadowing) : nil
         return NegotiatedImage(response: cold.image, upgrading: upgrading, ticket: ticket)
@@ -131,7 +131,7 @@ extension ImagePipeline {
     /// bytes) or it has no row (not stored). True when an upgrade is queued
     /// or running for it.
     private func upgrade(_ cold: ImageResponse, of request: ImageRequest, to better: VariantSpec.Format) -> Bool {
-        guard cold.error == nil, let entry = cold.entry, entry.kind == .variant, entry.upgrade == .open,
+        guard cold.error == nil, let entry = cold.entry, entry.kind == .variant, Self.leavesUpgrade(entry, to: better),
               let resolved = try? resolve(request), let spec = resolved.spec else { return false }
         let target = VariantSpec(width: spec.width, height: spec.height, fit: spec.fit, format: better,
                                  quality: spec.quality, background: spec.background)
@@ -168,7 +168,11 @@ extension ImagePipeline {
                 logger.debug("format upgrade kept", metadata: ["url": "\(url)", "spec": "\(target.canonical)",
                                                                "bytes": "\(rendered.data.count)", "cold_bytes": "\(cold.size)"])
             } else {
-                try await store.setUpgrade(key: cold.key, sha256: cold.sha256, .noGain)
+                if Self.format(of: cold) == target.format {
+                    try await store.setUpgrade(key: cold.key, sha256: cold.sha256, .noGain)
+                } else {
+                    try await store.setNoGain(key: cold.key, sha256: cold.sha256, format: Self.noGainBit(target.format))
+                }
                 upgrades.withLock { $0.noGain += 1 }
                 logger.debug("format upgrade: no gain", metadata: ["url": "\(url)", "spec": "\(target.canonical)",
                                                                    "bytes": "\(rendered.data.count)", "cold_bytes": "\(cold.size)"])
@@ -180,6 +184,29 @@ extension ImagePipeline {
             upgrades.withLock { $0.failed += 1 }
             logger.debug("format upgrade failed", metadata: ["url": "\(url)", "error": "\(error)"])
         }
+    }
+
+    /// Whether the cold variant `entry` leaves an upgrade to `better` to
+    /// try: to its own format at the slower effort, while its row is open
+    /// (not tried, not those bytes already); to another format, unless
+    /// that format gave no gain from it (``CacheEntry/noGainFormats``) —
+    /// each better format keeps its own outcome (issue 49 item 3). Whether
+    /// the other format's variant is kept is the index's to say.
+    static func leavesUpgrade(_ entry: CacheEntry, to better: VariantSpec.Format) -> Bool {
+        guard let own = format(of: entry) else { return false }
+        if own == better { return entry.upgrade == .open }
+        return entry.noGainFormats & (1 << noGainBit(better)) == 0
+    }
+
+    /// A variant's format, from its spec (`100x100,contain,jpeg,q80`).
+    static func format(of entry: CacheEntry) -> VariantSpec.Format? {
+        entry.spec.flatMap { spec in spec.split(separator: ",").lazy.compactMap { VariantSpec.Format(rawValue: String($0)) }.first }
+    }
+
+    /// A format's bit in ``CacheEntry/noGainFormats`` (its place in
+    /// `VariantSpec.Format.allCases`: stored, so never reordered).
+    static func noGainBit(_ format: VariantSpec.Format) -> Int {
+        VariantSpec.Format.allCases.firstIndex(of: format)!
     }
 
     /// Upgrades ended since the pipeline opened, by outcome (for /metrics).

@@ -60,8 +60,15 @@ package struct CacheEntry: Sendable, Equatable, Codable {
     package var mustRevalidate = false
     /// The origin said `immutable`.
     package var immutable = false
-    /// Where a variant stands with format upgrades (`upgrade`, schema v11).
+    /// Where a variant stands with format upgrades to its own format at a
+    /// slower effort (the low two bits of `upgrade`, schema v11).
     package var upgrade = UpgradeState.open
+    /// The other formats an upgrade from this cold variant was tried in and
+    /// did not save enough (`upgrade`'s bits from 2 on, one per format, as
+    /// the pipeline numbers them): never tried again from these bytes. Per
+    /// better format, so clients of two classes that share a cold variant
+    /// (Chrome's AVIF, Safari's slower WebP) each keep their own outcome.
+    package var noGainFormats = 0
 
     /// A variant's format upgrade (README "What browsers get").
     package enum UpgradeState: Int, Sendable, Codable {
@@ -72,6 +79,10 @@ package struct CacheEntry: Sendable, Equatable, Codable {
         /// These are the better bytes.
         case upgraded = 2
     }
+    /// `upgrade`'s bits: the state of the variant's own format (0...2), then ``noGainFormats``.
+    package static let upgradeStateMask = 3
+    package static let noGainShift = 2
+
     /// ``rendition`` of the provider's original (any size).
     package static let originalRendition = Int(Int32.max)
 
@@ -150,7 +161,9 @@ extension CacheEntry {
         let bits: Int = row[27]
         mustRevalidate = bits & Self.mustRevalidateBit != 0
         immutable = bits & Self.immutableBit != 0
-        upgrade = UpgradeState(rawValue: row[28]) ?? .open
+        let upgradeBits: Int = row[28]
+        upgrade = UpgradeState(rawValue: upgradeBits & Self.upgradeStateMask) ?? .open
+        noGainFormats = upgradeBits >> Self.noGainShift
     }
 
     /// The row of `key`, live or evicted (below the horizon, not yet reclaimed).

@@ -52,8 +52,25 @@ extension CacheStore {
         await behind.waitUntilWritten(key)
         return try await Blocking.run {
             try self.db.write { db in
-                try db.execute(sql: "UPDATE entry SET upgrade = ? WHERE key = ? AND sha256 = ? AND kind = 'variant'",
-                               arguments: [state.rawValue, key, sha256])
+                try db.execute(sql: "UPDATE entry SET upgrade = (upgrade & ~?) | ? WHERE key = ? AND sha256 = ? AND kind = 'variant'",
+                               arguments: [CacheEntry.upgradeStateMask, state.rawValue, key, sha256])
+                return db.changesCount > 0
+            }
+        }
+    }
+
+    /// Records that an upgrade of the variant `key` (while it holds the
+    /// bytes `sha256`) to another format, ``CacheEntry/noGainFormats``'
+    /// bit `format`, did not save enough. False when the row is gone or
+    /// holds other bytes now.
+    @discardableResult
+    package func setNoGain(key: String, sha256: String, format: Int) async throws -> Bool {
+        precondition((0..<16).contains(format))
+        await behind.waitUntilWritten(key)
+        return try await Blocking.run {
+            try self.db.write { db in
+                try db.execute(sql: "UPDATE entry SET upgrade = upgrade | ? WHERE key = ? AND sha256 = ? AND kind = 'variant'",
+                               arguments: [1 << (CacheEntry.noGainShift + format), key, sha256])
                 return db.changesCount > 0
             }
         }

@@ -220,6 +220,8 @@ enum Schema {
             // better encoding did not save enough bytes, never tried again),
             // 2 upgraded (these are the better bytes). A new render of the
             // variant (new original bytes) writes the row again with 0.
+            // (Issue 49: bits from 2 on record "no gain" per other format,
+            // CacheEntry.noGainFormats; the low two bits are the state above.)
             try db.execute(sql: "ALTER TABLE entry ADD COLUMN upgrade INTEGER NOT NULL DEFAULT 0")
         }
         migrator.registerMigration("v12-download-leases") { db in
