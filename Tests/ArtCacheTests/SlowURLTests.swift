@@ -141,6 +141,25 @@ struct DownloadLeaseTests {
         #expect(origin.requestCount("/gate/held.jpg") == 2)
     }
 
+    /// A holder killed and not yet reaped by its parent (a zombie: the
+    /// reliability suite's R1 kills prefetches with SIGKILL and waits for
+    /// them later) still has its pid, but holds nothing: its lease lapses
+    /// (R1 saw the next prefetch wait for the lease's expiry).
+    @Test func aZombieHolderIsNotAlive() throws {
+        var pid: pid_t = 0
+        let argv: [UnsafeMutablePointer<CChar>?] = [strdup("/bin/sleep"), strdup("60"), nil]
+        defer { argv.forEach { free($0) } }
+        #expect(posix_spawn(&pid, "/bin/sleep", nil, nil, argv, environ) == 0)
+        #expect(DownloadLeases.isAlive(pid))
+        kill(pid, SIGKILL)
+        var info = siginfo_t()
+        #expect(waitid(P_PID, id_t(pid), &info, WEXITED | WNOWAIT) == 0)  // it has exited, not been reaped
+        #expect(kill(pid, 0) == 0, "a zombie's pid still answers kill(0)")
+        #expect(!DownloadLeases.isAlive(pid))
+        var status: Int32 = 0
+        _ = waitpid(pid, &status, 0)
+    }
+
     /// Two prefetches of one trickling URL: one downloads (and fails,
     /// `timeout`); the other waits for that result and takes it as its
     /// own, without asking the origin.

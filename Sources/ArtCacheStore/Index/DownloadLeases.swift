@@ -98,9 +98,21 @@ package final class DownloadLeases: Sendable {
         try await db.read { db in try Int.fetchOne(db, sql: "SELECT count(*) FROM download_lease") ?? 0 }
     }
 
-    /// Whether process `pid` exists (EPERM: it does, as another user's).
+    /// Whether process `pid` runs (EPERM: it does, as another user's). A
+    /// process that has exited but that its parent has not reaped yet (a
+    /// zombie: `kill -9` by a script that has not waited for it) still has
+    /// its pid, but holds nothing: its `/proc/PID/stat` state is `Z` (or `X`).
     static func isAlive(_ pid: Int32) -> Bool {
-        guard pid > 0 else { return false }
-        return kill(pid, 0) == 0 || errno == EPERM
+        guard pid > 0, kill(pid, 0) == 0 || errno == EPERM else { return false }
+        return !isZombie(pid)
+    }
+
+    /// `/proc/PID/stat`'s state (the field after the command's closing
+    /// parenthesis) is `Z` or `X`.
+    static func isZombie(_ pid: Int32) -> Bool {
+        guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
+              let close = stat.lastIndex(of: ")") else { return false }
+        let state = stat[stat.index(after: close)...].first { $0 != " " }
+        return state == "Z" || state == "X"
     }
 }
