@@ -163,15 +163,26 @@ extension ThumbnailService {
     }
 
     /// An image's `Last-Modified`: the origin's, when it sent one that
-    /// parses, else the time its original was stored (the answer's own row's
-    /// for an answer with no original row); never later than the answer's
-    /// `Date`: at most the second before `now` (Hummingbird's `Date` is a
-    /// second's, refreshed once a second, so it may be a second behind).
-    /// Nil when neither is known.
+    /// parses and is before the time its original was stored; else the
+    /// second before that stored time. The same for every answer of the same
+    /// bytes (a memory hit's and the cold answer's), and never later than
+    /// the answer's `Date`: an original is stored before it is answered
+    /// again, and Hummingbird's `Date` (the second's, refreshed once a
+    /// second) is at most a second behind. Without a stored time (an
+    /// original the origin marked `no-store`), the origin's, at most the
+    /// second before `now`. Nil when neither is known.
     static func lastModified(of image: ImageResponse, now: Date) -> String? {
-        let origin = image.originRules?.lastModified.flatMap { HTTPDate.parse($0, now: now) }
-        guard let modified = origin ?? image.originStoredAt ?? image.entry?.createdAt else { return nil }
-        return HTTPDate.string(min(modified.timeIntervalSince1970.rounded(.down), now.timeIntervalSince1970.rounded(.down) - 1))
+        let origin = image.originRules?.lastModified.flatMap { HTTPDate.parse($0, now: now) }?.timeIntervalSince1970
+        let seconds: Double
+        if let stored = (image.originStoredAt ?? image.entry?.createdAt)?.timeIntervalSince1970 {
+            let before = stored.rounded(.down) - 1
+            seconds = origin.map { min($0.rounded(.down), before) } ?? before
+        } else if let origin {
+            seconds = min(origin.rounded(.down), now.timeIntervalSince1970.rounded(.down) - 1)
+        } else {
+            return nil
+        }
+        return HTTPDate.string(seconds)
     }
 
     /// An image's `Cache-Control`, honest about its original's freshness:
