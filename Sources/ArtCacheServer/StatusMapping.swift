@@ -16,7 +16,6 @@ struct ServiceFailure: Error, Sendable {
     static let notFound = ServiceFailure(status: .notFound, reason: "not_found")
     static let badSource = ServiceFailure(status: .badRequest, reason: "invalid_source")
     static let overloaded = ServiceFailure(status: .tooManyRequests, reason: "overloaded", retryAfter: 1)
-    static let deadline = ServiceFailure(status: .serviceUnavailable, reason: "service_timeout", retryAfter: 1)
     static let missingSignature = ServiceFailure(status: .unauthorized, reason: "missing_signature")
     static let bodyTooLarge = ServiceFailure(status: .contentTooLarge, reason: "body_too_large")
 

@@ -16,11 +16,8 @@ extension ThumbnailService {
         let started = ContinuousClock.now
         var response: Response
         do {
+            // The router turns the HTTP errors of its routes into answers itself.
             response = try await respond()
-        } catch let error as HTTPError where error.status == .notFound || error.status == .methodNotAllowed {
-            response = notRouted(method: request.method, path: request.uri.path)
-        } catch let error as HTTPError {
-            response = failure(ServiceFailure(status: error.status, reason: error.status.code < 500 ? "bad_request" : "internal"))
         } catch {
             logger.error("unexpected failure", metadata: ["error": "\(error)"])
             response = failure(ServiceFailure(status: .internalServerError, reason: "internal"))

@@ -86,7 +86,7 @@ package struct ObjectStore: Sendable {
         xml += "</Delete>"
         let body = Data(xml.utf8)
         var post = request("POST", "/", query: "delete=", timeout: timeout)
-        post.headers = ["x-amz-content-sha256: " + SHA256.hash(data: body).map { String(format: "%02x", $0) }.joined(),
+        post.headers = ["x-amz-content-sha256: " + CacheKey.sha256Hex(body),
                         "Content-MD5: " + Data(Insecure.MD5.hash(data: body)).base64EncodedString(),
                         "Content-Type: application/xml"]
         post.body = body

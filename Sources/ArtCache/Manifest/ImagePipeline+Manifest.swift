@@ -47,7 +47,7 @@ extension ImagePipeline {
             for size in sizes {
                 var densities: [String: ImageManifest.Reference] = [:]
                 for density in Self.manifestDensities {
-                    let scaled = ImageSize(width: min(maxOutput, size.width * density), height: min(maxOutput, size.height * density))
+                    let scaled = Self.scaled(size, density, maxOutput: maxOutput)
                     densities["\(density)x"] = if let signer, signer.signs {
                         ImageManifest.Reference(path: signer.path(for: result.url, options: ThumbnailOptions(size: scaled, fit: fit, priority: priority)))
                     } else {
@@ -119,12 +119,17 @@ extension ImagePipeline {
         if !pending.isEmpty {
             // Each pending original, and its thumbnails at 1x and 2x.
             let scaled = Set(sizes.flatMap { size in
-                [1, 2].map { ImageSize(width: min(maxOutput, size.width * $0), height: min(maxOutput, size.height * $0)) }
+                [1, 2].map { Self.scaled(size, $0, maxOutput: maxOutput) }
             }).sorted { ($0.width, $0.height) < ($1.width, $1.height) }
             let front = frontWarmer(signer: signer)
             for url in pending { warmUp(url, sizes: scaled, fit: fit, through: front) }
         }
         return ImageManifest(format: resultSet.format, items: items)
+    }
+
+    /// A display size at `density`, each side at most `maxOutput`.
+    static func scaled(_ size: ImageSize, _ density: Int, maxOutput: Int) -> ImageSize {
+        ImageSize(width: min(maxOutput, size.width * density), height: min(maxOutput, size.height * density))
     }
 
     /// Whether `error` is the image's own doing (its bytes or its size),
@@ -146,7 +151,7 @@ extension ImagePipeline {
         let maxOutput = configuration.thumbnails.maxOutput
         for size in sizes {
             for density in [1, 2] {
-                let scaled = ImageSize(width: min(maxOutput, size.width * density), height: min(maxOutput, size.height * density))
+                let scaled = Self.scaled(size, density, maxOutput: maxOutput)
                 guard let spec = try? resolve(ImageRequest(url: url.string, size: scaled, fit: fit)).spec else { continue }
                 if let failure = await rememberedRenderFailure(url, spec: spec, parent: entry) { return failure.reason }
             }
