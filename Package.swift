@@ -14,17 +14,20 @@ let package = Package(
     name: "artcache",
     platforms: [.macOS(.v14)],
     products: [
-        // The embedding API: `import ArtCache` (it re-exports the public
-        // value types of the stages below; nothing else of theirs is public).
+        // The embedding API: `import ArtCache` (it re-exports the pipeline and
+        // the public value types of the stages below; nothing else of theirs
+        // is public).
         .library(name: "ArtCache", targets: ["ArtCache"]),
         // The thumbnail HTTP service (`artcache serve`) as a library: fronts
         // and tests build the same application.
         .library(name: "ArtCacheServer", targets: ["ArtCacheServer"]),
         .executable(name: "artcache", targets: ["artcache"]),
-        // The stages under the pipeline, for the nested Benchmarks and Fuzz
-        // packages only (`@_spi(Benchmarks)`, `@testable`): no API promise.
-        .library(name: "ArtCacheStages", targets: ["ArtCacheCore", "ArtCacheFetch", "ArtCacheStore", "ArtCacheRender",
-                                                       "ArtCacheResultSets", "ArtCacheServiceGrammar"]),
+        // The pipeline and the stages under it, module by module, for the
+        // nested Benchmarks and Fuzz packages only (`@_spi(Benchmarks)`,
+        // `@testable`): no API promise.
+        .library(name: "ArtCacheStages", targets: ["ArtCachePipeline", "ArtCacheCore", "ArtCacheFetch", "ArtCacheStore",
+                                                       "ArtCacheRender", "ArtCacheResultSets", "ArtCacheServiceGrammar",
+                                                       "ArtCacheTier"]),
         // Generated images for tests, benchmarks and examples; never linked
         // into the `artcache` binary.
         .library(name: "ArtCacheFixtures", targets: ["ArtCacheFixtures"]),
@@ -45,6 +48,11 @@ let package = Package(
         .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.1"),
     ],
     targets: [
+        // The embedding API's one import (`import ArtCache`): re-exports the
+        // pipeline and the stages. Embedders depend on it (Examples); no
+        // target of this package does (scripts/imports/check).
+        .target(name: "ArtCache", dependencies: ["ArtCachePipeline", "ArtCacheCore", "ArtCacheFetch", "ArtCacheStore",
+                                                 "ArtCacheRender", "ArtCacheResultSets", "ArtCacheServiceGrammar", "ArtCacheTier"]),
         // libvips through pkg-config, plus a tiny non-variadic, glib-free shim.
         .systemLibrary(name: "CVipsSystem", pkgConfig: "vips",
                        providers: [.apt(["libvips-dev"])]),
@@ -74,24 +82,27 @@ let package = Package(
         .target(name: "CHeifAOM", dependencies: ["CHeif"], linkerSettings: [.linkedLibrary("aom")]),
         // The fast path's resample loop in C: fast in debug builds too.
         .target(name: "CPixels"),
-        // The target graph is the architecture (arrows point down only):
+        // The target graph is the architecture (arrows point down only), and
+        // it is what the code imports: every target declares each module it
+        // imports and imports each module it declares (scripts/imports/check,
+        // run by CI).
         //
-        //   artcache (CLI) ── ArtCacheServer ── Examples (fronts)
-        //                 \        |        /
-        //                        ArtCache                       pipeline, prefetcher, memory tier,
-        //              /      /     |     \      \      \        configuration, manifests
-        //   ResultSets  ServiceGrammar  Fetch  Store  Render  Tier
+        //   artcache (CLI) ── ArtCacheServer            Examples (fronts) ── ArtCache
+        //                 \        |                       (umbrella: re-exports the pipeline
+        //                    ArtCachePipeline               and the stages; for embedders only)
+        //              /      /     |     \      \      \      pipeline, prefetcher, memory tier,
+        //   ResultSets  ServiceGrammar  Fetch  Store  Render  Tier    configuration, manifests
         //              \      \     |     /      /      /
         //                      ArtCacheCore                     URL + key, validators, priority,
         //                                                       errors, locks and threads
         //
-        // (ArtCacheServiceGrammar also uses Fetch and Render for their value
-        // types; ArtCacheTier, the shared second tier, uses Fetch's libcurl
-        // engine.) The server and the CLI depend on ArtCache alone: it
-        // re-exports the stages. Cross-target internals are `package`;
-        // `public` is the embedding API; `@_spi(Benchmarks)` is two small
-        // façades (IndexBenchmark, RenderBenchmark) for the Benchmarks package,
-        // which cannot see `package` (Fuzz reaches internals by `@testable`).
+        // (The server and the CLI also import the stages whose types they use;
+        // ArtCacheServiceGrammar uses Fetch and Render for their value types;
+        // ArtCacheTier, the shared second tier, uses Fetch's libcurl engine.)
+        // Cross-target internals are `package`; `public` is the embedding API;
+        // `@_spi(Benchmarks)` is two small façades (IndexBenchmark,
+        // RenderBenchmark) for the Benchmarks package, which cannot see
+        // `package` (Fuzz reaches internals by `@testable`).
         .target(
             name: "ArtCacheCore",
             dependencies: [.product(name: "Crypto", package: "swift-crypto")],
@@ -106,7 +117,7 @@ let package = Package(
         // SQLite index, blobs, group commit, eviction, verify, purge, migration.
         .target(
             name: "ArtCacheStore",
-            dependencies: ["ArtCacheCore", .product(name: "GRDB", package: "GRDB.swift"),
+            dependencies: ["ArtCacheCore", .product(name: "Crypto", package: "swift-crypto"), .product(name: "GRDB", package: "GRDB.swift"),
                            .product(name: "Logging", package: "swift-log")],
             swiftSettings: fuzzing
         ),
@@ -138,8 +149,10 @@ let package = Package(
                            .product(name: "Logging", package: "swift-log")],
             swiftSettings: fuzzing
         ),
+        // The pipeline, the prefetcher, the memory tier, configuration and
+        // manifests: the stages put together.
         .target(
-            name: "ArtCache",
+            name: "ArtCachePipeline",
             dependencies: [
                 "ArtCacheCore",
                 "ArtCacheFetch",
@@ -148,22 +161,22 @@ let package = Package(
                 "ArtCacheRender",
                 "ArtCacheResultSets",
                 "ArtCacheServiceGrammar",
-                .product(name: "Crypto", package: "swift-crypto"),
-                .product(name: "Logging", package: "swift-log"),
+                                .product(name: "Logging", package: "swift-log"),
                 .product(name: "TOMLKit", package: "TOMLKit"),
             ],
             swiftSettings: fuzzing
         ),
         // The thumbnail service: HTTP → ImageRequest → HTTP, with signing,
-        // negotiation, admission, metrics. Depends on the pipeline (ArtCache)
-        // alone; what it reads of the stages below (the store's entries, the
-        // renderer's formats, Core's locks) are their `package` members, seen
-        // through ArtCache's re-exports.
+        // negotiation, admission, metrics. Over the pipeline; what it reads of
+        // the stages below (the store's entries, the renderer's formats,
+        // Core's locks) are their `package` members, imported by name.
         .target(
             name: "ArtCacheServer",
             dependencies: [
-                "ArtCache",
+                "ArtCachePipeline", "ArtCacheCore", "ArtCacheFetch", "ArtCacheRender", "ArtCacheResultSets",
+                "ArtCacheServiceGrammar", "ArtCacheTier",
                 .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HummingbirdCore", package: "hummingbird"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "UnixSignals", package: "swift-service-lifecycle"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
@@ -184,9 +197,8 @@ let package = Package(
         .executableTarget(
             name: "artcache",
             dependencies: [
-                "ArtCache",
-                "ArtCacheServer",
-                "ArtCacheOrigin",
+                "ArtCachePipeline", "ArtCacheServer", "ArtCacheCore", "ArtCacheFetch", "ArtCacheStore", "ArtCacheRender",
+                "ArtCacheResultSets", "ArtCacheServiceGrammar", "ArtCacheTier", "ArtCacheOrigin",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],
@@ -195,13 +207,15 @@ let package = Package(
         // Test-only: concurrent writers for the crash and multi-process tests.
         .executableTarget(
             name: "artcache-stress",
-            dependencies: ["ArtCache", .product(name: "ArgumentParser", package: "swift-argument-parser")]
+            dependencies: ["ArtCacheStore", .product(name: "ArgumentParser", package: "swift-argument-parser")]
         ),
         .testTarget(
             name: "ArtCacheTests",
-            dependencies: ["ArtCache", "ArtCacheCore", "ArtCacheFetch", "ArtCacheStore", "ArtCacheRender",
+            dependencies: ["ArtCachePipeline", "ArtCacheTier", "ArtCacheCore", "ArtCacheFetch", "ArtCacheStore", "ArtCacheRender",
                            "ArtCacheResultSets", "ArtCacheServiceGrammar", "ArtCacheServer", "ArtCacheOrigin", "ArtCacheFixtures", "artcache", "artcache-stress",
-                           "CVipsShim", "CZlib", "CHeifAOM",
+                           "CVipsShim", "CZlib", "CHeifAOM", "CPixels", "CTurboJPEG",
+                           .product(name: "GRDB", package: "GRDB.swift"),
+                           .product(name: "Logging", package: "swift-log"),
                            // Not HummingbirdTesting: its target links AsyncHTTPClient, NIOSSL (a
                            // second BoringSSL), NIOHTTP2... into the debug and TSan builds; the
                            // tests run applications live with a client of their own
@@ -213,6 +227,9 @@ let package = Package(
                            .product(name: "NIOCore", package: "swift-nio"),
                            .product(name: "NIOPosix", package: "swift-nio"),
                            .product(name: "NIOHTTP1", package: "swift-nio"),
+                           .product(name: "NIOEmbedded", package: "swift-nio"),
+                           .product(name: "NIOHTTPTypes", package: "swift-nio-extras"),
+                           .product(name: "NIOHTTPTypesHTTP1", package: "swift-nio-extras"),
                            .product(name: "ServiceLifecycle", package: "swift-service-lifecycle")]
         ),
     ]

@@ -31,8 +31,7 @@ let package = Package(
     ] + fuzzTargets.map { name in
         .executableTarget(
             name: name,
-            dependencies: ["FuzzSupport", .product(name: "ArtCache", package: "artcache"),
-                           .product(name: "ArtCacheStages", package: "artcache")]
+            dependencies: ["FuzzSupport", .product(name: "ArtCacheStages", package: "artcache")]
                 // The service's request-head reader (RawHitHandler) reads what clients send.
                 + (name == "fuzz-headers" ? [.product(name: "ArtCacheServer", package: "artcache")] : []),
             swiftSettings: [.unsafeFlags(sanitize)],

@@ -1,4 +1,4 @@
-import ArtCache
+import ArtCacheCore
 import Foundation
 
 /// Bounded in-flight work with a bounded queue in front of it

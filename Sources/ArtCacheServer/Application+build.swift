@@ -1,4 +1,5 @@
-import ArtCache
+import ArtCacheCore
+import ArtCachePipeline
 import Foundation
 import Hummingbird
 import HummingbirdCore

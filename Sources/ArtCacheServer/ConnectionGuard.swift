@@ -1,4 +1,5 @@
-import ArtCache
+import ArtCacheCore
+import ArtCacheFetch
 import HTTPTypes
 import NIOCore
 import NIOHTTPTypes

@@ -1,4 +1,4 @@
-import ArtCache
+import ArtCacheServiceGrammar
 import Foundation
 #if canImport(Glibc)
 import Glibc

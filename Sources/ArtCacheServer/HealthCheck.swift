@@ -1,4 +1,4 @@
-import ArtCache
+import ArtCacheCore
 import Foundation
 
 /// `GET /health`, cheap whatever the rate at which it is asked: the

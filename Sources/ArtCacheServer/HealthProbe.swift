@@ -1,4 +1,4 @@
-import ArtCache
+import ArtCacheCore
 import Foundation
 
 /// The client side of `GET /health`, for `artcache health --url` (container

@@ -1,4 +1,5 @@
-import ArtCache
+import ArtCacheCore
+import ArtCacheFetch
 import Foundation
 import HTTPTypes
 import NIOCore

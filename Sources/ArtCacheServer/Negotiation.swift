@@ -1,4 +1,7 @@
-import ArtCache
+import ArtCacheCore
+import ArtCachePipeline
+import ArtCacheRender
+import ArtCacheServiceGrammar
 import Foundation
 
 /// `f=auto`: which format a client gets, in one place (README "What

@@ -1,4 +1,3 @@
-import ArtCache
 import HTTPTypes
 import NIOCore
 

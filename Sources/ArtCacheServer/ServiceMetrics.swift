@@ -1,4 +1,8 @@
-import ArtCache
+import ArtCacheCore
+import ArtCachePipeline
+import ArtCacheRender
+import ArtCacheServiceGrammar
+import ArtCacheTier
 import Foundation
 import Metrics
 import Prometheus

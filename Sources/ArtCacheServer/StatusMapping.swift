@@ -1,4 +1,5 @@
-import ArtCache
+import ArtCacheCore
+import ArtCacheFetch
 import Hummingbird
 
 /// How a failure reads over HTTP: status, the stable reason (also sent as

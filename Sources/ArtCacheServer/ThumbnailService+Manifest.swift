@@ -1,4 +1,7 @@
-import ArtCache
+import ArtCacheCore
+import ArtCacheRender
+import ArtCacheResultSets
+import ArtCacheServiceGrammar
 import Foundation
 import HTTPTypes
 import Hummingbird

@@ -1,4 +1,4 @@
-import ArtCache
+import ArtCachePipeline
 import Foundation
 import HTTPTypes
 

@@ -1,4 +1,6 @@
-import ArtCache
+import ArtCacheCore
+import ArtCacheFetch
+import ArtCachePipeline
 import Crypto
 import Foundation
 import HTTPTypes

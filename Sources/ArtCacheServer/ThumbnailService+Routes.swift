@@ -1,4 +1,3 @@
-import ArtCache
 import Foundation
 import HTTPTypes
 import Hummingbird

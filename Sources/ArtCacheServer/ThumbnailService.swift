@@ -1,4 +1,7 @@
-import ArtCache
+import ArtCacheCore
+import ArtCachePipeline
+import ArtCacheRender
+import ArtCacheServiceGrammar
 import Crypto
 import Foundation
 import HTTPTypes

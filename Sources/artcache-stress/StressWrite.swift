@@ -1,5 +1,5 @@
 import ArgumentParser
-import ArtCache
+import ArtCacheStore
 import Foundation
 
 /// A test-only writer (not part of the `artcache` product) used by the crash

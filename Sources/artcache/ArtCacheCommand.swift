@@ -1,5 +1,5 @@
 import ArgumentParser
-import ArtCache
+import ArtCachePipeline
 import Foundation
 
 @main

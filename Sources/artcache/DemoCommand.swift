@@ -1,6 +1,7 @@
 import ArgumentParser
-import ArtCache
+import ArtCacheCore
 import ArtCacheOrigin
+import ArtCacheResultSets
 import Foundation
 
 /// The main job on a bundled example, offline: a loopback origin serves the

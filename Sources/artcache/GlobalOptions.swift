@@ -1,5 +1,8 @@
 import ArgumentParser
-import ArtCache
+import ArtCacheCore
+import ArtCacheFetch
+import ArtCachePipeline
+import ArtCacheTier
 import Foundation
 import Logging
 

@@ -1,5 +1,5 @@
 import ArgumentParser
-import ArtCache
+import ArtCacheCore
 import ArtCacheServer
 import Foundation
 

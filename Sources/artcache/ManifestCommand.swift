@@ -1,5 +1,8 @@
 import ArgumentParser
-import ArtCache
+import ArtCacheCore
+import ArtCacheRender
+import ArtCacheResultSets
+import ArtCacheServiceGrammar
 import Foundation
 
 struct ManifestCommand: AsyncParsableCommand {

@@ -1,4 +1,5 @@
-import ArtCache
+import ArtCacheCore
+import ArtCachePipeline
 import Foundation
 
 /// `prefetch --json`: the summary's fields, unchanged, plus `stages`: per

@@ -1,5 +1,9 @@
 import ArgumentParser
-import ArtCache
+import ArtCacheCore
+import ArtCacheFetch
+import ArtCachePipeline
+import ArtCacheRender
+import ArtCacheServiceGrammar
 import Foundation
 import Logging
 

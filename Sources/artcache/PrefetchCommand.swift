@@ -1,5 +1,9 @@
 import ArgumentParser
-import ArtCache
+import ArtCacheCore
+import ArtCachePipeline
+import ArtCacheRender
+import ArtCacheResultSets
+import ArtCacheServiceGrammar
 import Foundation
 
 extension ResultSetFormat: ExpressibleByArgument {}

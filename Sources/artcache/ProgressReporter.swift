@@ -1,4 +1,6 @@
-import ArtCache
+import ArtCacheCore
+import ArtCacheFetch
+import ArtCachePipeline
 import Foundation
 
 /// A live progress bar on a terminal, plain lines otherwise (on stderr).

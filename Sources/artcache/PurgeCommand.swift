@@ -1,5 +1,6 @@
 import ArgumentParser
-import ArtCache
+import ArtCacheCore
+import ArtCacheStore
 import Foundation
 
 struct PurgeCommand: AsyncParsableCommand {

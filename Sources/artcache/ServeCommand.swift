@@ -1,6 +1,8 @@
 import ArgumentParser
-import ArtCache
+import ArtCacheCore
+import ArtCachePipeline
 import ArtCacheServer
+import ArtCacheServiceGrammar
 import Foundation
 import Logging
 

@@ -1,6 +1,9 @@
 import ArgumentParser
-import ArtCache
+import ArtCacheCore
+import ArtCachePipeline
+import ArtCacheRender
 import ArtCacheServer
+import ArtCacheServiceGrammar
 import Foundation
 import Logging
 

@@ -1,5 +1,8 @@
 import ArgumentParser
-import ArtCache
+import ArtCacheCore
+import ArtCachePipeline
+import ArtCacheStore
+import ArtCacheTier
 import Foundation
 
 struct StatsCommand: AsyncParsableCommand {

@@ -1,5 +1,6 @@
 import ArgumentParser
-import ArtCache
+import ArtCachePipeline
+import ArtCacheRender
 import Foundation
 
 extension VariantSpec.Fit: ExpressibleByArgument {}

@@ -1,5 +1,6 @@
 import ArgumentParser
-import ArtCache
+import ArtCachePipeline
+import ArtCacheServiceGrammar
 import Foundation
 
 /// Bad usage found only once the configuration is read (a `--size` past

@@ -1,5 +1,4 @@
 import ArgumentParser
-import ArtCache
 import Foundation
 
 struct VerifyCommand: AsyncParsableCommand {

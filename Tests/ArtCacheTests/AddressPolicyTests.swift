@@ -1,11 +1,11 @@
-import ArtCacheOrigin
-import Foundation
-import Testing
-@testable import ArtCache
 @testable import ArtCacheCore
 @testable import ArtCacheFetch
+import ArtCacheOrigin
+@testable import ArtCachePipeline
 @testable import ArtCacheRender
 @testable import ArtCacheStore
+import Foundation
+import Testing
 
 /// Where origins may be fetched from: the classifier as a pure function
 /// (no traffic), and connect-time refusal proven against loopback only.

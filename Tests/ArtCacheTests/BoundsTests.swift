@@ -1,10 +1,10 @@
-import ArtCacheOrigin
-import Foundation
-import Testing
-@testable import ArtCache
 @testable import ArtCacheCore
+import ArtCacheOrigin
+@testable import ArtCachePipeline
 @testable import ArtCacheRender
 @testable import ArtCacheStore
+import Foundation
+import Testing
 
 /// What requests can grow is bounded, each by a documented limit.
 @Suite("Bounds", .timeLimit(.minutes(3)))  // 3: under TSan the whole suite shares 2 cores

@@ -1,8 +1,7 @@
+@testable import ArtCacheCore
 import ArtCacheOrigin
 import Foundation
 import Testing
-@testable import ArtCache
-@testable import ArtCacheCore
 
 /// Issue 49, item 7: a run that failed says why, as the user meets it
 /// (the built binary; loopback only: held ports and a local origin).

@@ -1,7 +1,6 @@
+@testable import ArtCacheCore
 import Foundation
 import Testing
-@testable import ArtCache
-@testable import ArtCacheCore
 
 /// Issue 49, item 7: the CLI touches nothing it was not asked to. The
 /// read-only commands, run as the built binary.

@@ -1,8 +1,7 @@
+@testable import ArtCacheCore
 import ArtCacheOrigin
 import Foundation
 import Testing
-@testable import ArtCache
-@testable import ArtCacheCore
 
 /// Issue 49, item 7: render failures are named (URL, size, reason) and
 /// remembered per (source, spec) for `[download] negative_ttl`, so the next

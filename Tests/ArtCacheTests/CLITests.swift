@@ -1,10 +1,10 @@
-import Foundation
-import Testing
-@testable import ArtCache
 @testable import ArtCacheCore
 @testable import ArtCacheFetch
 @testable import ArtCacheRender
+@testable import ArtCacheServiceGrammar
 @testable import ArtCacheStore
+import Foundation
+import Testing
 
 /// The built `artcache` binary, end to end.
 @Suite("artcache CLI", .timeLimit(.minutes(3)))

@@ -1,8 +1,7 @@
+@testable import ArtCacheCore
 import ArtCacheOrigin
 import Foundation
 import Testing
-@testable import ArtCache
-@testable import ArtCacheCore
 
 /// Issue 49, item 7: the CLI says what happened. Usage errors, run as the built binary.
 @Suite("artcache CLI: usage errors", .timeLimit(.minutes(1)))

@@ -1,7 +1,6 @@
+@testable import ArtCacheCore
 import Foundation
 import Testing
-@testable import ArtCache
-@testable import ArtCacheCore
 
 /// Priorities travel through shared flights while callers come, go and
 /// change their minds: the coalescer updates a flight's priority under its

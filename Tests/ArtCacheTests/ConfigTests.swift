@@ -1,10 +1,10 @@
-import Foundation
-import Testing
-@testable import ArtCache
 @testable import ArtCacheCore
 @testable import ArtCacheFetch
+@testable import ArtCachePipeline
 @testable import ArtCacheRender
 @testable import ArtCacheStore
+import Foundation
+import Testing
 
 @Suite("cache.conf parsing")
 struct ConfigTests {

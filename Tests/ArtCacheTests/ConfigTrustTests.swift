@@ -1,8 +1,8 @@
+@testable import ArtCacheCore
+@testable import ArtCachePipeline
+@testable import ArtCacheStore
 import Foundation
 import Testing
-@testable import ArtCache
-@testable import ArtCacheCore
-@testable import ArtCacheStore
 
 /// Issue 34: the CLI runs as root beside the service, in folders others can
 /// write. A `cache.conf` it finds (rather than is given) is read only when

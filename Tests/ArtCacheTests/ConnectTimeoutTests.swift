@@ -1,9 +1,9 @@
-import ArtCacheOrigin
-import Foundation
-import Testing
-@testable import ArtCache
 @testable import ArtCacheCore
 @testable import ArtCacheFetch
+import ArtCacheOrigin
+@testable import ArtCachePipeline
+import Foundation
+import Testing
 
 /// Review finding: a connect timeout came back as a `timeout` like any
 /// other, which the host breaker does not count, so a black-holed host never

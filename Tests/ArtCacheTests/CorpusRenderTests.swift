@@ -1,10 +1,9 @@
-import Foundation
-import Testing
-@testable import ArtCache
 @testable import ArtCacheCore
 @testable import ArtCacheFetch
 @testable import ArtCacheRender
 @testable import ArtCacheStore
+import Foundation
+import Testing
 
 /// Every real image of `../shared/corpus` through sniffing and rendering: each
 /// ends as a valid thumbnail or a typed error; bombs are refused from their

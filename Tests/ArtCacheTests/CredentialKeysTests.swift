@@ -1,7 +1,8 @@
+@testable import ArtCacheCore
+@testable import ArtCachePipeline
+@testable import ArtCacheServiceGrammar
 import Foundation
 import Testing
-@testable import ArtCache
-@testable import ArtCacheCore
 
 /// Issue 34: signing keys come as a systemd credential
 /// (`LoadCredential=keys:/etc/artcache/keys`), not through the environment.

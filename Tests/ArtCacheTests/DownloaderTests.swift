@@ -1,11 +1,11 @@
-import ArtCacheOrigin
-import Foundation
-import Testing
-@testable import ArtCache
 @testable import ArtCacheCore
 @testable import ArtCacheFetch
+import ArtCacheOrigin
+@testable import ArtCachePipeline
 @testable import ArtCacheRender
 @testable import ArtCacheStore
+import Foundation
+import Testing
 
 /// Real libcurl against a real loopback origin that misbehaves on purpose.
 @Suite("Downloader and pipeline", .timeLimit(.minutes(3)))

@@ -1,11 +1,11 @@
-import ArtCacheOrigin
-import Foundation
-import Testing
-@testable import ArtCache
 @testable import ArtCacheCore
 @testable import ArtCacheFetch
+import ArtCacheOrigin
+@testable import ArtCachePipeline
 @testable import ArtCacheRender
 @testable import ArtCacheStore
+import Foundation
+import Testing
 
 /// The embedding API (`ImagePipeline.open`, `image`, `task`, `cachedImage`,
 /// the prefetcher), against real libcurl, libvips and SQLite and a loopback origin.

@@ -1,8 +1,7 @@
-import Foundation
-import Testing
-@testable import ArtCache
 @testable import ArtCacheCore
 @testable import ArtCacheStore
+import Foundation
+import Testing
 
 /// Issue 34: a mode change inside the cache goes through a descriptor
 /// opened without following symlinks, so a symlink planted in the cache

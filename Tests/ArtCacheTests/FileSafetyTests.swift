@@ -1,10 +1,10 @@
-import Foundation
-import Testing
-@testable import ArtCache
 @testable import ArtCacheCore
 @testable import ArtCacheFetch
+@testable import ArtCachePipeline
 @testable import ArtCacheRender
 @testable import ArtCacheStore
+import Foundation
+import Testing
 
 /// Review findings on the file system: documented permissions, blobs never
 /// opened through symlinks, temp files live by their writer's lock (not a

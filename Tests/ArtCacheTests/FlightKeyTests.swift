@@ -1,6 +1,6 @@
-import Testing
-@testable import ArtCache
 @testable import ArtCacheCore
+@testable import ArtCachePipeline
+import Testing
 
 /// Coalescing keys are typed (issue 37: they were strings put together):
 /// what must share a flight has equal keys, what must not has different ones.

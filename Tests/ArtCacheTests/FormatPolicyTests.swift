@@ -1,8 +1,7 @@
-import Foundation
-import Testing
-@testable import ArtCache
 @testable import ArtCacheRender
 @testable import ArtCacheServer
+import Foundation
+import Testing
 
 /// The negotiation table (README "What browsers get"): `Accept` → accepted
 /// formats, and the format policy's cold and better formats per size, with

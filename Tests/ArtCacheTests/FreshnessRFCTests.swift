@@ -1,10 +1,10 @@
-import ArtCacheOrigin
-import Foundation
-import Testing
-@testable import ArtCache
 @testable import ArtCacheCore
 @testable import ArtCacheFetch
+import ArtCacheOrigin
+@testable import ArtCachePipeline
 @testable import ArtCacheStore
+import Foundation
+import Testing
 
 /// Issue 36: freshness by RFC 9111, through the pipeline and the loopback
 /// origin. No clock is waited on: the origin's headers and the rows' store

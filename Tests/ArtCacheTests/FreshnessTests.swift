@@ -1,10 +1,10 @@
-import ArtCacheOrigin
-import Foundation
-import Testing
-@testable import ArtCache
 @testable import ArtCacheCore
 @testable import ArtCacheFetch
+import ArtCacheOrigin
+@testable import ArtCachePipeline
 @testable import ArtCacheStore
+import Foundation
+import Testing
 
 /// Freshness apart from eviction (issue 22), against the loopback origin:
 /// stale-while-revalidate, stale on errors, the origin's directives and

@@ -1,8 +1,11 @@
-import ArtCache
+import ArtCacheCore
+import ArtCachePipeline
+import ArtCacheRender
+import ArtCacheResultSets
 import Foundation
 
 // The code of the DocC article "Using artcache as the image layer of a
-// front" (Sources/ArtCache/ArtCache.docc/ImageLayerOfAFront.md): each
+// front" (Sources/ArtCachePipeline/ArtCachePipeline.docc/ImageLayerOfAFront.md): each
 // region between `// snippet: NAME` and `// snippet-end` is one of its code
 // blocks, character for character (FrontScenarioTests.articleShowsThisCode
 // checks it), and the tests beside this file run it against a loopback

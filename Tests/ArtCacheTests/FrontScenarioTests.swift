@@ -1,7 +1,7 @@
 import ArtCacheOrigin
+import ArtCachePipeline
 import Foundation
 import Testing
-import ArtCache
 
 // The DocC article's code (FrontScenario+ArticleCode.swift) run against a
 // loopback origin, and checked to be exactly what the article shows.
@@ -46,7 +46,7 @@ struct FrontScenarioTests {
             }
             return result
         }
-        let article = try String(contentsOfFile: Fixtures.packageRoot + "/Sources/ArtCache/ArtCache.docc/ImageLayerOfAFront.md",
+        let article = try String(contentsOfFile: Fixtures.packageRoot + "/Sources/ArtCachePipeline/ArtCachePipeline.docc/ImageLayerOfAFront.md",
                                  encoding: .utf8)
         let code = try String(contentsOfFile: Fixtures.packageRoot + "/Tests/ArtCacheTests/FrontScenario+ArticleCode.swift",
                               encoding: .utf8)

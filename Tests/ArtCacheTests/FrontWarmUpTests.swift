@@ -1,12 +1,15 @@
+@testable import ArtCacheCore
+@testable import ArtCacheFetch
 import ArtCacheOrigin
+@testable import ArtCachePipeline
+@testable import ArtCacheServer
+@testable import ArtCacheServiceGrammar
 import Foundation
-import Hummingbird
 import HTTPTypes
+import Hummingbird
 import Logging
 import NIOCore
 import Testing
-@testable import ArtCache
-@testable import ArtCacheServer
 
 /// A ring of `serve` nodes warmed through its front door (issue 38):
 /// `[service] front_url` sends a manifest's warm-ups to the front, so the

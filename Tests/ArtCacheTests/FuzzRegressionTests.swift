@@ -1,10 +1,10 @@
-import Foundation
-import Testing
-@testable import ArtCache
 @testable import ArtCacheCore
 @testable import ArtCacheFetch
+@testable import ArtCachePipeline
 @testable import ArtCacheRender
 @testable import ArtCacheStore
+import Foundation
+import Testing
 
 // Inputs found by the libFuzzer targets in Fuzz/ (their reproducers are
 // seeds in Fuzz/regressions/<target>/), each pinned by a test.

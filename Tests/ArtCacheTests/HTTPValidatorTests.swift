@@ -1,11 +1,10 @@
-import ArtCacheOrigin
-import Foundation
-import Testing
-@testable import ArtCache
 @testable import ArtCacheCore
 @testable import ArtCacheFetch
+import ArtCacheOrigin
 @testable import ArtCacheRender
 @testable import ArtCacheStore
+import Foundation
+import Testing
 
 /// Review finding: ETag and Last-Modified come from an origin and are sent
 /// back to it; a value with CR/LF (header injection) or over a sane length

@@ -1,13 +1,13 @@
+@testable import ArtCacheCore
+@testable import ArtCachePipeline
+@testable import ArtCacheRender
+@testable import ArtCacheServer
 import Foundation
 import HTTPTypes
 import Hummingbird
 import NIOCore
 import NIOEmbedded
 import Testing
-@testable import ArtCache
-@testable import ArtCacheCore
-@testable import ArtCacheRender
-@testable import ArtCacheServer
 
 /// Final memory hits answered by their route (``ThumbnailService/HitRoute``):
 /// the same answer as a lookup would give, for as long as the memory tier

@@ -1,7 +1,7 @@
+@testable import ArtCacheRender
+@testable import ArtCacheServiceGrammar
 import Foundation
 import Testing
-@testable import ArtCache
-@testable import ArtCacheRender
 @testable import artcache
 
 /// One parser of `WIDTHxHEIGHT` (issue 37: four with different rules

@@ -1,8 +1,8 @@
+@testable import ArtCachePipeline
+@testable import ArtCacheServer
 import Foundation
 import Logging
 import Testing
-@testable import ArtCache
-@testable import ArtCacheServer
 
 /// `serve`'s log writer: events leave the request path at once (a bounded
 /// queue), are formatted and written on its own thread in StreamLogHandler's

@@ -1,12 +1,14 @@
-import ArtCacheFixtures
-import ArtCacheOrigin
-import Foundation
-import Testing
-@testable import ArtCache
 @testable import ArtCacheCore
 @testable import ArtCacheFetch
+import ArtCacheFixtures
+import ArtCacheOrigin
+@testable import ArtCachePipeline
 @testable import ArtCacheRender
+@testable import ArtCacheResultSets
+@testable import ArtCacheServiceGrammar
 @testable import ArtCacheStore
+import Foundation
+import Testing
 
 /// Manifests: a result set in, per item in result order everything a page
 /// needs before the images arrive; never waiting on the network.

@@ -1,10 +1,9 @@
+@testable import ArtCacheCore
+@testable import ArtCacheServer
 import Foundation
 import HTTPTypes
 import Hummingbird
 import Testing
-@testable import ArtCache
-@testable import ArtCacheCore
-@testable import ArtCacheServer
 
 @Suite("Memory hits in the channel pipeline", .timeLimit(.minutes(3)))
 struct MemoryHitHandlerTests {

@@ -1,11 +1,11 @@
-import ArtCacheOrigin
-import Foundation
-import Testing
-@testable import ArtCache
 @testable import ArtCacheCore
 @testable import ArtCacheFetch
+import ArtCacheOrigin
+@testable import ArtCachePipeline
 @testable import ArtCacheRender
 @testable import ArtCacheStore
+import Foundation
+import Testing
 
 /// Review findings: offline is a state, not one timeout (and one backoff)
 /// per URL; the waiting line per host and the blocking pool are bounded.

@@ -1,9 +1,11 @@
+@testable import ArtCacheCore
 import ArtCacheOrigin
+@testable import ArtCachePipeline
+@testable import ArtCacheRender
+@testable import ArtCacheResultSets
+@testable import ArtCacheStore
 import Foundation
 import Testing
-@testable import ArtCache
-@testable import ArtCacheCore
-@testable import ArtCacheStore
 
 /// The pipeline's work behind answers goes through its one scheduler
 /// (issue 34): warm-ups deduplicated, revalidations bounded, a close that

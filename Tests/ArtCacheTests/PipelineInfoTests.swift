@@ -1,11 +1,11 @@
+@testable import ArtCacheCore
 import ArtCacheFixtures
+@testable import ArtCachePipeline
+@testable import ArtCacheRender
+@testable import ArtCacheStore
 import Foundation
 import GRDB
 import Testing
-@testable import ArtCache
-@testable import ArtCacheCore
-@testable import ArtCacheRender
-@testable import ArtCacheStore
 
 /// Originals' intrinsics (upright size, dominant colour, ThumbHash): computed
 /// once after the original is stored, kept in the index (schema

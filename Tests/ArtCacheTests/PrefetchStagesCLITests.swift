@@ -1,8 +1,7 @@
+@testable import ArtCacheCore
 import ArtCacheOrigin
 import Foundation
 import Testing
-@testable import ArtCache
-@testable import ArtCacheCore
 
 /// `prefetch --json`'s `stages`: per stage the run went through, its count
 /// and percentiles in seconds, beside the summary's fields (unchanged).

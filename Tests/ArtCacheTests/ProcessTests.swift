@@ -1,10 +1,9 @@
-import Foundation
-import Testing
-@testable import ArtCache
 @testable import ArtCacheCore
 @testable import ArtCacheFetch
 @testable import ArtCacheRender
 @testable import ArtCacheStore
+import Foundation
+import Testing
 
 /// Several processes on one cache directory, and crashes.
 @Suite("Processes sharing a cache", .serialized, .timeLimit(.minutes(3)))

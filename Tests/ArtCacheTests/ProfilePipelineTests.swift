@@ -1,10 +1,11 @@
-import ArtCacheFixtures
-import Foundation
-import Testing
-@testable import ArtCache
 @testable import ArtCacheCore
 @testable import ArtCacheFetch
+import ArtCacheFixtures
+@testable import ArtCachePipeline
+@testable import ArtCacheRender
 @testable import ArtCacheStore
+import Foundation
+import Testing
 
 /// Provider profiles through the pipeline, against the loopback origin: a
 /// profile of the tests' own for 127.0.0.1 reads iTunes-style `{W}x{H}bb`

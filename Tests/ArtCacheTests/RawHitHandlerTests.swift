@@ -1,3 +1,5 @@
+@testable import ArtCacheCore
+@testable import ArtCacheServer
 import Foundation
 import HTTPTypes
 import Hummingbird
@@ -7,9 +9,6 @@ import NIOHTTP1
 import NIOHTTPTypes
 import NIOHTTPTypesHTTP1
 import Testing
-@testable import ArtCache
-@testable import ArtCacheCore
-@testable import ArtCacheServer
 
 /// Memory hits answered from the connection's bytes (``RawHitHandler``),
 /// in a channel pipeline of NIO's own HTTP/1 decoder and the connection's

@@ -1,9 +1,8 @@
+@testable import ArtCacheCore
+@testable import ArtCacheStore
 import Foundation
 import GRDB
 import Testing
-@testable import ArtCache
-@testable import ArtCacheCore
-@testable import ArtCacheStore
 
 /// Eviction by horizon: an eviction counts its items out and hides them in
 /// one short transaction; the reclaimer deletes their rows, inline bytes and

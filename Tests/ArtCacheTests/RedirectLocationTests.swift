@@ -1,9 +1,9 @@
-import ArtCacheOrigin
-import Foundation
-import Testing
-@testable import ArtCache
 @testable import ArtCacheCore
 @testable import ArtCacheFetch
+import ArtCacheOrigin
+@testable import ArtCachePipeline
+import Foundation
+import Testing
 
 /// Review finding: the redirect allowlist read `Location` with Foundation's
 /// URL parser and let the hop through when that parser failed, while libcurl

@@ -1,14 +1,14 @@
+@testable import ArtCacheCore
+@testable import ArtCacheFetch
+@testable import ArtCachePipeline
+@testable import ArtCacheRender
+@testable import ArtCacheServer
+@testable import ArtCacheStore
 import CVipsShim
 import CZlib
 import Foundation
-import Testing
-@testable import ArtCache
-@testable import ArtCacheCore
-@testable import ArtCacheFetch
-@testable import ArtCacheRender
-@testable import ArtCacheStore
-@testable import ArtCacheServer
 import Hummingbird
+import Testing
 
 /// Review findings on libvips: a render has a deadline enforced through
 /// libvips' kill flag, and ImageMagick decodes BMP and ICO only, called

@@ -1,12 +1,12 @@
+@testable import ArtCacheCore
 import ArtCacheOrigin
+@testable import ArtCachePipeline
+@testable import ArtCacheRender
+@testable import ArtCacheServer
+@testable import ArtCacheStore
 import Foundation
 import Hummingbird
 import Testing
-@testable import ArtCache
-@testable import ArtCacheCore
-@testable import ArtCacheRender
-@testable import ArtCacheStore
-@testable import ArtCacheServer
 
 /// The cache's `hits` and `misses` count requests, not lookups; and the
 /// memory tier serves an image only while its original is fresh.

@@ -1,10 +1,10 @@
-import Foundation
-import Testing
-@testable import ArtCache
 @testable import ArtCacheCore
 @testable import ArtCacheFetch
 @testable import ArtCacheRender
+@testable import ArtCacheResultSets
 @testable import ArtCacheStore
+import Foundation
+import Testing
 
 // MARK: - Helpers
 

@@ -1,11 +1,10 @@
-import ArtCacheOrigin
-import Foundation
-import Testing
-@testable import ArtCache
 @testable import ArtCacheCore
 @testable import ArtCacheFetch
+import ArtCacheOrigin
 @testable import ArtCacheRender
 @testable import ArtCacheStore
+import Foundation
+import Testing
 
 /// SVG is rasterised only when the renderer's own settings enable it: two
 /// renderers with different settings live in one process, and each decides

@@ -1,9 +1,9 @@
+@testable import ArtCacheCore
+@testable import ArtCachePipeline
+@testable import ArtCacheStore
 import Foundation
 import GRDB
 import Testing
-@testable import ArtCache
-@testable import ArtCacheCore
-@testable import ArtCacheStore
 
 /// A cache written by a newer artcache (a schema migration this build does
 /// not know) is refused with `incompatible_schema`, and left as it was:

@@ -1,9 +1,8 @@
+@testable import ArtCacheCore
+@testable import ArtCacheStore
 import Foundation
 import GRDB
 import Testing
-@testable import ArtCache
-@testable import ArtCacheCore
-@testable import ArtCacheStore
 
 /// Caches written at every earlier schema (v4, store v2, up to the one
 /// before the current) open with the current code, and every row reads

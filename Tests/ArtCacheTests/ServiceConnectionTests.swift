@@ -1,10 +1,10 @@
+@testable import ArtCacheCore
 import ArtCacheOrigin
+@testable import ArtCachePipeline
+@testable import ArtCacheServer
 import Foundation
 import Hummingbird
 import Testing
-@testable import ArtCache
-@testable import ArtCacheCore
-@testable import ArtCacheServer
 
 /// Connections with deadlines (issue 34): idle and read deadlines, bodies
 /// refused on their headers, manifests admitted and cancelled like images.

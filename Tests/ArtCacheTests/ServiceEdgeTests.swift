@@ -1,9 +1,9 @@
+@testable import ArtCacheFetch
 import ArtCacheOrigin
+@testable import ArtCacheServer
+@testable import ArtCacheServiceGrammar
 import Foundation
 import Testing
-@testable import ArtCache
-@testable import ArtCacheFetch
-@testable import ArtCacheServer
 
 /// Issue 49 items 2, 5 and 9, as a client of `artcache serve` meets them:
 /// every method and status answered honestly and counted, one spelling per

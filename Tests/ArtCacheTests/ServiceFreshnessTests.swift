@@ -1,11 +1,10 @@
+@testable import ArtCacheCore
 import ArtCacheOrigin
+@testable import ArtCacheServer
+@testable import ArtCacheStore
 import Foundation
 import Hummingbird
 import Testing
-@testable import ArtCache
-@testable import ArtCacheCore
-@testable import ArtCacheStore
-@testable import ArtCacheServer
 
 /// The service's caching headers follow the original's freshness (issue 22).
 @Suite("Service freshness", .timeLimit(.minutes(3)))

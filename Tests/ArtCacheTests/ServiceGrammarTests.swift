@@ -1,10 +1,11 @@
-import Foundation
-import Testing
-@testable import ArtCache
 @testable import ArtCacheCore
 @testable import ArtCacheFetch
+@testable import ArtCachePipeline
 @testable import ArtCacheRender
+@testable import ArtCacheServiceGrammar
 @testable import ArtCacheStore
+import Foundation
+import Testing
 
 /// The service URL grammar, signing and `[service]` / `[presets]` settings,
 /// as pure functions.

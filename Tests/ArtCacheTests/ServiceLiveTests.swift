@@ -1,14 +1,15 @@
+@testable import ArtCacheCore
+@testable import ArtCacheFetch
 import ArtCacheOrigin
+@testable import ArtCachePipeline
+@testable import ArtCacheRender
+@testable import ArtCacheServer
+@testable import ArtCacheServiceGrammar
+@testable import ArtCacheStore
 import Foundation
 import Hummingbird
 import ServiceLifecycle
 import Testing
-@testable import ArtCache
-@testable import ArtCacheCore
-@testable import ArtCacheFetch
-@testable import ArtCacheRender
-@testable import ArtCacheStore
-@testable import ArtCacheServer
 
 /// The service on a real socket (127.0.0.1, port 0): address refusals,
 /// overload, client disconnects, graceful shutdown, sharing the cache with

@@ -1,12 +1,14 @@
+@testable import ArtCacheCore
+@testable import ArtCacheFetch
 import ArtCacheOrigin
+@testable import ArtCachePipeline
+@testable import ArtCacheRender
+@testable import ArtCacheServer
+@testable import ArtCacheServiceGrammar
 import Foundation
 import Hummingbird
 import NIOCore
 import Testing
-@testable import ArtCache
-@testable import ArtCacheCore
-@testable import ArtCacheFetch
-@testable import ArtCacheServer
 
 /// `POST /v1/manifest` (signed bodies: 401 without, 403 wrong, 413 too
 /// large) and `GET /v1/info/{signature}/{source}`.

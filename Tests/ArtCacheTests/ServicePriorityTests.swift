@@ -1,10 +1,10 @@
+@testable import ArtCacheCore
 import ArtCacheOrigin
+@testable import ArtCacheServer
+@testable import ArtCacheServiceGrammar
 import Foundation
 import Hummingbird
 import Testing
-@testable import ArtCache
-@testable import ArtCacheCore
-@testable import ArtCacheServer
 
 /// Priority classes through the service: `pri=` counts only in a signed
 /// path; under overload a queued low request is shed (429) for a high one,

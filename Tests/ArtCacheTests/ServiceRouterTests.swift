@@ -1,13 +1,14 @@
+@testable import ArtCacheCore
+@testable import ArtCacheFetch
 import ArtCacheOrigin
+@testable import ArtCachePipeline
+@testable import ArtCacheRender
+@testable import ArtCacheServer
+@testable import ArtCacheServiceGrammar
+@testable import ArtCacheStore
 import Foundation
 import Hummingbird
 import Testing
-@testable import ArtCache
-@testable import ArtCacheCore
-@testable import ArtCacheFetch
-@testable import ArtCacheRender
-@testable import ArtCacheStore
-@testable import ArtCacheServer
 
 /// The service's routes (each test on a live server of its own, `.router`):
 /// grammar, signatures, negotiation, validators and every error status.

@@ -1,12 +1,12 @@
+@testable import ArtCacheCore
 import ArtCacheOrigin
+@testable import ArtCachePipeline
+@testable import ArtCacheRender
+@testable import ArtCacheServer
+@testable import ArtCacheStore
 import Foundation
 import Hummingbird
 import Testing
-@testable import ArtCache
-@testable import ArtCacheCore
-@testable import ArtCacheRender
-@testable import ArtCacheStore
-@testable import ArtCacheServer
 
 /// `/metrics`' "where the time goes": `artcache_stage_seconds{stage}` counts
 /// exactly the stages that ran, and the memory gauges (libvips, RSS).

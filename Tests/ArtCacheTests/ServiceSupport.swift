@@ -3,17 +3,18 @@ import Foundation
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif
-import HTTPTypes
-import Hummingbird
-import NIOCore
-import NIOHTTP1
-import Logging
-@testable import ArtCache
 @testable import ArtCacheCore
 @testable import ArtCacheFetch
+@testable import ArtCachePipeline
 @testable import ArtCacheRender
-@testable import ArtCacheStore
 @testable import ArtCacheServer
+@testable import ArtCacheServiceGrammar
+@testable import ArtCacheStore
+import HTTPTypes
+import Hummingbird
+import Logging
+import NIOCore
+import NIOHTTP1
 
 /// A loopback origin, a pipeline and the thumbnail service over it, with a
 /// signer holding the service's key.

@@ -1,14 +1,15 @@
+@testable import ArtCacheCore
 import ArtCacheOrigin
+@testable import ArtCachePipeline
+@testable import ArtCacheRender
+@testable import ArtCacheServer
+@testable import ArtCacheServiceGrammar
+@testable import ArtCacheStore
 import Foundation
 import HTTPTypes
 import Hummingbird
 import Logging
 import Testing
-@testable import ArtCache
-@testable import ArtCacheCore
-@testable import ArtCacheRender
-@testable import ArtCacheStore
-@testable import ArtCacheServer
 
 /// Format upgrades behind cold answers (README "What browsers get"), with
 /// real encoders and the calibrated table: `[service] avif = "behind"` makes

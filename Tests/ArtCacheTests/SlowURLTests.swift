@@ -1,10 +1,9 @@
-import ArtCacheOrigin
-import Foundation
-import Testing
-@testable import ArtCache
 @testable import ArtCacheCore
 @testable import ArtCacheFetch
+import ArtCacheOrigin
 @testable import ArtCacheStore
+import Foundation
+import Testing
 
 /// Issue 49 item 6: one slow URL does not hold a result set hostage.
 /// `artcache prefetch` run as the built binary against a loopback origin.

@@ -1,9 +1,10 @@
+@testable import ArtCacheCore
 import ArtCacheOrigin
+@testable import ArtCachePipeline
+@testable import ArtCacheServiceGrammar
+@testable import ArtCacheStore
 import Foundation
 import Testing
-@testable import ArtCache
-@testable import ArtCacheCore
-@testable import ArtCacheStore
 #if canImport(Glibc)
 import Glibc
 #endif

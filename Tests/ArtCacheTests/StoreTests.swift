@@ -1,11 +1,10 @@
-import Foundation
-import GRDB
-import Testing
-@testable import ArtCache
 @testable import ArtCacheCore
 @testable import ArtCacheFetch
 @testable import ArtCacheRender
 @testable import ArtCacheStore
+import Foundation
+import GRDB
+import Testing
 
 @Suite("Store and index")
 struct StoreTests {

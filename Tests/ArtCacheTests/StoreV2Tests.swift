@@ -1,11 +1,11 @@
+@testable import ArtCacheCore
+@testable import ArtCacheFetch
+@testable import ArtCachePipeline
+@testable import ArtCacheRender
+@testable import ArtCacheStore
 import Foundation
 import GRDB
 import Testing
-@testable import ArtCache
-@testable import ArtCacheCore
-@testable import ArtCacheFetch
-@testable import ArtCacheRender
-@testable import ArtCacheStore
 
 /// Store v2: inline blobs, one-level shards, group commit, set-based
 /// eviction with bulk totals, incremental vacuum, the v1 migration.

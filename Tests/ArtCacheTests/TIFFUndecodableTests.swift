@@ -1,11 +1,11 @@
+@testable import ArtCacheCore
 import ArtCacheFixtures
 import ArtCacheOrigin
-import Foundation
-import Testing
-@testable import ArtCache
-@testable import ArtCacheCore
+@testable import ArtCachePipeline
 @testable import ArtCacheRender
 @testable import ArtCacheStore
+import Foundation
+import Testing
 
 /// A valid TIFF in a variant libvips has no reader for (12-bit samples,
 /// tiled separate planes, a compression its libtiff lacks, ...) is

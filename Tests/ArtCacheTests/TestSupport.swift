@@ -1,13 +1,13 @@
+@testable import ArtCacheCore
+@testable import ArtCacheFetch
 import ArtCacheFixtures
 import ArtCacheOrigin
+@testable import ArtCachePipeline
+@testable import ArtCacheRender
+@testable import ArtCacheStore
 import CZlib
 import Foundation
 import Testing
-@testable import ArtCache
-@testable import ArtCacheCore
-@testable import ArtCacheFetch
-@testable import ArtCacheRender
-@testable import ArtCacheStore
 
 /// A unique temporary directory, removed when released.
 final class TempDir: Sendable {

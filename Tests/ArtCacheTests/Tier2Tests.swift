@@ -1,13 +1,13 @@
+@testable import ArtCacheCore
+@testable import ArtCacheFetch
 import ArtCacheOrigin
+@testable import ArtCachePipeline
+@testable import ArtCacheServer
+@testable import ArtCacheStore
+@testable import ArtCacheTier
 import Foundation
 import Hummingbird
 import Testing
-@testable import ArtCache
-@testable import ArtCacheCore
-@testable import ArtCacheServer
-@testable import ArtCacheFetch
-@testable import ArtCacheStore
-@testable import ArtCacheTier
 
 /// The tier `scripts/tier2/start DIR` runs (a one-node Ceph with radosgw),
 /// named by `ARTCACHE_TEST_TIER2_ENV=DIR/env` (`.ci/run` and

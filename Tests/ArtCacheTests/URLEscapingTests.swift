@@ -1,9 +1,8 @@
+@testable import ArtCacheCore
 import ArtCacheOrigin
+@testable import ArtCacheStore
 import Foundation
 import Testing
-@testable import ArtCache
-@testable import ArtCacheCore
-@testable import ArtCacheStore
 
 /// Issue 36, item 4: URLs are kept as given. Only characters a URL may not
 /// hold are escaped; escapes already in it are kept (and normalized by the

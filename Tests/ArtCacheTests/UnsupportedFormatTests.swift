@@ -1,10 +1,10 @@
+@testable import ArtCacheCore
 import ArtCacheFixtures
 import ArtCacheOrigin
+@testable import ArtCachePipeline
+@testable import ArtCacheStore
 import Foundation
 import Testing
-@testable import ArtCache
-@testable import ArtCacheCore
-@testable import ArtCacheStore
 
 /// Images in formats artcache does not take (PSD, JPEG 2000, TGA, QOI) are
 /// `unsupported`, not `not_an_image`, and the negative cache does not

@@ -15,10 +15,10 @@ import json
 import os
 import sys
 
-# Every library module: the embedding API (`ArtCache` and the modules it
+# Every library module: the embedding API (`ArtCache`, the pipeline and the modules it
 # re-exports), then the server. A new target goes here, or its types go uncounted.
 EMBEDDING = ["ArtCacheCore", "ArtCacheFetch", "ArtCacheStore", "ArtCacheRender", "ArtCacheResultSets",
-             "ArtCacheServiceGrammar", "ArtCacheTier", "ArtCache"]
+             "ArtCacheServiceGrammar", "ArtCacheTier", "ArtCachePipeline", "ArtCache"]
 MODULES = EMBEDDING + ["ArtCacheServer"]
 TYPE_KINDS = {"swift.struct", "swift.class", "swift.enum", "swift.protocol", "swift.actor"}
 

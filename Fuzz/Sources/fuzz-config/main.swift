@@ -1,12 +1,12 @@
 // The configuration parsers: the input as a cache.conf, each of its lines as
 // a value of every key kind and unit, and its NAME=value lines as the
 // environment.
-import Foundation
-import FuzzSupport
-@testable import ArtCache
 @testable import ArtCacheCore
 @testable import ArtCacheFetch
+@testable import ArtCachePipeline
 @testable import ArtCacheRender
+import Foundation
+import FuzzSupport
 
 /// One key of each distinct kind (bounds differ per key, so: every key).
 let keys = ConfigKey.all

@@ -3,14 +3,14 @@
 // missing header); every line is also parsed as an HTTP date and as a
 // header line. The whole input is also read as the start of a connection's
 // bytes by the service's request-head reader.
-import Foundation
-import NIOCore
-import FuzzSupport
-@testable import ArtCache
 @testable import ArtCacheCore
 @testable import ArtCacheFetch
+@testable import ArtCachePipeline
 @testable import ArtCacheRender
 @testable import ArtCacheServer
+import Foundation
+import FuzzSupport
+import NIOCore
 
 let now = Date(timeIntervalSince1970: 1_700_000_000)
 

@@ -3,10 +3,10 @@
 // and, when it plans a render, the decode, resample, orient, crop and
 // encode. Never a crash; a render is nil (libvips decides), typed errors,
 // or outputs of exactly the asked size.
-import Foundation
-import FuzzSupport
 @testable import ArtCacheCore
 @testable import ArtCacheRender
+import Foundation
+import FuzzSupport
 
 let specs = [VariantSpec(width: 24, height: 24, fit: .cover, format: .jpeg, quality: 70),
              VariantSpec(width: 40, height: 16, fit: .contain, format: .webp, quality: 60)]

@@ -1,12 +1,12 @@
 // ResultSet.parse: auto-detected, and forced to each format. API
 // bodies come from the network and URL lists from users.
-import Foundation
-import FuzzSupport
-@testable import ArtCache
-@testable import ArtCacheResultSets
 @testable import ArtCacheCore
 @testable import ArtCacheFetch
+@testable import ArtCachePipeline
 @testable import ArtCacheRender
+@testable import ArtCacheResultSets
+import Foundation
+import FuzzSupport
 
 func parse(_ data: Data, _ format: ResultSetFormat?) -> Result<ResultSet, ResultSetError> {
     do { return .success(try ResultSet.parse(data, format: format)) } catch { return .failure(error) }

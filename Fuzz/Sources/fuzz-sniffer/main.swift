@@ -1,11 +1,11 @@
 // Sniffer.sniff and the header readers used after it (extent, heifExtent,
 // check). Any bytes at all reach them: whatever an origin sends.
-import Foundation
-import FuzzSupport
-@testable import ArtCache
 @testable import ArtCacheCore
 @testable import ArtCacheFetch
+@testable import ArtCachePipeline
 @testable import ArtCacheRender
+import Foundation
+import FuzzSupport
 
 let animatedFormats: Set<SniffedFormat> = [.gif, .apng, .webp, .avif]
 

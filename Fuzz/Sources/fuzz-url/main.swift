@@ -1,10 +1,10 @@
 // NormalizedURL: every URL the cache keys on goes through it.
-import Foundation
-import FuzzSupport
-@testable import ArtCache
 @testable import ArtCacheCore
 @testable import ArtCacheFetch
+@testable import ArtCachePipeline
 @testable import ArtCacheRender
+import Foundation
+import FuzzSupport
 
 runFuzzer { data in
     let input = text(data)

@@ -1,6 +1,6 @@
+import ArtCacheCore
 import Foundation
 import Logging
-import ArtCache
 #if canImport(Glibc)
 import Glibc
 #endif

@@ -1,5 +1,7 @@
 import ArtCacheCore
 import ArtCacheRender
+import ArtCacheResultSets
+import ArtCacheServiceGrammar
 import ArtCacheStore
 import Foundation
 

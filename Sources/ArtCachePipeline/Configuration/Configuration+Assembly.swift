@@ -1,7 +1,9 @@
 import ArtCacheCore
 import ArtCacheFetch
 import ArtCacheRender
+import ArtCacheServiceGrammar
 import ArtCacheStore
+import ArtCacheTier
 import Foundation
 
 /// Values read from a file and the environment, by `section.key`; a key not

@@ -1,5 +1,6 @@
 import ArtCacheCore
 import ArtCacheFetch
+import ArtCacheRender
 import ArtCacheStore
 import ArtCacheTier
 import Foundation

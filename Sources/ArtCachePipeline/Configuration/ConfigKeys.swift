@@ -1,7 +1,9 @@
 import ArtCacheCore
 import ArtCacheFetch
 import ArtCacheRender
+import ArtCacheServiceGrammar
 import ArtCacheStore
+import ArtCacheTier
 import Foundation
 
 /// One typed value from `cache.conf`, the environment or a flag.

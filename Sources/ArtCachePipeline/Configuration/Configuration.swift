@@ -1,7 +1,9 @@
 import ArtCacheCore
 import ArtCacheFetch
 import ArtCacheRender
+import ArtCacheServiceGrammar
 import ArtCacheStore
+import ArtCacheTier
 import Foundation
 
 /// The whole configuration: each stage's settings, with the documented

@@ -2,6 +2,7 @@ import ArtCacheCore
 import ArtCacheFetch
 import ArtCacheRender
 import ArtCacheStore
+import ArtCacheTier
 import Foundation
 import Logging
 

@@ -1,4 +1,5 @@
 import ArtCacheRender
+import ArtCacheResultSets
 import Foundation
 
 /// Everything a page needs to lay out a result set's images before any of

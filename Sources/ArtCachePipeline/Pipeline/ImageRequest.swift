@@ -1,5 +1,6 @@
 import ArtCacheCore
 import ArtCacheRender
+import ArtCacheServiceGrammar
 import ArtCacheStore
 import Foundation
 
