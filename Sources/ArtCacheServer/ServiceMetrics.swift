@@ -30,8 +30,8 @@ final class ServiceMetrics: Sendable {
     private let memoryHits: (images: Metrics.Counter, ok: Metrics.Counter, duration: Metrics.Timer)
     /// `artcache_stage_seconds{stage}`, by ``Stage/rawValue``, made once.
     private let stageTimers: [Metrics.Timer]
-    /// `artcache_background_seconds{kind}`, in `BackgroundKind.allCases` order, made once.
-    private let backgroundTimers: [Metrics.Timer]
+    /// `artcache_background_seconds{kind}`, by kind, made once for the kinds the scheduler declares.
+    private let backgroundTimers: [BackgroundKind: Metrics.Timer]
 
     /// The buckets of `artcache_stage_seconds`: 0.1 ms to 10 s.
     static let stageBuckets: [Duration] = [
@@ -40,7 +40,8 @@ final class ServiceMetrics: Sendable {
         .milliseconds(250), .milliseconds(500), .seconds(1), .seconds(2.5), .seconds(5), .seconds(10),
     ]
 
-    init() {
+    /// `backgroundKinds`: the kinds of work behind answers (the pipeline's scheduler's).
+    init(backgroundKinds: [BackgroundKind] = BackgroundKind.pipelineKinds) {
         var factory = PrometheusMetricsFactory(registry: registry)
         factory.defaultDurationHistogramBuckets = [
             .milliseconds(1), .milliseconds(2), .milliseconds(5), .milliseconds(10), .milliseconds(25),
@@ -53,9 +54,9 @@ final class ServiceMetrics: Sendable {
         stageTimers = Stage.allCases.map { stage in
             Metrics.Timer(label: "artcache_stage_seconds", dimensions: [("stage", stage.name)], factory: factory)
         }
-        backgroundTimers = BackgroundKind.allCases.map { kind in
-            Metrics.Timer(label: "artcache_background_seconds", dimensions: [("kind", kind.rawValue)], factory: factory)
-        }
+        backgroundTimers = Dictionary(uniqueKeysWithValues: backgroundKinds.map { kind in
+            (kind, Metrics.Timer(label: "artcache_background_seconds", dimensions: [("kind", kind.name)], factory: factory))
+        })
         bytesServed = Metrics.Counter(label: "artcache_bytes_served_total", factory: factory)
         logDropped = Metrics.Counter(label: "artcache_access_log_dropped_total", factory: factory)
         writesDropped = Metrics.Counter(label: "artcache_store_writes_dropped_total", factory: factory)
@@ -95,8 +96,7 @@ final class ServiceMetrics: Sendable {
     /// One job behind the answers took `nanoseconds` (the pipeline's
     /// ``BackgroundScheduler`` observer).
     func background(_ kind: BackgroundKind, nanoseconds: Int64) {
-        guard let index = BackgroundKind.allCases.firstIndex(of: kind) else { return }
-        backgroundTimers[index].recordNanoseconds(nanoseconds)
+        backgroundTimers[kind]?.recordNanoseconds(nanoseconds)
     }
 
     func stage(_ stage: Stage, since start: ContinuousClock.Instant) {
@@ -176,13 +176,12 @@ final class ServiceMetrics: Sendable {
         // Work behind answers (README: "What runs in the background"): jobs
         // waiting and running by kind, those dropped past a bound, and the
         // bytes the waiting ones hold.
-        for kind in BackgroundKind.allCases {
-            let counts = activity.background[kind] ?? BackgroundCounts()
+        for (kind, counts) in activity.background {
             for (state, value) in [("queued", counts.queued), ("running", counts.running)] {
-                Gauge(label: "artcache_background_jobs", dimensions: [("kind", kind.rawValue), ("state", state)], factory: factory)
+                Gauge(label: "artcache_background_jobs", dimensions: [("kind", kind.name), ("state", state)], factory: factory)
                     .record(Double(value))
             }
-            mirror("artcache_background_dropped_total", ("kind", kind.rawValue), counts.dropped)
+            mirror("artcache_background_dropped_total", ("kind", kind.name), counts.dropped)
         }
         gauge("artcache_background_queued_bytes", Int(activity.backgroundBytes))
         // Memory: libvips' own allocations (pixel buffers) now and at most

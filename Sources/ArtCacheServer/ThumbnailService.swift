@@ -98,7 +98,7 @@ public final class ThumbnailService: Sendable {
             }
             fallback = .image(data, contentType: sniffed.mimeType)
         }
-        let metrics = ServiceMetrics()
+        let metrics = ServiceMetrics(backgroundKinds: pipeline.background.kinds)
         self.metrics = metrics
         // The pipeline's stages (download, sniff_hash, render, store_commit) into /metrics.
         pipeline.stages.observe { stage, nanoseconds in metrics.stage(stage, nanoseconds: nanoseconds) }

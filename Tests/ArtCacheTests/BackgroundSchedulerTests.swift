@@ -64,7 +64,7 @@ struct BackgroundSchedulerTests {
     }
 
     @Test func pastMaxQueuedTheOldestOfTheLowestPriorityIsDroppedAndCounted() async {
-        let scheduler = BackgroundScheduler(settings: Self.settings(maxQueued: 3))
+        let scheduler = BackgroundScheduler(settings: Self.settings(maxQueued: 3), kinds: [.placeholder, .warmUp, .reclaim])
         let gate = Gate()
         await Self.block(scheduler, gate)
         let log = Log()
@@ -91,14 +91,42 @@ struct BackgroundSchedulerTests {
         #expect(counts[.placeholder]?.queued == 1)
         gate.release()
         await scheduler.waitUntilIdle()
-        // Kinds take turns (after the blocker's kind, reclaim: placeholder,
-        // then warm_up); within a kind the highest priority first, then oldest.
+        // Kinds take turns in the order they were declared (after the
+        // blocker's kind, reclaim, the first: placeholder, then warm_up);
+        // within a kind the highest priority first, then oldest.
         #expect(log.all == ["p", "high-1", "normal-1", "low-2"])
         await scheduler.close()
     }
 
     /// A flood of one kind does not starve another: a reclaim queued behind
     /// 100 warm-ups (of a higher priority) starts within the next turn.
+    /// The scheduler knows no kind in advance: a client declares its own
+    /// (name, limits), listed from the start at 0; a kind first seen in a
+    /// submission is declared then; the declared limit holds.
+    @Test func kindsAreDeclaredByTheirClients() async {
+        let serial = BackgroundKind("test_serial", maxRunning: 1)
+        let other = BackgroundKind("test_other")
+        let scheduler = BackgroundScheduler(settings: Self.settings(concurrency: 4), kinds: [serial])
+        #expect(scheduler.kinds == [serial])
+        #expect(scheduler.counts == [serial: BackgroundCounts()], "a declared kind is counted before its first job")
+        let gate = Gate()
+        for name in ["a", "b"] {
+            scheduler.submit(BackgroundJobKey(serial, key: name)) { await gate.wait() }
+        }
+        scheduler.submit(BackgroundJobKey(other, key: "c")) { await gate.wait() }
+        await scheduler.waitForLoad { $0.running == 2 }
+        #expect(scheduler.kinds.map(\.name) == ["test_serial", "test_other"])
+        #expect(scheduler.counts[serial]?.running == 1, "maxRunning 1: the second waits though concurrency is 4")
+        #expect(scheduler.counts[serial]?.queued == 1)
+        #expect(scheduler.counts[other]?.running == 1)
+        // One name is one kind: a job key made with an equal kind is the same job.
+        #expect(scheduler.submit(BackgroundJobKey(BackgroundKind("test_serial", maxRunning: 1), key: "a")) {} == .duplicate)
+        gate.release()
+        await scheduler.waitUntilIdle()
+        #expect(scheduler.counts[serial]?.finished == 2)
+        await scheduler.close()
+    }
+
     @Test func kindsTakeTurns() async {
         let scheduler = BackgroundScheduler(settings: Self.settings())
         let gate = Gate()

@@ -1,46 +1,34 @@
 import Foundation
 
-/// What runs behind answers: every kind of work the pipeline or the store
-/// starts for later goes through ``BackgroundScheduler`` under one of these.
-/// The raw value is the `kind` label of `/metrics`' `artcache_background_*`.
-package enum BackgroundKind: String, CaseIterable, Sendable, Hashable {
-    /// A conditional GET behind a stale answer (within stale-while-revalidate).
-    case revalidation
-    /// An original's size and placeholder, for a row stored without them.
-    case placeholder
-    /// A manifest's pending item fetched (with its thumbnails) before it is asked for.
-    case warmUp = "warm_up"
-    /// An original (and its record) written to the shared second tier behind its answer.
-    case tier2Write = "tier2_write"
-    /// A better format of a stored thumbnail, made when it pays.
-    case formatUpgrade = "format_upgrade"
-    /// Folding the access-time log into the index.
-    case touchLogFold = "touch_log_fold"
-    /// Deleting the files of evicted rows.
-    case reclaim
-    /// Dropping negative answers past their time and over their cap.
-    case negativeCleanup = "negative_cleanup"
-    /// A download or render whose last requester left (its deadline passed,
-    /// its client went away), finished and stored so the next request is a
-    /// hit (``Coalescer``'s adopter).
-    case orphanedFlight = "orphaned_flight"
-
-    /// Position in per-kind tables.
-    var index: Int { Self.allCases.firstIndex(of: self)! }
-
+/// A kind of work behind answers, declared by whoever submits it (the
+/// pipeline, the store, the tier declare theirs; the scheduler knows none
+/// of them in advance): its name, how many of it may run at once, and
+/// whether it waits for quiet. Each job's priority comes with its
+/// submission (``BackgroundScheduler/submit(_:priority:bytes:again:onDrop:_:)``).
+/// The name is the `kind` label of `/metrics`' `artcache_background_*`;
+/// two kinds with one name are one kind (the scheduler refuses a second
+/// declaration with other limits).
+package struct BackgroundKind: Sendable, Hashable, CustomStringConvertible {
+    /// The `kind` label (`warm_up`, `tier2_write`…).
+    package let name: String
     /// Most jobs of this kind running at once (nil: up to `[background]
-    /// concurrency`). A format upgrade is optional work that renders at the
-    /// lowest priority without the background share (it waits while
-    /// answers render): one at a time, so upgrades waiting for the render
-    /// pool never hold the slots revalidations and the reclaimer need.
-    var maxRunning: Int? { self == .formatUpgrade ? 1 : nil }
-
+    /// concurrency`).
+    package let maxRunning: Int?
     /// Jobs of this kind start only once no foreground request has been
     /// downloaded or rendered for `quietAfter`
-    /// (``BackgroundScheduler/foregroundBegan()``): a format upgrade is
-    /// optional work, and one AVIF at the slow effort holds a core for
-    /// 20–300 ms, which a burst of cold answers needs.
-    var waitsForQuiet: Bool { self == .formatUpgrade }
+    /// (``BackgroundScheduler/foregroundBegan()``).
+    package let waitsForQuiet: Bool
+
+    package init(_ name: String, maxRunning: Int? = nil, waitsForQuiet: Bool = false) {
+        precondition(maxRunning.map { $0 > 0 } ?? true, "a kind that may never run")
+        self.name = name
+        self.maxRunning = maxRunning
+        self.waitsForQuiet = waitsForQuiet
+    }
+
+    package static func == (a: BackgroundKind, b: BackgroundKind) -> Bool { a.name == b.name }
+    package func hash(into hasher: inout Hasher) { hasher.combine(name) }
+    package var description: String { name }
 }
 
 /// A job's identity: a job whose key is already queued or running is not
@@ -58,7 +46,7 @@ package struct BackgroundJobKey: Hashable, Sendable, CustomStringConvertible {
         self.spec = spec
     }
 
-    package var description: String { "\(kind.rawValue):\(key)" + (spec.isEmpty ? "" : " \(spec)") }
+    package var description: String { "\(kind.name):\(key)" + (spec.isEmpty ? "" : " \(spec)") }
 }
 
 /// `[background]`: the bounds of the work behind answers.

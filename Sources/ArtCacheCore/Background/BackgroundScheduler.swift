@@ -70,18 +70,20 @@ package final class BackgroundScheduler: @unchecked Sendable {
     private struct State {
         var waiting: [Int: Job] = [:]
         /// Per kind, per priority level (raw value): waiting ids in arrival order.
-        var queues = [[FIFO]](repeating: [FIFO](repeating: FIFO(), count: ImagePriority.allCases.count),
-                              count: BackgroundKind.allCases.count)
+        var queues: [[FIFO]] = []
+        /// The kinds, in the order they were declared (``register(_:)``): their position indexes the tables.
+        var kinds: [BackgroundKind] = []
+        var kindIndex: [BackgroundKind: Int] = [:]
         var keys: [BackgroundJobKey: Int] = [:]
         var running: [Int: (key: BackgroundJobKey, task: Task<Void, Never>)] = [:]
         /// Jobs asked for again while their key ran (``submit(_:priority:bytes:again:onDrop:_:)``
         /// with `again`): queued when it ends.
         var again: [BackgroundJobKey: Job] = [:]
-        var counts = [BackgroundCounts](repeating: BackgroundCounts(), count: BackgroundKind.allCases.count)
+        var counts: [BackgroundCounts] = []
         var bytes: Int64 = 0
         var nextID = 0
         /// The kind (index) of the job started last: the next turn goes to the kinds after it.
-        var lastKind = BackgroundKind.allCases.count - 1
+        var lastKind = -1
         /// Foreground requests downloading or rendering now (``foregroundBegan()``).
         var foreground = 0
         /// When `foreground` last fell to zero (the quiet kinds start `quietAfter` later).
@@ -103,14 +105,45 @@ package final class BackgroundScheduler: @unchecked Sendable {
     private struct Load: Sendable {
         var queued = 0
         var running = 0
-        var active = [Int](repeating: 0, count: BackgroundKind.allCases.count)
-        var finished = [Int](repeating: 0, count: BackgroundKind.allCases.count)
+        var active: [Int] = []
+        var finished: [Int] = []
     }
 
-    package init(settings: BackgroundSettings = BackgroundSettings()) {
+    /// `kinds`: the kinds its clients will submit, declared up front so that
+    /// ``counts`` (and `/metrics`) list each from the start, at 0; a kind
+    /// first seen in a submission is declared then.
+    package init(settings: BackgroundSettings = BackgroundSettings(), kinds: [BackgroundKind] = []) {
         self.settings = settings
         // Quiet since long enough: a scheduler that never saw a request starts everything at once.
         state.quietSince = ContinuousClock.now - settings.quietAfter
+        for kind in kinds { register(kind) }
+    }
+
+    /// Declares `kind` (once; again is a no-op) and returns its position in
+    /// the tables. A second declaration of a name with other limits is a
+    /// programming error.
+    @discardableResult
+    package func register(_ kind: BackgroundKind) -> Int {
+        locked { index(of: kind) }
+    }
+
+    /// The kinds declared so far, in the order they were declared.
+    package var kinds: [BackgroundKind] { locked { state.kinds } }
+
+    /// `kind`'s position, declaring it if new. Under the lock.
+    private func index(of kind: BackgroundKind) -> Int {
+        if let index = state.kindIndex[kind] {
+            let declared = state.kinds[index]
+            precondition(declared.maxRunning == kind.maxRunning && declared.waitsForQuiet == kind.waitsForQuiet,
+                         "background kind \(kind.name) declared twice with different limits")
+            return index
+        }
+        state.kindIndex[kind] = state.kinds.count
+        state.kinds.append(kind)
+        state.queues.append([FIFO](repeating: FIFO(), count: ImagePriority.allCases.count))
+        state.counts.append(BackgroundCounts())
+        publish()
+        return state.kinds.count - 1
     }
 
     /// Queues `body` under `key` unless that key waits or runs already.
@@ -159,7 +192,7 @@ package final class BackgroundScheduler: @unchecked Sendable {
             if state.foreground == 0 {
                 state.quietSince = ContinuousClock.now
                 if state.counts.indices.contains(where: { k in
-                    BackgroundKind.allCases[k].waitsForQuiet && state.counts[k].queued > 0
+                    state.kinds[k].waitsForQuiet && state.counts[k].queued > 0
                 }) {
                     startWhileRoom()
                 }
@@ -176,7 +209,7 @@ package final class BackgroundScheduler: @unchecked Sendable {
     /// Counts by kind (`/metrics`: `artcache_background_jobs{kind,state}`, `artcache_background_dropped_total{kind}`).
     package var counts: [BackgroundKind: BackgroundCounts] {
         locked {
-            Dictionary(uniqueKeysWithValues: BackgroundKind.allCases.map { ($0, state.counts[$0.index]) })
+            Dictionary(uniqueKeysWithValues: zip(state.kinds, state.counts).map { ($0, $1) })
         }
     }
 
@@ -196,14 +229,14 @@ package final class BackgroundScheduler: @unchecked Sendable {
 
     /// Returns once no job of `kind` waits or runs (jobs of it submitted meanwhile are waited for too).
     package func waitUntilIdle(_ kind: BackgroundKind) async {
-        let index = kind.index
+        let index = register(kind)
         await load.wait { $0.active[index] == 0 }
     }
 
     /// Returns once `count` jobs of `kind` have finished since the
     /// scheduler opened (tests: work handed over behind an answer, no polling).
     package func waitUntilFinished(_ kind: BackgroundKind, count: Int) async {
-        let index = kind.index
+        let index = register(kind)
         await load.wait { $0.finished[index] >= count }
     }
 
@@ -220,7 +253,7 @@ package final class BackgroundScheduler: @unchecked Sendable {
             state.closed = true
             state.quietTimer?.cancel()
             for (_, job) in state.waiting {
-                state.counts[job.key.kind.index].queued -= 1
+                state.counts[index(of: job.key.kind)].queued -= 1
                 state.keys[job.key] = nil
             }
             let dropped = Array(state.waiting.values) + Array(state.again.values)
@@ -247,12 +280,12 @@ package final class BackgroundScheduler: @unchecked Sendable {
         state.nextID += 1
         let id = state.nextID
         state.waiting[id] = job
-        state.queues[key.kind.index][job.priority.rawValue].append(id)
+        state.queues[index(of: key.kind)][job.priority.rawValue].append(id)
         state.keys[key] = id
-        state.counts[key.kind.index].queued += 1
+        state.counts[index(of: key.kind)].queued += 1
         state.bytes += job.bytes
         var droppedSelf = false
-        while state.counts[key.kind.index].queued > settings.maxQueued, let victim = dropOldestLowest(kind: key.kind) {
+        while state.counts[index(of: key.kind)].queued > settings.maxQueued, let victim = dropOldestLowest(kind: key.kind) {
             if victim.id == id { droppedSelf = true } else { dropped.append(victim.job) }
         }
         while state.bytes > settings.maxBytes, let victim = dropOldestLowest(kind: nil) {
@@ -266,7 +299,7 @@ package final class BackgroundScheduler: @unchecked Sendable {
     private func dropOldestLowest(kind: BackgroundKind?) -> (id: Int, job: Job)? {
         var victim: Int?
         for level in ImagePriority.allCases.map(\.rawValue) {
-            for k in kind.map({ [$0.index] }) ?? Array(state.queues.indices) {
+            for k in kind.map({ [index(of: $0)] }) ?? Array(state.queues.indices) {
                 guard let id = state.queues[k][level].first(in: state.waiting) else { continue }
                 if victim.map({ id < $0 }) ?? true { victim = id }
             }
@@ -275,8 +308,8 @@ package final class BackgroundScheduler: @unchecked Sendable {
         guard let id = victim, let job = state.waiting.removeValue(forKey: id) else { return nil }
         state.keys[job.key] = nil
         state.bytes -= job.bytes
-        state.counts[job.key.kind.index].queued -= 1
-        state.counts[job.key.kind.index].dropped += 1
+        state.counts[index(of: job.key.kind)].queued -= 1
+        state.counts[index(of: job.key.kind)].dropped += 1
         return (id, job)
     }
 
@@ -289,7 +322,7 @@ package final class BackgroundScheduler: @unchecked Sendable {
         let quiet = state.foreground == 0 && ContinuousClock.now >= quietFrom
         for offset in 1...kinds {
             let k = (state.lastKind + offset) % kinds
-            let kind = BackgroundKind.allCases[k]
+            let kind = state.kinds[k]
             if let cap = kind.maxRunning, state.counts[k].running >= cap { continue }
             if kind.waitsForQuiet, !quiet {
                 // Not quiet long enough yet: the timer comes back then (a
@@ -325,8 +358,8 @@ package final class BackgroundScheduler: @unchecked Sendable {
         defer { publish() }
         while !state.closed, state.running.count < settings.concurrency, let (id, job) = takeNext() {
             state.bytes -= job.bytes
-            state.counts[job.key.kind.index].queued -= 1
-            state.counts[job.key.kind.index].running += 1
+            state.counts[index(of: job.key.kind)].queued -= 1
+            state.counts[index(of: job.key.kind)].running += 1
             let task = Task(priority: .background) { [self] in
                 let start = ContinuousClock.now
                 await job.body()
@@ -346,7 +379,7 @@ package final class BackgroundScheduler: @unchecked Sendable {
                 state.waiting[id] = nil
                 state.keys[job.key] = nil
                 state.bytes -= job.bytes
-                state.counts[job.key.kind.index].queued -= 1
+                state.counts[index(of: job.key.kind)].queued -= 1
                 dropped.append(job)
             }
             for (key, job) in state.again where matches(key) {
@@ -366,8 +399,8 @@ package final class BackgroundScheduler: @unchecked Sendable {
         let observers = locked { () -> [@Sendable (BackgroundKind, Int64) -> Void] in
             if let ended = state.running.removeValue(forKey: id) {
                 state.keys[ended.key] = nil
-                state.counts[kind.index].running -= 1
-                state.counts[kind.index].finished += 1
+                state.counts[index(of: kind)].running -= 1
+                state.counts[index(of: kind)].finished += 1
                 if let again = state.again.removeValue(forKey: ended.key) {
                     if state.closed { dropped.append(again) } else if enqueue(again, dropped: &dropped) { dropped.append(again) }
                 }

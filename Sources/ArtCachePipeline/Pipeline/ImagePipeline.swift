@@ -75,7 +75,7 @@ public final class ImagePipeline: Sendable {
                             logger: Logger = Logger(label: "artcache")) async throws(ArtCacheError) -> ImagePipeline {
         do {
             try configuration.validate()
-            let background = BackgroundScheduler(settings: configuration.background)
+            let background = BackgroundScheduler(settings: configuration.background, kinds: BackgroundKind.pipelineKinds)
             let store = try await CacheStore.open(settings: configuration.cache, logger: logger, background: background)
             let downloader: Downloader
             do {

@@ -98,6 +98,7 @@ package final class CacheStore: Sendable {
         self.settings = settings
         self.logger = logger
         self.background = background ?? BackgroundScheduler()
+        for kind in BackgroundKind.storeKinds { self.background.register(kind) }
         ownsBackground = background == nil
         directory = URL(fileURLWithPath: settings.directory, isDirectory: true).standardizedFileURL
         let mode = try Self.openingMode(settings, directory: directory)
