@@ -4,7 +4,7 @@ import Testing
 @testable import ArtCacheRender
 @testable import ArtCacheServer
 
-/// The negotiation table (README "What browsers get"): `Accept` → accepted
+/// The negotiation table (docs/formats.md): `Accept` → accepted
 /// formats, and the format policy's cold and better formats per size, with
 /// costs given here so the rule (not the measured table) is what is checked.
 @Suite("Format policy")

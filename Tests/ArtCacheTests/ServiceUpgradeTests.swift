@@ -10,7 +10,7 @@ import Testing
 @testable import ArtCacheStore
 @testable import ArtCacheServer
 
-/// Format upgrades behind cold answers (README "What browsers get"), with
+/// Format upgrades behind cold answers (docs/formats.md), with
 /// real encoders and the calibrated table: `[service] avif = "behind"` makes
 /// JPEG the cold answer for Chrome at 300 px (WebP at its cold effort is not
 /// 10% smaller) and AVIF the better one; by default a tiny AVIF is answered
