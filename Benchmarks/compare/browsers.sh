@@ -16,7 +16,7 @@
 #     jobs are idle: bytes (and time).
 # P4b warm: one hot set of f=auto thumbnails, wrk -c16 with Chrome's Accept
 #     vs the same with Accept: image/jpeg (each warmed first), and nginx
-#     proxy_cache keyed by the format class (README "What browsers get") in
+#     proxy_cache keyed by the format class (docs/formats.md, "Behind a front cache") in
 #     front of the same serve, with Chrome's Accept; all three up at once,
 #     measured in 3 x ROUNDS pairs of 4 s runs in turn, each ratio taken
 #     within its pair (the median and the range of the pairs are reported).

@@ -10,7 +10,8 @@ struct ArtCacheCommand: AsyncParsableCommand {
         discussion: """
             Settings come from cache.conf (\(Configuration.lookupOrder); \(Configuration.trustRule)), overridden by \
             ARTCACHE_<SECTION>_<KEY> variables, overridden by flags. cache.conf documents \
-            every key (an installed package's copy: /etc/artcache/cache.conf).
+            every key (an installed package's copy: /etc/artcache/cache.conf). \
+            The manual is README.md and docs/ (installed in /usr/share/doc/artcache).
             """,
         version: "0.1.0",
         subcommands: [

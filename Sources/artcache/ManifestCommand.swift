@@ -13,7 +13,7 @@ struct ManifestCommand: AsyncParsableCommand {
             FILE is a result set (the formats prefetch reads; "-" reads stdin). Nothing is downloaded: \
             items not in the cache are "pending". With --sign, thumbnail references are service paths \
             signed with the first [service] key; else request descriptors (url, size, fit). \
-            --json prints the manifest (README, "manifest --json").
+            --json prints the manifest (docs/commands.md, "manifest --json"; the placeholders: docs/placeholders.md).
             """)
 
     @OptionGroup var own: GlobalOptions

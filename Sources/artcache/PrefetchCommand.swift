@@ -37,7 +37,7 @@ struct PrefetchCommand: AsyncParsableCommand {
         for there as signed pri=low thumbnails (the [thumbnails] sizes, once per browser Accept class; the \
         original with --no-thumbnails), so the node that will serve it stores it. Needs the service's keys.
         """, valueName: "front-url")) var via: String?
-    @Flag(help: "Print the summary as stable JSON (documented in the README).") var json = false
+    @Flag(help: "Print the summary as stable JSON (documented in docs/commands.md).") var json = false
 
     func validate() throws {
         if inputs.isEmpty && !retry { throw ValidationError("give at least one result set (FILE or -), or --retry") }

@@ -14,7 +14,8 @@ struct ServeCommand: AsyncParsableCommand {
             GET /{signature}/{options}/{base64url source URL}, GET /health, GET /metrics. \
             Signing keys come from \(ServiceSettings.keysOrder); a keys credential that is \
             unreadable or holds no key stops serve at start. \
-            SIGTERM or SIGINT stops accepting, finishes in-flight requests and closes the cache.
+            SIGTERM or SIGINT stops accepting, finishes in-flight requests and closes the cache. \
+            The URL grammar, responses and metrics: docs/http-api.md; as a systemd service: docs/operations.md.
             """)
 
     @OptionGroup var own: GlobalOptions

@@ -12,7 +12,7 @@ struct SignCommand: AsyncParsableCommand {
         commandName: "sign",
         abstract: "Print the service path for an image URL, or the headers of a manifest request, signed with the first [service] key.",
         discussion: """
-            Options follow the service's grammar (README, "Thumbnail service"); with none, the original. \
+            Options follow the service's URL grammar (docs/http-api.md); with none, the original. \
             With --manifest FILE (and --sizes), prints the X-ArtCache-Expires and X-ArtCache-Signature headers \
             of POST /v1/manifest for that body, and a ready curl line; the signature expires after \
             [service] manifest_signature_max_age. \

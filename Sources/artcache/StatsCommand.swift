@@ -14,7 +14,7 @@ struct StatsCommand: AsyncParsableCommand {
     /// The global options given after the subcommand name, else before it.
     var global: GlobalOptions { own.inheriting(root.global) }
 
-    @Flag(help: "Print stable JSON (documented in the README).")
+    @Flag(help: "Print stable JSON (documented in docs/commands.md).")
     var json = false
     @Flag(help: "Count what the shared second tier ([tier2]) holds instead (lists its bucket).")
     var tier2 = false

@@ -14,7 +14,7 @@ struct VerifyCommand: AsyncParsableCommand {
     @Flag(help: "Fix problems: drop bad rows, delete orphan blobs and dead writers' temp files.")
     var repair = false
     @Flag(help: "Also check every blob's SHA-256 (reads every byte).") var hash = false
-    @Flag(help: "Print stable JSON (documented in the README).") var json = false
+    @Flag(help: "Print stable JSON (documented in docs/commands.md).") var json = false
 
     func run() async throws {
         try await reportingErrors {

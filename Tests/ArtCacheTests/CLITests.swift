@@ -30,7 +30,7 @@ struct CLITests {
     }
 
     /// `--cache-dir`, `--config` and `-v` work before the subcommand name as
-    /// well as after it (README); after it wins when both are given.
+    /// well as after it (docs/commands.md); after it wins when both are given.
     @Test func globalOptionsBeforeOrAfterTheSubcommand() async throws {
         let dir = TempDir()
         let (first, second) = (dir.file("first"), dir.file("second"))

@@ -3,7 +3,7 @@
 import Foundation
 import Testing
 
-/// The negotiation table (README "What browsers get"): `Accept` → accepted
+/// The negotiation table (docs/formats.md): `Accept` → accepted
 /// formats, and the format policy's cold and better formats per size, with
 /// costs given here so the rule (not the measured table) is what is checked.
 @Suite("Format policy")

@@ -11,7 +11,7 @@ import Hummingbird
 import Logging
 import Testing
 
-/// Format upgrades behind cold answers (README "What browsers get"), with
+/// Format upgrades behind cold answers (docs/formats.md), with
 /// real encoders and the calibrated table: `[service] avif = "behind"` makes
 /// JPEG the cold answer for Chrome at 300 px (WebP at its cold effort is not
 /// 10% smaller) and AVIF the better one; by default a tiny AVIF is answered

@@ -5,7 +5,7 @@ python http.server) through `get`, `thumb` and `serve`.
 Per file: no crash (signal exit), no hang (timeout); `get` and `thumb` end with
 a result (exit 0, JSON) or a typed error (exit 1, one `artcache: error:` line);
 `serve` answers an image or a typed error (status + X-ArtCache-Error). Files of
-category `not_image` are refused and `corrupt` ones are errors (README: never a
+category `not_image` are refused and `corrupt` ones are errors (docs/thumbnails.md: never a
 grey thumbnail). Bombs whose header declares more than max_source_pixels
 (width x height x frames) or max_frames are refused fast as too_large by `thumb`
 and `serve`; the other bombs must still end fast ("fast": BOMB_MAX_S plus

@@ -4,7 +4,7 @@ origin into a fresh cache and checks: bounded wall time (the case's bound
 plus twice this machine's overhead, measured first: the median of 3 clean
 one-URL prefetches, so a slow machine is not failed for being slow; the
 lower bounds are the origin's own delays and hold anywhere), the retry policy of
-the README (retries on 5xx, 429 and network errors, Retry-After honoured;
+docs/downloading.md (retries on 5xx, 429 and network errors, Retry-After honoured;
 never on 404 or other answers), the typed reason in `prefetch --json`, and
 that nothing partial is stored (stats: 0 entries, no file under objects/ or
 tmp/, verify --hash clean)."""
@@ -164,7 +164,7 @@ def body(rep, work, binary):
             if entries != case["stored"]:
                 problems.append("stats entries=%s, expected %d" % (entries, case["stored"]))
             if case["queue"] is not None and queue != case["queue"]:
-                problems.append("retry_queue=%s, expected %d (README: network failures are queued, origin answers "
+                problems.append("retry_queue=%s, expected %d (docs/downloading.md: network failures are queued, origin answers "
                                 "are not)" % (queue, case["queue"]))
             elif queue:
                 facts.append("retry_queue=%s" % queue)

@@ -133,8 +133,8 @@ def serve(ac, cache, conf, key, logs, extra_env=None):
 
 
 def manifest_headers(key, body, query="", seconds=120):
-    """The headers that sign POST /v1/manifest[?query] with body (README, "Signing a manifest
-    request"): HMAC-SHA256 over "POST\\n/v1/manifest\\nQUERY\\nEXPIRES\\n" + body, base64url
+    """The headers that sign POST /v1/manifest[?query] with body (docs/http-api.md, "Manifests and
+    info"): HMAC-SHA256 over "POST\\n/v1/manifest\\nQUERY\\nEXPIRES\\n" + body, base64url
     without padding, and its expiry."""
     expires = int(time.time()) + seconds
     text = ("POST\n/v1/manifest\n%s\n%d\n" % (query, expires)).encode() + body
