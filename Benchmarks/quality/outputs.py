@@ -59,7 +59,7 @@ SWIFT_HEADER = '''\
 /// on one core) whose mean bytes at the JPEG-q80 match are within {slack}% of
 /// the fewest bytes of the efforts measured: cold answers at codec speed (issue
 /// 35) unless a slower effort saves real bytes: the `.behind` tier (format
-/// upgrades behind an answer, README "What browsers get"). The `.cold` tier,
+/// upgrades behind an answer, docs/formats.md). The `.cold` tier,
 /// for answers a client waits for, is the fastest effort measured.
 {effort_doc}
 package enum QualityTable {{

@@ -4,7 +4,7 @@ import Glibc
 #endif
 
 /// A configuration file found rather than named (`./cache.conf`, the user's,
-/// the system's), checked before it is trusted (README "Configuration").
+/// the system's), checked before it is trusted (docs/configuration.md).
 package enum ConfigFile {
     /// A found configuration file as the lookup sees it.
     package enum Found: Sendable, Equatable {

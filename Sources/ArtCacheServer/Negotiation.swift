@@ -4,8 +4,7 @@ import ArtCacheRender
 import ArtCacheServiceGrammar
 import Foundation
 
-/// `f=auto`: which format a client gets, in one place (README "What
-/// browsers get"). `Accept` says what the client takes (``Accepted``); the
+/// `f=auto`: which format a client gets, in one place (docs/formats.md). `Accept` says what the client takes (``Accepted``); the
 /// ``FormatPolicy`` picks, per size class, the format of the cold answer and
 /// the better one encoded behind it.
 enum Negotiation {
@@ -35,8 +34,7 @@ enum Negotiation {
 
         init(rawValue: UInt8) { self.rawValue = rawValue }
 
-        /// The normalised class a front cache keys on (README "What browsers
-        /// get"; `scripts/scale-out/nginx.conf.template` maps `Accept` the same way).
+        /// The normalised class a front cache keys on (docs/formats.md; `scripts/scale-out/nginx.conf.template` maps `Accept` the same way).
         var frontCacheClass: String { contains(.avif) ? "avif" : contains(.webp) ? "webp" : "other" }
     }
 

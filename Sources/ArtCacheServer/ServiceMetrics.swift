@@ -173,7 +173,7 @@ final class ServiceMetrics: Sendable {
         gauge("artcache_requests_in_flight", admission.inflight)
         gauge("artcache_queue_depth", admission.waiting)
         gauge("artcache_store_writes_pending", activity.writesPending)
-        // Work behind answers (README: "What runs in the background"): jobs
+        // Work behind answers (docs/background.md): jobs
         // waiting and running by kind, those dropped past a bound, and the
         // bytes the waiting ones hold.
         for (kind, counts) in activity.background {
@@ -215,7 +215,7 @@ final class ServiceMetrics: Sendable {
             mirror("artcache_stale_answers_total", ("cause", cause.rawValue), freshness.stale[cause] ?? 0)
         }
         mirror("artcache_negative_answers_total", freshness.negativeHits)
-        // Format upgrades behind cold answers (README "What browsers get"), by outcome.
+        // Format upgrades behind cold answers (docs/formats.md), by outcome.
         mirror("artcache_format_upgrades_total", ("outcome", "kept"), upgrades.kept)
         mirror("artcache_format_upgrades_total", ("outcome", "no_gain"), upgrades.noGain)
         mirror("artcache_format_upgrades_total", ("outcome", "failed"), upgrades.failed)

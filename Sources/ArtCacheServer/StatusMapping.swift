@@ -20,7 +20,7 @@ struct ServiceFailure: Error, Sendable {
     static let missingSignature = ServiceFailure(status: .unauthorized, reason: "missing_signature")
     static let bodyTooLarge = ServiceFailure(status: .contentTooLarge, reason: "body_too_large")
 
-    /// The documented mapping of pipeline errors (README, "Thumbnail service").
+    /// The documented mapping of pipeline errors (docs/http-api.md).
     init(_ error: ArtCacheError) {
         reason = error.reason
         switch error.code {

@@ -67,7 +67,7 @@ package struct ProviderProfile: Sendable, Hashable {
         self.max = max
     }
 
-    /// The four built in (documented in cache.conf and the README): iTunes
+    /// The four built in (documented in cache.conf and docs/provider-profiles.md): iTunes
     /// artwork, Twitter/X profile images, GitHub avatars, Gravatar.
     package static let builtIn: [ProviderProfile] = [
         try! ProviderProfile(name: "itunes", text: "hosts=*.mzstatic.com size=dimensions max=3000"),

@@ -30,7 +30,7 @@ package struct ConfigLookup: Sendable, Equatable {
 
 extension Configuration {
     /// The rule for the files the lookup finds rather than is given, in one
-    /// sentence for `--help` and the README.
+    /// sentence for `--help` and docs/configuration.md.
     package static let trustRule = "./cache.conf, the user's file and \(systemPath) are read only when owned by "
         + "the user running artcache (or root) and not writable by group or others; any other is skipped with a warning"
 

@@ -60,7 +60,7 @@ public struct Configuration: Sendable, Equatable {
     public static let systemPath = "/etc/artcache/cache.conf"
 
     /// The lookup order in one sentence, for `--help`, the man pages and the
-    /// README (which all say the same).
+    /// docs/configuration.md (which all say the same).
     public static let lookupOrder = "--config PATH, else $ARTCACHE_CONFIG, else ./cache.conf, "
         + "else $XDG_CONFIG_HOME/artcache/cache.conf (~/.config/artcache/cache.conf), else \(systemPath); "
         + "the first that exists, or the built-in defaults when none does"

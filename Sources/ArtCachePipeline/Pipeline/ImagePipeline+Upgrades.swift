@@ -3,7 +3,7 @@ import ArtCacheRender
 import ArtCacheStore
 import Foundation
 
-/// Format upgrades (issue 35, README "What browsers get"): a thumbnail
+/// Format upgrades (issue 35, docs/formats.md): a thumbnail
 /// answered cold (a cheap format, or the fastest effort of its format) is
 /// encoded again behind the answer — a `format_upgrade` job of the
 /// background scheduler — in the better format at the `.behind` effort of

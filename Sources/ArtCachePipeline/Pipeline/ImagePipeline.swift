@@ -39,8 +39,7 @@ public final class ImagePipeline: Sendable {
     let resolvedRequests = BoundedMemo<ImageRequest, Resolved>(capacity: ImagePipeline.resolvedMemoLimit)
     static let resolvedMemoLimit = 4096
     /// The one owner of work behind answers: revalidations, placeholders,
-    /// warm-ups, and the store's fold and reclaimer (README: "What runs in
-    /// the background"). Closed first by ``close()``.
+    /// warm-ups, and the store's fold and reclaimer (docs/background.md). Closed first by ``close()``.
     package let background: BackgroundScheduler
     /// Originals whose intrinsics this process tried (ImagePipeline+Info).
     /// Bounded (``intrinsicsMemoLimit``; emptied when full).

@@ -5,7 +5,7 @@ import ArtCacheStore
 import Foundation
 
 /// The outcome of prefetching a list of URLs. Encoded with snake_case keys:
-/// this is the stable `prefetch --json` shape documented in the README.
+/// this is the stable `prefetch --json` shape documented in docs/commands.md.
 public struct PrefetchSummary: Sendable, Codable, Equatable {
     public var requested = 0
     /// Fresh in the cache already.

@@ -70,7 +70,7 @@ package struct CacheEntry: Sendable, Equatable, Codable {
     /// (Chrome's AVIF, Safari's slower WebP) each keep their own outcome.
     package var noGainFormats = 0
 
-    /// A variant's format upgrade (README "What browsers get").
+    /// A variant's format upgrade (docs/formats.md).
     package enum UpgradeState: Int, Sendable, Codable {
         /// A cold encoding: an upgrade may be tried.
         case open = 0

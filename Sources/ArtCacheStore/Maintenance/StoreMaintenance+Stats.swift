@@ -3,7 +3,7 @@ import Foundation
 internal import GRDB
 
 /// A snapshot of the cache, as `artcache stats` prints it. Encoded with
-/// snake_case keys; this JSON shape is documented in the README and stable.
+/// snake_case keys; this JSON shape is documented in docs/commands.md and stable.
 package struct CacheStats: Sendable, Codable, Equatable {
     package struct Host: Sendable, Codable, Equatable {
         package var entries: Int
