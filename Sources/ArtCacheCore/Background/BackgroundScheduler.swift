@@ -39,39 +39,12 @@ package final class BackgroundScheduler: @unchecked Sendable {
         let onDrop: (@Sendable () -> Void)?
     }
 
-    /// Ids in arrival order; ids of jobs gone (dropped, started) are skipped.
-    private struct FIFO {
-        var ids: [Int] = []
-        var head = 0
-
-        mutating func append(_ id: Int) { ids.append(id) }
-
-        /// The first id still in `waiting`, without taking it; dead ids before it are dropped.
-        /// (`waiting` is passed by value: a closure reading the scheduler's
-        /// state while this mutates it would be an exclusivity violation.)
-        mutating func first(in waiting: [Int: Job]) -> Int? {
-            while head < ids.count {
-                if waiting[ids[head]] != nil { return ids[head] }
-                head += 1
-            }
-            ids.removeAll(keepingCapacity: true)
-            head = 0
-            return nil
-        }
-
-        mutating func compact() {
-            if head > 1024, head * 2 > ids.count {
-                ids.removeFirst(head)
-                head = 0
-            }
-        }
-    }
-
     private struct State {
         var waiting: [Int: Job] = [:]
-        /// Per kind, per priority level (raw value): waiting ids in arrival order.
-        var queues = [[FIFO]](repeating: [FIFO](repeating: FIFO(), count: ImagePriority.allCases.count),
-                              count: BackgroundKind.allCases.count)
+        /// Per kind, per priority level (raw value): waiting ids in arrival
+        /// order; ids of jobs gone (dropped, started) are skipped.
+        var queues = [[ArrivalQueue]](repeating: [ArrivalQueue](repeating: ArrivalQueue(), count: ImagePriority.allCases.count),
+                                      count: BackgroundKind.allCases.count)
         var keys: [BackgroundJobKey: Int] = [:]
         var running: [Int: (key: BackgroundJobKey, task: Task<Void, Never>)] = [:]
         /// Jobs asked for again while their key ran (``submit(_:priority:bytes:again:onDrop:_:)``
@@ -228,7 +201,7 @@ package final class BackgroundScheduler: @unchecked Sendable {
             state.again = [:]
             state.bytes = 0
             for kind in state.queues.indices {
-                for level in state.queues[kind].indices { state.queues[kind][level] = FIFO() }
+                for level in state.queues[kind].indices { state.queues[kind][level] = ArrivalQueue() }
             }
             publish()
             return (state.running.values.map(\.task), dropped)
@@ -298,9 +271,8 @@ package final class BackgroundScheduler: @unchecked Sendable {
                 continue
             }
             for level in ImagePriority.allCases.map(\.rawValue).reversed() {
-                guard let id = state.queues[k][level].first(in: state.waiting),
+                guard let id = state.queues[k][level].popFirst(in: state.waiting),
                       let job = state.waiting.removeValue(forKey: id) else { continue }
-                state.queues[k][level].compact()
                 state.lastKind = k
                 return (id, job)
             }
