@@ -62,13 +62,13 @@ public func buildApplication(
     let settings = service.settings
     return Application(
         responder: responder,
-        // Per connection: its deadlines and body limits (ConnectionGuard, first:
-        // it sees every request and answer), then memory hits of image paths,
-        // answered in the channel pipeline, before the router. Hummingbird's
-        // own idle timeout stays off: it sits behind the memory hits and would
+        // Per connection: its deadlines and body limits (ConnectionGuard: it
+        // sees every request and answer), and memory hits of image paths
+        // answered from the connection's bytes (the RawHitHandler it puts in
+        // front of the HTTP/1 decoder), before the router. Hummingbird's own
+        // idle timeout stays off: it sits behind the memory hits and would
         // take a connection busy with them for an idle one.
-        server: .http1(configuration: .init(additionalChannelHandlers: [ConnectionGuard(service: service),
-                                                                        MemoryHitHandler(service: service)])),
+        server: .http1(configuration: .init(additionalChannelHandlers: [ConnectionGuard(service: service)])),
         // At most max_connections open: past it, accepting pauses (the rest
         // wait in the kernel's backlog) until one closes, so a flood of idle
         // connections cannot take the descriptors the cache needs.

@@ -1,13 +1,14 @@
 import ArtCacheCore
 import ArtCacheFetch
+import Foundation
 import HTTPTypes
 import NIOCore
 import NIOHTTPTypes
 
 /// Deadlines and limits of one client connection, in its channel pipeline
-/// in front of ``MemoryHitHandler`` (so it sees every request and answer,
-/// memory hits included, which Hummingbird's own idle handler, behind
-/// them, never sees):
+/// (it sees every request and answer, memory hits answered from the
+/// connection's bytes included (``RawHitHandler``, which it puts in front
+/// of the HTTP/1 decoder), which Hummingbird's own idle handler never sees):
 ///
 /// - **idle**: a connection with no request open for `[service]
 ///   idle_timeout` is closed (keep-alive clients and clients that connect
@@ -67,6 +68,12 @@ final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler {
     private var closeAfterAnswer = false
     /// A refusal waiting for earlier (pipelined) answers to end.
     private var pendingRefusal: ThumbnailService.Prepared?
+    /// Requests the bytes handler (``RawHitHandler``) passed on to the
+    /// decoder whose answers have not ended: counted when passed on, not
+    /// when their head reaches this guard (the HTTP pipelining handler in
+    /// between may hold it), so a hit read after them is never answered
+    /// from bytes before them.
+    private(set) var passedOn = 0
 
     init(service: ThumbnailService) {
         self.service = service
@@ -133,11 +140,17 @@ final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler {
         return true
     }
 
-    /// Requests were answered from their bytes (``RawHitHandler``): no
-    /// request is open unless part of the next one has come (`partLeft`).
+    /// A request goes on to the decoder whole (``passedOn``).
+    func passingOn() { passedOn += 1 }
+
+    /// Requests were answered from their bytes, or passed on whole
+    /// (``RawHitHandler``): none is being read unless part of the next one
+    /// has come (`partLeft`: its read deadline starts now).
     func answeredInPlace(partLeft: Bool) {
         if partLeft {
+            reading = true
             readStarted = .now()
+            arm()
         } else {
             reading = false
             if open == 0 { idleSince = .now() }
@@ -215,12 +228,13 @@ final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler {
     func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
         switch unwrapOutboundIn(data) {
         case .head(let response):
-            if let value = response.headerFields[.connection], MemoryHitHandler.saysClose(value) { closeAfterAnswer = true }
+            if let value = response.headerFields[.connection], Self.saysClose(value) { closeAfterAnswer = true }
             context.write(data, promise: promise)
         case .body:
             context.write(data, promise: promise)
         case .end:
             open = max(0, open - 1)
+            passedOn = max(0, passedOn - 1)
             context.write(data, promise: promise)
             if closeAfterAnswer {
                 closeAfterSending(context)
@@ -235,6 +249,13 @@ final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler {
                 if !reading { idleSince = .now() }
             }
             arm()
+        }
+    }
+
+    /// `Connection: close` (any case, possibly among other tokens).
+    static func saysClose(_ value: String) -> Bool {
+        value.split(separator: ",").contains { token in
+            token.utf8.count >= 5 && token.trimmingCharacters(in: .whitespaces).lowercased() == "close"
         }
     }
 

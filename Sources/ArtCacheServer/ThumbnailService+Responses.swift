@@ -14,8 +14,13 @@ extension ThumbnailService {
     /// `answering` (the image in hand) to the body written to the connection.
     func success(_ image: ImageResponse, request: Request, negotiated: Bool, signed: Bool, upgrading: Bool = false,
                  answering: ContinuousClock.Instant) -> Response {
-        let prepared = success(image, ifNoneMatch: request.headers[.ifNoneMatch], negotiated: negotiated, signed: signed,
-                               upgrading: upgrading)
+        response(build(image, ifNoneMatch: request.headers[.ifNoneMatch], negotiated: negotiated, signed: signed, upgrading: upgrading),
+                 answering: answering)
+    }
+
+    /// `prepared` as the router's response, the `answer` stage timed from
+    /// `answering` to the body written to the connection.
+    func response(_ prepared: Prepared, answering: ContinuousClock.Instant) -> Response {
         let (buffer, metrics) = (prepared.body, self.metrics)
         // Timed before the end is sent: once a client has the whole answer, it is counted.
         let body = ResponseBody(contentLength: buffer?.readableBytes ?? 0) { writer in
@@ -27,7 +32,7 @@ extension ThumbnailService {
     }
 
     /// A response as status, headers and body bytes: what both the router
-    /// and the channel handler in front of it (``MemoryHitHandler``) send.
+    /// and the bytes handler in front of it (``RawHitHandler``) send.
     struct Prepared {
         var status: HTTPResponse.Status
         var headers: HTTPFields
@@ -64,85 +69,9 @@ extension ThumbnailService {
         }
     }
 
-    /// What a stored image's answer depends on besides its bytes (named by
-    /// their SHA-256): ``preparedHits``.
-    struct PreparedKey: Hashable {
-        var sha256: String
-        var contentType: String
-        var source: ImageResponse.Source
-        var negotiated: Bool
-        var signed: Bool
-        var upgrading: Bool
-        var created: Date
-        /// What `Last-Modified` is made of (``lastModified(of:now:)``).
-        var originModified: String?
-        var originStored: Date?
-        /// The second the answer was built in, for an image whose `max-age`
-        /// counts down (less than `cache_max_age` left): its answer is
-        /// rebuilt each second. 0 while the cap is what it says.
-        var second: Int
-    }
-
-    /// ``success(_:request:negotiated:signed:answering:)`` from the request's `If-None-Match` alone.
-    /// A memory hit's `200` is built once (``preparedHits``): the next hit
-    /// of the same bytes costs a dictionary lookup, not its headers, dates
-    /// and a body copy.
-    func success(_ image: ImageResponse, ifNoneMatch: String?, negotiated: Bool, signed: Bool,
-                 upgrading: Bool = false) -> Prepared {
-        guard let kept = kept(image, negotiated: negotiated, signed: signed, upgrading: upgrading, now: Date()) else {
-            return build(image, ifNoneMatch: ifNoneMatch, negotiated: negotiated, signed: signed, upgrading: upgrading)
-        }
-        return Self.answer(kept.prepared, ifNoneMatch: ifNoneMatch)
-    }
-
-    /// The kept `200` of a memory hit (``preparedHits``, built now if it is
-    /// not kept yet), and until when it stays exact: the end of this second
-    /// once its `max-age` counts down (it is built again each second then).
-    /// Nil for an answer not kept: not from memory, an error, a body over
-    /// ``preparedBodyMax``.
-    func kept(_ image: ImageResponse, negotiated: Bool, signed: Bool, upgrading: Bool,
-              now: Date) -> (prepared: Prepared, exactUntil: Date)? {
-        guard image.source == .memory, image.error == nil, image.data.count <= Self.preparedBodyMax,
-              let entry = image.entry, !entry.sha256.isEmpty else { return nil }
-        let cap = upgrading ? min(settings.cacheMaxAge, Self.upgradingMaxAge) : settings.cacheMaxAge
-        let countsDown = image.freshUntil.map { $0.timeIntervalSince(now) < cap } ?? false
-        let key = PreparedKey(sha256: entry.sha256, contentType: image.contentType, source: image.source,
-                              negotiated: negotiated, signed: signed, upgrading: upgrading, created: entry.createdAt,
-                              originModified: image.originRules?.lastModified, originStored: image.originStoredAt,
-                              second: countsDown ? Int(now.timeIntervalSince1970) : 0)
-        let prepared: Prepared
-        if let known = preparedHits[key] {
-            prepared = known
-        } else {
-            var built = build(image, ifNoneMatch: nil, negotiated: negotiated, signed: signed, upgrading: upgrading)
-            built.head = built.serializedHead()
-            prepared = built
-            preparedHits.store(prepared, for: key)
-        }
-        // Counting down, it is the answer of this second only.
-        let exactUntil = countsDown ? Date(timeIntervalSince1970: Double(key.second + 1))
-            : image.freshUntil.map { $0.addingTimeInterval(-cap) } ?? .distantFuture
-        return (prepared, exactUntil)
-    }
-
-    /// A kept `200`, or its `304` when `If-None-Match` names its ETag.
-    static func answer(_ prepared: Prepared, ifNoneMatch: String?) -> Prepared {
-        if let asked = ifNoneMatch, let etag = prepared.headers[.eTag], matches(asked, etag: etag) {
-            var headers = prepared.headers
-            headers[.contentLength] = nil
-            return Prepared(status: .notModified, headers: headers, body: nil)
-        }
-        return prepared
-    }
-
-    /// Memory hits whose answers are kept built: at most this many, of
-    /// bodies up to ``preparedBodyMax`` (thumbnails; 16 MiB at most in all).
-    static let preparedCountMax = 512
-    static let preparedBodyMax = 32 << 10
-
     /// The answer to `image`, built from scratch.
-    private func build(_ image: ImageResponse, ifNoneMatch: String?, negotiated: Bool, signed: Bool,
-                       upgrading: Bool) -> Prepared {
+    func build(_ image: ImageResponse, ifNoneMatch: String?, negotiated: Bool, signed: Bool,
+               upgrading: Bool) -> Prepared {
         var headers = HTTPFields()
         let etag = "\"" + (image.entry?.sha256.prefix(32).description ?? Self.digest(image.data)) + "\""
         headers[.eTag] = etag

@@ -35,18 +35,16 @@ public final class ThumbnailService: Sendable {
     let health: HealthCheck
     /// Where `logger` writes when `serve` runs it (its drops are counted in /metrics).
     let logWriter: LogWriter?
-    /// Memory hits answered in the channel pipeline (``MemoryHitHandler``).
+    /// Memory hits answered from the connection's bytes (``RawHitHandler``).
     let channelHits = Atomic<Int>(0)
-    /// The `200` answers of memory hits, headers and body built once and
-    /// reused by every hit of the same bytes (bounded; emptied when full).
-    let preparedHits = BoundedMemo<PreparedKey, Prepared>(capacity: ThumbnailService.preparedCountMax)
-    /// Final memory hits by path and `Accept` (``HitRoute``): the next
-    /// hit of the same request is answered without parsing, negotiating or
-    /// looking up again (bounded; emptied when full). A route holds its
-    /// answer and its image (kept answers only: each at most
-    /// ``preparedBodyMax``), so at most 32 MiB in all, routes whose image
-    /// has left the tier included until they are asked again or the memo
-    /// starts over.
+    /// Memory hits by path and `Accept` (``HitRoute``), with their answers
+    /// built once: the next hit of the same request is answered without
+    /// building its headers and body again and, when the hit was final,
+    /// without parsing, negotiating or looking up again (bounded; emptied
+    /// when full). A route holds its answer and, when final, its image
+    /// (kept answers only: each at most ``preparedBodyMax``), so at most
+    /// 32 MiB in all, routes whose image has left the tier included until
+    /// they are asked again or the memo starts over.
     let hitRoutes = BoundedMemo<HitRoute.Key, HitRoute>(capacity: ThumbnailService.preparedCountMax)
     /// The open connections' watches (``ConnectionGuard``), by channel: a
     /// request finds its connection's here, to be cancelled when it closes.
@@ -135,20 +133,16 @@ public final class ThumbnailService: Sendable {
 
     private func answer(_ request: Request, context: ServiceRequestContext) async -> (Response, String) {
         if let refusal = Self.unexpectedQuery(request) { return (failure(refusal), "refused") }
-        let parsed: Negotiated
-        do {
-            parsed = try parse(path: request.uri.path, accept: request.headers[.accept])
-        } catch {
-            return (failure(error), "refused")
-        }
         // Hits from memory: no queue, no copy beyond the response buffer.
-        if let hit = pipeline.cachedNegotiatedImage(parsed.request, better: parsed.better) {
-            let answering = ContinuousClock.now
+        switch memoryAnswer(path: request.uri.path, accept: request.headers[.accept], ifNoneMatch: request.headers[.ifNoneMatch]) {
+        case .refused(let refusal):
+            return (failure(refusal), "refused")
+        case .hit(let prepared):
             metrics.served(tier: "memory")
-            return (success(hit.response, request: request, negotiated: parsed.negotiated, signed: parsed.signed,
-                            upgrading: hit.upgrading, answering: answering), "memory")
+            return (response(prepared, answering: ContinuousClock.now), "memory")
+        case .miss(let parsed):
+            return await miss(parsed, request: request, connection: watch(context))
         }
-        return await miss(parsed, request: request, connection: watch(context))
     }
 
     /// What cancels a request when its client leaves: its connection's

@@ -38,7 +38,7 @@ struct MemoryHitHandlerTests {
             let again = try await client.execute(uri: path, method: .get)
             #expect(again.status == .ok && again.body == cold.body)
             #expect(again.headers[.contentLength] == String(cold.body.readableBytes) && again.headers[.eTag] == etag)
-            #expect(s.service.preparedHits.count == 1)
+            #expect(s.service.hitRoutes.count == 1)
             #expect(s.service.channelHits.load(ordering: .relaxed) == 3)
 
             // Not a valid signed path: still the router's typed refusal.

@@ -37,7 +37,7 @@ struct WorkerThreadsTests {
 
     /// Background work keeps a share of the pool: behind a stream of
     /// foreground jobs of any priority, a waiting background job (lowest
-    /// priority) is handed over after at most `reservedEvery` of them, not
+    /// priority) is handed over after at most `BackgroundShare.foregroundInARow` of them, not
     /// after all (strict priority would starve it).
     @Test func backgroundJobsGetTheirShareUnderForegroundLoad() async throws {
         let threads = WorkerThreads(count: 1, name: "artcache.test.share")
@@ -63,7 +63,7 @@ struct WorkerThreadsTests {
         let ran = order.withLock { $0 }
         #expect(ran.count == 21)
         let position = try #require(ran.firstIndex(of: "background"))
-        #expect(position == WorkerThreads.reservedEvery, "\(ran)")
+        #expect(position == BackgroundShare.foregroundInARow, "\(ran)")
     }
 
     /// Without waiting background work, priority alone decides (a lone

@@ -39,38 +39,11 @@ package final class BackgroundScheduler: @unchecked Sendable {
         let onDrop: (@Sendable () -> Void)?
     }
 
-    /// Ids in arrival order; ids of jobs gone (dropped, started) are skipped.
-    private struct FIFO {
-        var ids: [Int] = []
-        var head = 0
-
-        mutating func append(_ id: Int) { ids.append(id) }
-
-        /// The first id still in `waiting`, without taking it; dead ids before it are dropped.
-        /// (`waiting` is passed by value: a closure reading the scheduler's
-        /// state while this mutates it would be an exclusivity violation.)
-        mutating func first(in waiting: [Int: Job]) -> Int? {
-            while head < ids.count {
-                if waiting[ids[head]] != nil { return ids[head] }
-                head += 1
-            }
-            ids.removeAll(keepingCapacity: true)
-            head = 0
-            return nil
-        }
-
-        mutating func compact() {
-            if head > 1024, head * 2 > ids.count {
-                ids.removeFirst(head)
-                head = 0
-            }
-        }
-    }
-
     private struct State {
         var waiting: [Int: Job] = [:]
-        /// Per kind, per priority level (raw value): waiting ids in arrival order.
-        var queues: [[FIFO]] = []
+        /// Per kind, per priority level (raw value): waiting ids in arrival
+        /// order; ids of jobs gone (dropped, started) are skipped.
+        var queues: [[ArrivalQueue]] = []
         /// The kinds, in the order they were declared (``register(_:)``): their position indexes the tables.
         var kinds: [BackgroundKind] = []
         var kindIndex: [BackgroundKind: Int] = [:]
@@ -140,7 +113,7 @@ package final class BackgroundScheduler: @unchecked Sendable {
         }
         state.kindIndex[kind] = state.kinds.count
         state.kinds.append(kind)
-        state.queues.append([FIFO](repeating: FIFO(), count: ImagePriority.allCases.count))
+        state.queues.append([ArrivalQueue](repeating: ArrivalQueue(), count: ImagePriority.allCases.count))
         state.counts.append(BackgroundCounts())
         publish()
         return state.kinds.count - 1
@@ -261,7 +234,7 @@ package final class BackgroundScheduler: @unchecked Sendable {
             state.again = [:]
             state.bytes = 0
             for kind in state.queues.indices {
-                for level in state.queues[kind].indices { state.queues[kind][level] = FIFO() }
+                for level in state.queues[kind].indices { state.queues[kind][level] = ArrivalQueue() }
             }
             publish()
             return (state.running.values.map(\.task), dropped)
@@ -331,9 +304,8 @@ package final class BackgroundScheduler: @unchecked Sendable {
                 continue
             }
             for level in ImagePriority.allCases.map(\.rawValue).reversed() {
-                guard let id = state.queues[k][level].first(in: state.waiting),
+                guard let id = state.queues[k][level].popFirst(in: state.waiting),
                       let job = state.waiting.removeValue(forKey: id) else { continue }
-                state.queues[k][level].compact()
                 state.lastKind = k
                 return (id, job)
             }

@@ -14,15 +14,15 @@ import Foundation
 /// it waits.
 ///
 /// Background work (a job whose ``PriorityHandle`` is marked `background`)
-/// has a reserved share: while such a job waits, at most
-/// ``reservedEvery`` foreground jobs in a row are handed over before it,
-/// whatever their priority, so a steady stream of requests cannot starve
-/// the work behind answers (placeholders, warm-ups).
+/// has a reserved share (``BackgroundShare``): while such a job waits, at
+/// most ``BackgroundShare/foregroundInARow`` foreground jobs in a row are
+/// handed over before it, whatever their priority, so a steady stream of
+/// requests cannot starve the work behind answers (placeholders, warm-ups).
 ///
 /// `@unchecked Sendable` is sound: every stored var (`jobs`, `queues`,
-/// `heads`, `cancelled`, `nextID`, `stopped`, `running`, `sleeping`,
-/// `waking`, `handoffs`, `background`, `backgroundHead`, `foregroundStreak`) is read and written only while `condition` is
-/// locked; the jobs are `@Sendable` closures.
+/// `cancelled`, `nextID`, `stopped`, `running`, `sleeping`, `waking`,
+/// `handoffs`, `background`, `share`) is read and written only while
+/// `condition` is locked; the jobs are `@Sendable` closures.
 package final class WorkerThreads: @unchecked Sendable {
     private struct Job {
         var priority: ImagePriority
@@ -35,8 +35,7 @@ package final class WorkerThreads: @unchecked Sendable {
     private var jobs: [Int: Job] = [:]
     /// Job ids in arrival order, one queue per priority (index = raw value).
     /// Stale ids (cancelled, or moved by a priority change) are skipped.
-    private var queues = [[Int]](repeating: [], count: ImagePriority.allCases.count)
-    private var heads = [Int](repeating: 0, count: ImagePriority.allCases.count)
+    private var queues = [ArrivalQueue](repeating: ArrivalQueue(), count: ImagePriority.allCases.count)
     private var cancelled: Set<Int> = []
     private var nextID = 0
     private var stopped = false
@@ -46,15 +45,10 @@ package final class WorkerThreads: @unchecked Sendable {
     private var sleeping = 0
     private var waking = 0
     private var handoffs = (jobs: 0, wakeups: 0)
-    /// Ids of background jobs in arrival order (stale ids skipped), and the
-    /// foreground jobs handed over in a row while one of them waited.
-    private var background: [Int] = []
-    private var backgroundHead = 0
-    private var foregroundStreak = 0
-    /// Foreground jobs handed over in a row before a waiting background job
-    /// gets the next thread: 3 gives background work a quarter of the
-    /// hand-offs while both wait.
-    package static let reservedEvery = 3
+    /// Ids of background jobs in arrival order (stale ids skipped), and
+    /// their share of the hand-offs.
+    private var background = ArrivalQueue()
+    private var share = BackgroundShare()
     /// `load`, mirrored after every change (under `condition`) so it can be awaited.
     private let watchedLoad = Watched((waiting: 0, running: 0))
 
@@ -175,63 +169,26 @@ package final class WorkerThreads: @unchecked Sendable {
     /// background job when its reserved turn has come, else the
     /// highest-priority job that came first.
     private func takeBest() -> Job? {
-        let backgroundWaiting = firstBackground()
-        if let id = backgroundWaiting, foregroundStreak >= Self.reservedEvery, let job = jobs.removeValue(forKey: id) {
-            foregroundStreak = 0
+        // The oldest background job still waiting (taken or cancelled ones skipped).
+        let backgroundWaiting = background.first { jobs[$0] != nil }
+        if share.isBackgroundsTurn(backgroundWaiting != nil), let id = backgroundWaiting, let job = jobs.removeValue(forKey: id) {
+            share.handedOver(background: true, backgroundWaited: true)
             return job
         }
         guard let job = takeByPriority() else { return nil }
-        if job.background {
-            foregroundStreak = 0
-        } else if backgroundWaiting != nil {
-            foregroundStreak += 1
-        }
+        share.handedOver(background: job.background, backgroundWaited: backgroundWaiting != nil)
         return job
     }
 
-    /// The oldest background job still waiting (stale ids dropped).
-    private func firstBackground() -> Int? {
-        while backgroundHead < background.count {
-            let id = background[backgroundHead]
-            if jobs[id] != nil {
-                if backgroundHead > 1024, backgroundHead * 2 > background.count {
-                    background.removeFirst(backgroundHead)
-                    backgroundHead = 0
-                }
-                return id
-            }
-            backgroundHead += 1
-        }
-        background.removeAll(keepingCapacity: true)
-        backgroundHead = 0
-        return nil
-    }
-
+    /// The oldest job of the highest priority waiting (an id queued at a
+    /// priority its job no longer has is skipped: it is queued at its new one too).
     private func takeByPriority() -> Job? {
         for level in queues.indices.reversed() {
-            while heads[level] < queues[level].count {
-                let id = queues[level][heads[level]]
-                heads[level] += 1
-                if let job = jobs[id], job.priority.rawValue == level {
-                    jobs[id] = nil
-                    compact(level)
-                    return job
-                }
+            if let id = queues[level].popFirst(where: { jobs[$0]?.priority.rawValue == level }) {
+                return jobs.removeValue(forKey: id)
             }
-            compact(level)
         }
         return nil
-    }
-
-    /// Drops the consumed front of a queue once it is large.
-    private func compact(_ level: Int) {
-        if heads[level] == queues[level].count {
-            queues[level].removeAll(keepingCapacity: true)
-            heads[level] = 0
-        } else if heads[level] > 1024 {
-            queues[level].removeFirst(heads[level])
-            heads[level] = 0
-        }
     }
 
     private func locked<R>(_ body: () throws -> R) rethrows -> R {

@@ -69,9 +69,8 @@ final class CurlEngine: @unchecked Sendable {
     /// Continuations of finished transfers, resumed once `load` counts them
     /// out (a caller handed its result never reads itself as still active).
     private var finished: [() -> Void] = []
-    /// Foreground transfers admitted in a row while a background one waited
-    /// on a host with room (see ``admit()``).
-    private var foregroundStreak = 0
+    /// Background transfers' share of the admissions (see ``admit()``).
+    private var share = BackgroundShare()
     /// When ``underWay`` was last published.
     private var underWayPublished: ContinuousClock.Instant?
 
@@ -192,9 +191,9 @@ final class CurlEngine: @unchecked Sendable {
     /// Starts waiting transfers while the total and per-host limits allow:
     /// each time the one that precedes all others among hosts with room —
     /// except that background work (a revalidation, a warm-up) has a
-    /// reserved share: after `WorkerThreads.reservedEvery` foreground
-    /// admissions in a row while one waited, the oldest background transfer
-    /// on a host with room goes next, whatever the foreground's priority.
+    /// reserved share (``BackgroundShare``): after `foregroundInARow`
+    /// foreground admissions in a row while one waited, the oldest background
+    /// transfer on a host with room goes next, whatever the foreground's priority.
     private func admit() {
         while active.count < maxTotal {
             var best: (host: String, index: Int, submission: Submission)?
@@ -207,12 +206,8 @@ final class CurlEngine: @unchecked Sendable {
                 }
             }
             guard var next = best else { return }
-            if let reserved = oldestBackground, foregroundStreak >= WorkerThreads.reservedEvery { next = reserved }
-            if next.submission.background {
-                foregroundStreak = 0
-            } else if oldestBackground != nil {
-                foregroundStreak += 1
-            }
+            if let reserved = oldestBackground, share.isBackgroundsTurn(true) { next = reserved }
+            share.handedOver(background: next.submission.background, backgroundWaited: oldestBackground != nil)
             waiting[next.host]!.remove(at: next.index)
             if waiting[next.host]!.isEmpty { waiting[next.host] = nil }
             start(next.submission)
