@@ -131,14 +131,12 @@ let package = Package(
         // Twitter): pure parsing of untrusted JSON, fuzzed.
         .target(name: "ArtCacheResultSets", dependencies: ["ArtCacheCore"], swiftSettings: fuzzing),
         // The service's contract with its clients: its settings, the URL
-        // grammar (`ThumbnailOptions`), the signer, and a client of a ring's
-        // front door (`FrontWarmer`, over Fetch's engine). Below ArtCache,
-        // whose manifests sign URLs and warm through the front, and the
-        // server, which checks them.
+        // grammar (`ThumbnailOptions`) and the signer; no I/O. Below
+        // the pipeline, whose manifests sign URLs (and warm a ring through its
+        // front door with them), and the server, which checks them.
         .target(
             name: "ArtCacheServiceGrammar",
-            dependencies: ["ArtCacheCore", "ArtCacheFetch", "ArtCacheRender", .product(name: "Crypto", package: "swift-crypto"),
-                           .product(name: "Logging", package: "swift-log")],
+            dependencies: ["ArtCacheCore", "ArtCacheFetch", "ArtCacheRender", .product(name: "Crypto", package: "swift-crypto")],
             swiftSettings: fuzzing
         ),
         // The shared second tier: originals in an S3-compatible bucket (Ceph

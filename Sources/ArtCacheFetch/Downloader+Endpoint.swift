@@ -10,8 +10,8 @@ package struct EndpointAnswer: Sendable {
 }
 
 /// One request to an endpoint the operator configured: the ring's front door
-/// (`[service] front_url`, `prefetch --via`) or the second tier's object
-/// store (`[tier2] endpoint`).
+/// (`[service] front_url`, `prefetch --via`), the second tier's object
+/// store (`[tier2] endpoint`), or a service's `/health` (`health --url`).
 package struct EndpointRequest: Sendable {
     package var url: String
     /// GET, HEAD, PUT, DELETE...
@@ -25,6 +25,11 @@ package struct EndpointRequest: Sendable {
     package var maxBody: Int64 = 64 << 20
     /// Signed by libcurl (SigV4, `CURLOPT_AWS_SIGV4`): region, service, access key, secret key.
     package var sigV4: (region: String, service: String, accessKey: String, secretKey: String)? = nil
+    /// The addresses (IPv4 or IPv6) to connect to for the URL's host, in
+    /// place of the resolver's; empty: the resolver's. Either way libcurl
+    /// tries them in turn within the one deadline (CURLOPT_RESOLVE; tests
+    /// give a host several addresses with it).
+    package var addresses: [String] = []
 
     package init(url: String, method: String = "GET", timeout: TimeInterval) {
         self.url = url
@@ -70,10 +75,15 @@ extension Downloader {
         settings.maxRedirects = 0
         settings.allowHTTP = true
         let authority = host.lowercased() + (components.port.map { ":\($0)" } ?? "")
+        let bracketed = { (name: String) in name.contains(":") && !name.hasPrefix("[") ? "[\(name)]" : name }
         var request = TransferRequest(url: url, host: authority, ifNoneMatch: nil, ifModifiedSince: nil, settings: settings,
                                       accept: endpoint.accept, extraHeaders: endpoint.headers, trusted: true)
         request.method = endpoint.method == "GET" ? nil : endpoint.method
         request.body = endpoint.body
+        if !endpoint.addresses.isEmpty {
+            let port = components.port ?? (scheme == "https" ? 443 : 80)
+            request.resolve = "\(bracketed(host)):\(port):" + endpoint.addresses.map(bracketed).joined(separator: ",")
+        }
         if let sign = endpoint.sigV4 {
             request.awsSigV4 = "aws:amz:\(sign.region):\(sign.service)"
             request.credentials = sign.accessKey + ":" + sign.secretKey

@@ -1,16 +1,8 @@
 import ArtCacheCore
 import Foundation
-#if canImport(Glibc)
-import Glibc
-#endif
 
-/// Signing keys handed over as a systemd credential.
-///
-/// The unit says `LoadCredential=keys:/etc/artcache/keys`: systemd reads the
-/// root-only file before it drops privileges and gives the service a copy
-/// in `$CREDENTIALS_DIRECTORY` (a private mount only the service's
-/// processes see), so the keys are never in the environment, where every
-/// process of the service's user could read them from `/proc/PID/environ`.
+/// Signing keys handed over as a systemd credential
+/// (`LoadCredential=keys:/etc/artcache/keys`; see ``CredentialFile``).
 extension ServiceSettings {
     /// The credential's name (the file in `$CREDENTIALS_DIRECTORY`).
     package static let keysCredential = "keys"
@@ -43,25 +35,13 @@ extension ServiceSettings {
         return keys
     }
 
-    /// The keys of `$CREDENTIALS_DIRECTORY/keys`; nil when the variable is
-    /// unset or empty or the folder holds no `keys` (nothing handed over:
-    /// the environment's or the file's keys count). A file that is there but
-    /// unreadable or without a key is an error.
+    /// The keys of `$CREDENTIALS_DIRECTORY/keys` (read by ``CredentialFile``);
+    /// nil when the variable is unset or empty or the folder holds no `keys`
+    /// (nothing handed over: the environment's or the file's keys count).
+    /// A file that is there but cannot be trusted, read, or holds no key is
+    /// an error.
     package static func credentialKeys(environment: [String: String]) throws(ConfigError) -> [[UInt8]]? {
-        guard let folder = environment["CREDENTIALS_DIRECTORY"], !folder.isEmpty else { return nil }
-        let path = (folder as NSString).appendingPathComponent(keysCredential)
-        var info = stat()
-        if stat(path, &info) != 0, errno == ENOENT { return nil }
-        let data: Data
-        do {
-            data = try Data(contentsOf: URL(fileURLWithPath: path))
-        } catch {
-            throw ConfigError(code: .unreadable, source: path, key: "service.keys",
-                              message: "cannot read the keys credential: \(FileErrorText.reason(error))")
-        }
-        guard let text = String(validating: data, as: UTF8.self) else {
-            throw ConfigError(code: .unreadable, source: path, key: "service.keys", message: "the keys credential is not UTF-8 text")
-        }
-        return try parseKeyFile(text, source: path)
+        guard let credential = try CredentialFile.read(keysCredential, environment: environment, key: "service.keys") else { return nil }
+        return try parseKeyFile(credential.text, source: credential.path)
     }
 }

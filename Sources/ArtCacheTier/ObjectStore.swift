@@ -116,26 +116,21 @@ package struct ObjectStore: Sendable {
         throw DownloadError(.httpStatus, "tier2: \(method) \(key) answered \(status)", status: status)
     }
 
-    /// One object of a listing.
-    package struct Listed: Sendable, Equatable {
-        package var key: String
-        package var lastModified: Date
-        package var size: Int64
-    }
-
-    /// Up to 1,000 objects under `prefix` after `startAfter`, in key order,
-    /// and whether more follow (ListObjectsV2). The query is written in the
-    /// canonical order SigV4 signs.
-    package func list(prefix: String, startAfter: String?, timeout: TimeInterval,
-                      priority: PriorityHandle) async throws(DownloadError) -> (objects: [Listed], truncated: Bool) {
-        var query = "list-type=2&max-keys=1000&prefix=" + Self.escape(prefix)
+    /// Up to 1,000 objects under `prefix`, in key order, and whether more
+    /// follow (ListObjectsV2): the first page, or the one after
+    /// `continuationToken` (the last page's) or after the key `startAfter`.
+    /// The query is written in the canonical order SigV4 signs.
+    package func list(prefix: String, startAfter: String?, continuationToken: String? = nil, timeout: TimeInterval,
+                      priority: PriorityHandle) async throws(DownloadError) -> BucketListing {
+        var query = continuationToken.map { "continuation-token=" + Self.escape($0) + "&" } ?? ""
+        query += "list-type=2&max-keys=1000&prefix=" + Self.escape(prefix)
         if let startAfter { query += "&start-after=" + Self.escape(startAfter) }
         let answer = try await downloader.endpoint(request("GET", "/", query: query, timeout: timeout), priority: priority)
         guard answer.status == 200 else {
             throw DownloadError(.httpStatus, "\(settings.endpoint)/\(settings.bucket): listing answered \(answer.status)",
                                 status: answer.status)
         }
-        return Self.parseListing(String(decoding: answer.body, as: UTF8.self))
+        return try BucketListing.parse(answer.body)
     }
 
     /// RFC 3986 unreserved characters kept, everything else percent-encoded (as SigV4 canonicalizes).
@@ -146,28 +141,5 @@ package struct ObjectStore: Sendable {
             if c.isASCII, c.isLetter || c.isNumber || "-_.~".contains(c) { out.append(c) } else { out += String(format: "%%%02X", byte) }
         }
         return out
-    }
-
-    /// The `<Contents>` of a ListBucketResult: key, LastModified, Size.
-    static func parseListing(_ xml: String) -> (objects: [Listed], truncated: Bool) {
-        func value(_ tag: String, in text: Substring) -> Substring? {
-            guard let open = text.range(of: "<\(tag)>"), let close = text.range(of: "</\(tag)>", range: open.upperBound..<text.endIndex)
-            else { return nil }
-            return text[open.upperBound..<close.lowerBound]
-        }
-        let dates = ISO8601DateFormatter()
-        dates.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
-        let plain = ISO8601DateFormatter()
-        var objects: [Listed] = []
-        var rest = xml[...]
-        while let start = rest.range(of: "<Contents>"), let end = rest.range(of: "</Contents>", range: start.upperBound..<rest.endIndex) {
-            let block = rest[start.upperBound..<end.lowerBound]
-            if let key = value("Key", in: block), let modified = value("LastModified", in: block),
-               let date = dates.date(from: String(modified)) ?? plain.date(from: String(modified)) {
-                objects.append(Listed(key: String(key), lastModified: date, size: value("Size", in: block).flatMap { Int64($0) } ?? 0))
-            }
-            rest = rest[end.upperBound...]
-        }
-        return (objects, value("IsTruncated", in: xml[...]) == "true")
     }
 }

@@ -11,7 +11,7 @@ extension Tier2 {
         package var variants = 0
         package var bytes: Int64 = 0
 
-        mutating func add(_ object: ObjectStore.Listed) {
+        mutating func add(_ object: BucketListing.Object) {
             if object.key.hasPrefix("keys/") { records += 1 }
             if object.key.hasPrefix("originals/") { originals += 1 }
             if object.key.hasPrefix("variants/") { variants += 1 }
@@ -51,7 +51,7 @@ extension Tier2 {
         var deleted = Usage()
         for prefix in Self.prefixes {
             try await walkPages(prefix, priority: priority) { page in
-                var victims: [ObjectStore.Listed] = []
+                var victims: [BucketListing.Object] = []
                 for object in page where object.lastModified < cutoff {
                     if prefix == "variants/", try await originalIsKept(of: object.key, priority: priority) { continue }
                     victims.append(object)
@@ -72,21 +72,23 @@ extension Tier2 {
     }
 
     /// Every object under `prefix`, page by page (at most ``maxListed``).
-    private func walk(_ prefix: String, priority: PriorityHandle, _ visit: (ObjectStore.Listed) -> Void) async throws {
+    private func walk(_ prefix: String, priority: PriorityHandle, _ visit: (BucketListing.Object) -> Void) async throws {
         try await walkPages(prefix, priority: priority) { page in page.forEach(visit) }
     }
 
     /// Every page of objects under `prefix` (at most ``maxListed`` objects).
     private func walkPages(_ prefix: String, priority: PriorityHandle,
-                           _ visit: ([ObjectStore.Listed]) async throws -> Void) async throws {
-        var after: String?
+                           _ visit: ([BucketListing.Object]) async throws -> Void) async throws {
+        var next: (token: String?, after: String?) = (nil, nil)
         var seen = 0
         while seen < Self.maxListed {
-            let page = try await objects.list(prefix: prefix, startAfter: after, timeout: settings.writeTimeout, priority: priority)
+            let page = try await objects.list(prefix: prefix, startAfter: next.after, continuationToken: next.token,
+                                              timeout: settings.writeTimeout, priority: priority)
             try await visit(page.objects)
             seen += page.objects.count
             guard page.truncated, let last = page.objects.last?.key else { return }
-            after = last
+            // The store's token; after the last key when it gives none.
+            next = page.nextContinuationToken.map { ($0, nil) } ?? (nil, last)
         }
     }
 }

@@ -31,20 +31,6 @@ package struct Tier2Settings: Sendable, Equatable {
 
     package var isEnabled: Bool { !endpoint.isEmpty }
 
-    /// The endpoint as kept: trimmed, without a trailing slash; nil when not
-    /// an http or https URL of a host without path, query or fragment
-    /// (empty stays empty: the tier is off).
-    package static func endpoint(_ text: String) -> String? {
-        var text = text.trimmingCharacters(in: .whitespaces)
-        while text.hasSuffix("/") { text.removeLast() }
-        if text.isEmpty { return "" }
-        guard let components = URLComponents(string: text), let scheme = components.scheme?.lowercased(),
-              scheme == "http" || scheme == "https", let host = components.host, !host.isEmpty,
-              components.path.isEmpty, components.query == nil, components.fragment == nil,
-              components.user == nil, components.password == nil else { return nil }
-        return text
-    }
-
     /// A bucket name S3 accepts (3–63 of a–z, 0–9, `.`, `-`; starting and
     /// ending with a letter or digit): it is a path segment of every request.
     package static func isValidBucket(_ name: String) -> Bool {
@@ -70,18 +56,16 @@ package struct Tier2Settings: Sendable, Equatable {
         }
     }
 
-    /// The keys of the `tier2` credential, when `$CREDENTIALS_DIRECTORY`
-    /// holds one.
+    /// The keys of the `tier2` credential (read by ``CredentialFile``), when
+    /// `$CREDENTIALS_DIRECTORY` holds one: two lines, the access key then
+    /// the secret key.
     package static func credentialKeys(environment: [String: String]) throws(ConfigError) -> (access: String, secret: String)? {
-        guard let folder = environment["CREDENTIALS_DIRECTORY"], !folder.isEmpty else { return nil }
-        let path = (folder as NSString).appendingPathComponent(credential)
-        guard FileManager.default.fileExists(atPath: path) else { return nil }
-        guard let data = FileManager.default.contents(atPath: path), let text = String(data: data, encoding: .utf8) else {
-            throw ConfigError(code: .unreadable, source: path, key: "tier2.access_key", message: "cannot read the tier2 credential")
-        }
-        let lines = text.split(whereSeparator: \.isNewline).map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
+        guard let credential = try CredentialFile.read(Self.credential, environment: environment, key: "tier2.access_key")
+        else { return nil }
+        let lines = credential.text.split(whereSeparator: \.isNewline).map { $0.trimmingCharacters(in: .whitespaces) }
+            .filter { !$0.isEmpty }
         guard lines.count == 2 else {
-            throw ConfigError(code: .invalidValue, source: path, key: "tier2.access_key",
+            throw ConfigError(code: .invalidValue, source: credential.path, key: "tier2.access_key",
                               message: "the tier2 credential holds two lines: the access key, then the secret key")
         }
         return (lines[0], lines[1])

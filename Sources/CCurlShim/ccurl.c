@@ -9,6 +9,7 @@
 struct ccurl_transfer {
     CURL *easy;
     struct curl_slist *headers;
+    struct curl_slist *resolve;
     char error[CURL_ERROR_SIZE];
     ccurl_address_fn address_fn;
     void *userdata;
@@ -147,6 +148,10 @@ ccurl_transfer *ccurl_transfer_create(const ccurl_request_t *r) {
         ok &= curl_easy_setopt(e, CURLOPT_USERPWD, r->userpwd ? r->userpwd : "") == CURLE_OK;
     }
     ok &= curl_easy_setopt(e, CURLOPT_HTTPHEADER, t->headers) == CURLE_OK;
+    if (r->resolve) {
+        t->resolve = curl_slist_append(NULL, r->resolve);
+        ok &= t->resolve && curl_easy_setopt(e, CURLOPT_RESOLVE, t->resolve) == CURLE_OK;
+    }
     if (!ok) { ccurl_transfer_destroy(t); return NULL; }
     return t;
 }
@@ -155,6 +160,7 @@ void ccurl_transfer_destroy(ccurl_transfer *t) {
     if (!t) return;
     curl_easy_cleanup(t->easy);
     curl_slist_free_all(t->headers);
+    curl_slist_free_all(t->resolve);
     free(t);
 }
 

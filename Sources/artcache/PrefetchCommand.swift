@@ -1,5 +1,6 @@
 import ArgumentParser
 import ArtCacheCore
+import ArtCacheFetch
 import ArtCachePipeline
 import ArtCacheRender
 import ArtCacheResultSets
@@ -42,7 +43,7 @@ struct PrefetchCommand: AsyncParsableCommand {
     func validate() throws {
         if inputs.isEmpty && !retry { throw ValidationError("give at least one result set (FILE or -), or --retry") }
         if let via {
-            guard let front = ServiceSettings.frontURL(via), !front.isEmpty else {
+            guard let front = OperatorEndpoint.url(via, allowingPath: true), !front.isEmpty else {
                 throw ValidationError("--via must be the http or https URL of the ring's front door, without query or fragment")
             }
             if retry || contactSheet != nil {
@@ -63,7 +64,7 @@ struct PrefetchCommand: AsyncParsableCommand {
             for input in inputs {
                 for url in try Self.load(input, format: format).urls where seen.insert(url).inserted { urls.append(url) }
             }
-            if let via, let front = ServiceSettings.frontURL(via) {
+            if let via, let front = OperatorEndpoint.url(via, allowingPath: true) {
                 return try await warm(urls, through: front, configuration: configuration)
             }
             let (summary, items, stages) = try await global.withPipeline(configuration) { pipeline in

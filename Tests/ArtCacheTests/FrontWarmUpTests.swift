@@ -172,11 +172,11 @@ struct FrontWarmUpTests {
 
     /// `[service] front_url` as kept (known answers), and a bad one is a typed configuration error naming the key.
     @Test func frontURLsAreCheckedAndKept() throws {
-        #expect(ServiceSettings.frontURL("") == "")
-        #expect(ServiceSettings.frontURL("http://front.internal/") == "http://front.internal")
-        #expect(ServiceSettings.frontURL(" https://ring.example:8443/images/ ") == "https://ring.example:8443/images")
+        #expect(OperatorEndpoint.url("", allowingPath: true) == "")
+        #expect(OperatorEndpoint.url("http://front.internal/", allowingPath: true) == "http://front.internal")
+        #expect(OperatorEndpoint.url(" https://ring.example:8443/images/ ", allowingPath: true) == "https://ring.example:8443/images")
         for bad in ["front.internal", "ftp://front", "http://front/?a=1", "http://front/#x", "http://user@front", "http:///x"] {
-            #expect(ServiceSettings.frontURL(bad) == nil, "\(bad)")
+            #expect(OperatorEndpoint.url(bad, allowingPath: true) == nil, "\(bad)")
         }
         let dir = TempDir()
         try FileManager.default.createDirectory(atPath: dir.path, withIntermediateDirectories: true)

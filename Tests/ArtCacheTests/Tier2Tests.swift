@@ -377,7 +377,7 @@ struct Tier2FailureTests {
             <Contents><Key>originals/ab12</Key><LastModified>2026-11-27T04:07:39Z</LastModified><Size>9000</Size></Contents>\
             </ListBucketResult>
             """
-        let page = ObjectStore.parseListing(xml)
+        let page = try BucketListing.parse(Data(xml.utf8))
         #expect(page.truncated)
         #expect(page.objects.map(\.key) == ["keys/00ff", "originals/ab12"] && page.objects.map(\.size) == [412, 9000])
         #expect(page.objects[0].lastModified == Date(timeIntervalSince1970: 1_795_752_458.123))

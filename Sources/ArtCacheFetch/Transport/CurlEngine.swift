@@ -232,7 +232,9 @@ final class CurlEngine: @unchecked Sendable {
                                 withOptionalCString(request.awsSigV4) { sigv4 in
                                   withOptionalCString(request.credentials) { userpwd in
                                     withOptionalBytes(request.body) { body, bodyLength in
+                                     withOptionalCString(request.resolve) { resolve in
                                 var r = ccurl_request_t()
+                                r.resolve = resolve
                                 r.method = method
                                 r.body = body
                                 r.body_length = Int64(bodyLength)
@@ -257,6 +259,7 @@ final class CurlEngine: @unchecked Sendable {
                                 r.address_fn = request.trusted ? nil : transferAddress
                                 r.userdata = userdata
                                 return ccurl_transfer_create(&r)
+                                     }
                                     }
                                   }
                                 }

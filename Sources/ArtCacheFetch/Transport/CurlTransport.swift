@@ -24,6 +24,9 @@ struct TransferRequest: Sendable {
     /// libcurl's SigV4 signing (`aws:amz:REGION:SERVICE`) with `credentials` (`ACCESS:SECRET`).
     var awsSigV4: String? = nil
     var credentials: String? = nil
+    /// One CURLOPT_RESOLVE entry (`HOST:PORT:ADDR,ADDR`): the addresses
+    /// tried in place of the resolver's (an operator's endpoint only).
+    var resolve: String? = nil
 }
 
 /// What libcurl reported for one finished transfer.

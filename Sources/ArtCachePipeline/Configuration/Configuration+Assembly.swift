@@ -179,7 +179,7 @@ extension Configuration {
         service.requestReadTimeout = read.duration("service.request_read_timeout")
         service.maxConnections = read.integer("service.max_connections")
         let front = read.string("service.front_url")
-        guard let frontURL = ServiceSettings.frontURL(front) else {
+        guard let frontURL = OperatorEndpoint.url(front, allowingPath: true) else {
             throw read.invalid("service.front_url", "\"\(front)\" is not an http or https URL of a host, without query or fragment")
         }
         service.frontURL = frontURL
@@ -191,7 +191,7 @@ extension Configuration {
     static func tier2(_ read: ConfigValues) throws(ConfigError) -> Tier2Settings {
         var tier2 = Tier2Settings()
         let endpoint = read.string("tier2.endpoint")
-        guard let kept = Tier2Settings.endpoint(endpoint) else {
+        guard let kept = OperatorEndpoint.url(endpoint, allowingPath: false) else {
             throw read.invalid("tier2.endpoint", "\"\(endpoint)\" is not an http or https URL of a host, without path, query or fragment")
         }
         tier2.endpoint = kept

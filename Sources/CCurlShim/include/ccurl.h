@@ -35,6 +35,8 @@ typedef struct {
     long long body_length;
     const char *aws_sigv4;           /* NULL, or CURLOPT_AWS_SIGV4's "aws:amz:REGION:SERVICE": libcurl signs */
     const char *userpwd;             /* with aws_sigv4: "ACCESS_KEY:SECRET_KEY" */
+    const char *resolve;             /* NULL, or one CURLOPT_RESOLVE entry "HOST:PORT:ADDR[,ADDR...]": the
+                                      * addresses tried, in turn, in place of the resolver's */
 } ccurl_request_t;
 
 typedef struct ccurl_transfer ccurl_transfer;   /* an easy handle with its header list */

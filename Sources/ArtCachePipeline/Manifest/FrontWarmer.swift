@@ -1,6 +1,7 @@
 import ArtCacheCore
 import ArtCacheFetch
 import ArtCacheRender
+import ArtCacheServiceGrammar
 import Foundation
 import Logging
 
@@ -10,7 +11,7 @@ import Logging
 /// stores it, not the machine that wants it warm. Used by a manifest's
 /// warm-up when `[service] front_url` is set, and by `artcache prefetch --via`.
 package struct FrontWarmer: Sendable {
-    /// The front door, as `ServiceSettings.frontURL(_:)` keeps it (no trailing `/`).
+    /// The front door, as `OperatorEndpoint.url(_:allowingPath:)` keeps it (no trailing `/`).
     package let front: String
     let signer: ServiceURLSigner
     let downloader: Downloader
