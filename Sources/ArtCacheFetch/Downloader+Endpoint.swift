@@ -28,7 +28,9 @@ package struct EndpointRequest: Sendable {
     /// The addresses (IPv4 or IPv6) to connect to for the URL's host, in
     /// place of the resolver's; empty: the resolver's. Either way libcurl
     /// tries them in turn within the one deadline (CURLOPT_RESOLVE; tests
-    /// give a host several addresses with it).
+    /// give a host several addresses with it). The entry stays in the
+    /// downloader's DNS cache: its later requests to the same host and port
+    /// see these addresses too (`health --url` has a downloader of its own).
     package var addresses: [String] = []
 
     package init(url: String, method: String = "GET", timeout: TimeInterval) {
