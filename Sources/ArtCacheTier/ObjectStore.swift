@@ -92,10 +92,11 @@ package struct ObjectStore: Sendable {
         post.body = body
         let answer = try await downloader.endpoint(post, priority: priority)
         try expect(answer.status, from: "POST ?delete", "\(keys.count) keys")
-        let text = String(decoding: answer.body, as: UTF8.self)
-        if let error = text.range(of: "<Error>") {
-            let detail = text[error.lowerBound...].prefix(300)
-            throw DownloadError(.httpStatus, "tier2: DeleteObjects refused some keys: \(detail)", status: answer.status)
+        let failures = try DeleteResult.failures(in: answer.body)
+        if !failures.isEmpty {
+            let named = failures.prefix(3).map(\.description).joined(separator: "; ") + (failures.count > 3 ? "; …" : "")
+            throw DownloadError(.httpStatus, "tier2: DeleteObjects refused \(failures.count) of \(keys.count) keys: \(named)",
+                                status: answer.status)
         }
     }
 

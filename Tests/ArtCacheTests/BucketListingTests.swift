@@ -59,4 +59,24 @@ struct BucketListingTests {
             #expect(error?.message.contains("bucket listing") == true, "\(body): \(String(describing: error))")
         }
     }
+
+    /// DeleteObjects' quiet answer lists only the keys the store refused:
+    /// each comes back decoded with its code; none is success; what is not
+    /// a whole DeleteResult is an error, never taken for success.
+    @Test func deleteResultsNameTheRefusedKeysDecoded() throws {
+        let answer = Data("""
+            <?xml version="1.0" encoding="UTF-8"?>
+            <DeleteResult xmlns="http://s3.amazonaws.com/doc/2006-03-01/">            <Error><Key>keys/a&amp;b</Key><Code>AccessDenied</Code><Message>no &lt;way&gt;</Message></Error>            <Error><Key>keys/caf\u{E9}</Key><Code>InternalError</Code></Error></DeleteResult>
+            """.utf8)
+        #expect(try DeleteResult.failures(in: answer) == [
+            DeleteResult.Failure(key: "keys/a&b", code: "AccessDenied", message: "no <way>"),
+            DeleteResult.Failure(key: "keys/caf\u{E9}", code: "InternalError", message: ""),
+        ])
+        let quiet = Data(#"<?xml version="1.0" encoding="UTF-8"?><DeleteResult xmlns="http://s3.amazonaws.com/doc/2006-03-01/"/>"#.utf8)
+        #expect(try DeleteResult.failures(in: quiet).isEmpty)
+        #expect(try DeleteResult.failures(in: Data(" \n".utf8)).isEmpty, "an empty quiet answer: nothing refused")
+        for bad in ["<html>busy</html>", "<DeleteResult><Error><Key>k</Key>", "not xml at all <"] {
+            #expect(throws: DownloadError.self, "\(bad)") { try DeleteResult.failures(in: Data(bad.utf8)) }
+        }
+    }
 }
