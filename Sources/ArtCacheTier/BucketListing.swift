@@ -1,11 +1,8 @@
 import ArtCacheFetch
 import Foundation
-#if canImport(FoundationXML)
-import FoundationXML
-#endif
 
 /// One page of a bucket's listing (S3 `ListObjectsV2`: a `ListBucketResult`),
-/// read with FoundationXML's parser: keys come back entity-decoded
+/// read by ``S3Answer`` (FoundationXML): keys come back entity-decoded
 /// (`&amp;`, `&lt;`, numeric references) and in any script, as the store
 /// sent them.
 package struct BucketListing: Sendable, Equatable {
@@ -34,79 +31,28 @@ package struct BucketListing: Sendable, Equatable {
     /// error: a purge must not read a listing it cannot understand as an
     /// empty bucket.
     package static func parse(_ body: Data) throws(DownloadError) -> BucketListing {
-        let reader = Reader()
-        let parser = XMLParser(data: body)
-        parser.shouldResolveExternalEntities = false
-        parser.delegate = reader
-        let parsed = parser.parse()
-        if let failure = reader.failure {
-            throw DownloadError(.network, "tier2: the bucket listing is not understood: \(failure)")
-        }
-        // (FoundationXML on Linux takes a document cut short for a whole one: the root's end is checked.)
-        guard parsed, reader.root == "ListBucketResult", reader.ended else {
-            let why = parser.parserError.map { "\($0.localizedDescription)" }
-                ?? (reader.root == "ListBucketResult" ? "cut short" : "the root is <\(reader.root ?? "")>")
-            throw DownloadError(.network, "tier2: the bucket listing is not a ListBucketResult (\(why))")
-        }
-        return reader.listing
-    }
-
-    /// The delegate that collects a listing: the text of each element of
-    /// the root and of its `<Contents>`, nothing else.
-    private final class Reader: NSObject, XMLParserDelegate {
-        var listing = BucketListing()
-        var root: String?
-        /// The root element's end was read.
-        var ended = false
-        var failure: String?
-        /// The open elements below the root.
-        private var path: [String] = []
-        private var text = ""
-        private var fields: [String: String] = [:]
-
-        func parser(_ parser: XMLParser, didStartElement name: String, namespaceURI: String?, qualifiedName: String?,
-                    attributes: [String: String] = [:]) {
-            if root == nil { root = name; return }
-            path.append(name)
-            text = ""
-            if path == ["Contents"] { fields = [:] }
-        }
-
-        func parser(_ parser: XMLParser, foundCharacters string: String) { text += string }
-
-        func parser(_ parser: XMLParser, foundCDATA block: Data) { text += String(decoding: block, as: UTF8.self) }
-
-        func parser(_ parser: XMLParser, didEndElement name: String, namespaceURI: String?, qualifiedName: String?) {
-            guard !path.isEmpty else { ended = true; return }
-            defer { path.removeLast() }
-            switch path {
-            case ["IsTruncated"]: listing.truncated = text.trimmingCharacters(in: .whitespaces) == "true"
-            case ["NextContinuationToken"]: listing.nextContinuationToken = text
-            case ["Contents", "Key"], ["Contents", "LastModified"], ["Contents", "Size"]: fields[name] = text
-            case ["Contents"]: addObject(parser)
-            default: break
-            }
-            text = ""
-        }
-
-        private func addObject(_ parser: XMLParser) {
-            guard let key = fields["Key"], let modified = fields["LastModified"], let date = date(modified) else {
-                failure = "an object without its Key or LastModified (\(fields))"
-                parser.abortParsing()
-                return
+        let answer = try S3Answer.parse(body, root: "ListBucketResult", record: "Contents", what: "the bucket listing")
+        var listing = BucketListing(truncated: answer.fields["IsTruncated"]?.trimmingCharacters(in: .whitespaces) == "true",
+                                    nextContinuationToken: answer.fields["NextContinuationToken"])
+        let dates = Dates()
+        for fields in answer.records {
+            guard let key = fields["Key"], let modified = fields["LastModified"], let date = dates.date(modified) else {
+                throw DownloadError(.network, "tier2: the bucket listing is not understood: an object without its Key or "
+                                    + "LastModified (\(fields))")
             }
             listing.objects.append(Object(key: key, lastModified: date, size: fields["Size"].flatMap { Int64($0) } ?? 0))
         }
+        return listing
+    }
 
-        /// `2026-11-27T04:07:38.123Z` (RGW, S3), or without the fraction.
-        private let fractional: ISO8601DateFormatter = {
-            let formatter = ISO8601DateFormatter()
-            formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
-            return formatter
-        }()
-        private let whole = ISO8601DateFormatter()
+    /// `2026-11-27T04:07:38.123Z` (RGW, S3), or without the fraction.
+    private struct Dates {
+        let fractional = ISO8601DateFormatter()
+        let whole = ISO8601DateFormatter()
 
-        private func date(_ text: String) -> Date? {
+        init() { fractional.formatOptions = [.withInternetDateTime, .withFractionalSeconds] }
+
+        func date(_ text: String) -> Date? {
             let trimmed = text.trimmingCharacters(in: .whitespaces)
             return fractional.date(from: trimmed) ?? whole.date(from: trimmed)
         }
