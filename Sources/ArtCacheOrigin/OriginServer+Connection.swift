@@ -96,10 +96,16 @@ extension OriginServer {
             usleep(UInt32(Int(parts[1]) ?? 0) * 1000)
             return image(parts[2])
         case ("gate", 2):
-            // Held until the test calls openGate() (or 30 s pass).
-            let deadline = Date().addingTimeInterval(30)
-            while !state.withLock({ $0.gateOpen }), Date() < deadline { usleep(2000) }
+            // Held until the test calls openGate() (or gateLimit passes).
+            _ = block(until: { $0.gateOpen }, seconds: gateLimit)
             return image(parts[1])
+        case ("gate", 3):
+            // Held until N requests for this path have arrived (this one counted).
+            let (path, count) = (request.path, Int(parts[1]) ?? 1)
+            guard block(until: { ($0.requests[path] ?? 0) >= count }, seconds: gateLimit) else {
+                return send(fd, status: 504)
+            }
+            return image(parts[2])
         case ("slow", 3):
             guard let resource = resources[parts[2]] else { return send(fd, status: 404) }
             let delay = UInt32(Int(parts[1]) ?? 10) * 1000
@@ -216,6 +222,6 @@ extension OriginServer {
 
     private static func reason(_ status: Int) -> String {
         [200: "OK", 302: "Found", 304: "Not Modified", 404: "Not Found", 429: "Too Many Requests",
-         500: "Internal Server Error", 502: "Bad Gateway", 503: "Service Unavailable"][status] ?? "Status"
+         500: "Internal Server Error", 502: "Bad Gateway", 503: "Service Unavailable", 504: "Gateway Timeout"][status] ?? "Status"
     }
 }

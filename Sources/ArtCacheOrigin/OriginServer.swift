@@ -17,7 +17,11 @@ import Glibc
 /// - `/ratelimit/N/SECONDS/NAME`: 429 with Retry-After for N requests, then the image
 /// - `/slow/MS/NAME`: the image, one 256-byte chunk every MS milliseconds
 /// - `/hold/MS/NAME`: waits MS milliseconds, then the image
-/// - `/gate/NAME`: waits until `openGate()` (at most 30 s), then the image
+/// - `/gate/NAME`: waits until `openGate()` (at most ``gateLimit``), then the image
+/// - `/gate/N/NAME`: waits until N requests for this path (query aside) have
+///   arrived, then the image: N requests answered at once, however late each
+///   client runs. At most ``gateLimit``: then a 504, so a test whose
+///   requests never meet fails instead of hanging
 /// - `/truncated/NAME`: declares the full Content-Length, sends half, closes
 /// - `/redirect/N/NAME`: a chain of N redirects ending at `/img/NAME`
 /// - `/elsewhere/HOST:PORT/NAME`: redirects to `http://HOST:PORT/img/NAME`
@@ -55,7 +59,8 @@ public final class OriginServer: Sendable {
         }
     }
 
-    typealias Waiter = (id: Int, condition: @Sendable (State) -> Bool, continuation: CheckedContinuation<Void, Never>)
+    /// A task (`waitFor`) or a connection thread (`block`) waiting for a condition.
+    typealias Waiter = (id: Int, condition: @Sendable (State) -> Bool, resume: @Sendable () -> Void)
 
     struct State {
         var resources: [String: Resource] = [:]
@@ -63,6 +68,7 @@ public final class OriginServer: Sendable {
         var requestLog: [String] = []
         var targetLog: [String] = []
         var gateOpen = false
+        var gateLimit: TimeInterval = 30
         var active = 0
         var maxActive = 0
         var activeByHost: [String: Int] = [:]
@@ -77,14 +83,25 @@ public final class OriginServer: Sendable {
         var nextWaiterID = 0
 
         /// Takes the waiters whose condition now holds.
-        mutating func satisfiedWaiters() -> [CheckedContinuation<Void, Never>] {
-            var ready: [CheckedContinuation<Void, Never>] = []
+        mutating func satisfiedWaiters() -> [@Sendable () -> Void] {
+            var ready: [@Sendable () -> Void] = []
             var pending: [Waiter] = []
             for waiter in waiters {
-                if waiter.condition(self) { ready.append(waiter.continuation) } else { pending.append(waiter) }
+                if waiter.condition(self) { ready.append(waiter.resume) } else { pending.append(waiter) }
             }
             waiters = pending
             return ready
+        }
+
+        /// Removes the waiter `id`: nil when it is gone (resumed already).
+        mutating func removeWaiter(_ id: Int) -> Waiter? {
+            guard let index = waiters.firstIndex(where: { $0.id == id }) else { return nil }
+            return waiters.remove(at: index)
+        }
+
+        mutating func newWaiterID() -> Int {
+            nextWaiterID += 1
+            return nextWaiterID
         }
     }
 
@@ -162,8 +179,15 @@ public final class OriginServer: Sendable {
     public var requestLog: [String] { state.withLock { $0.requestLog } }
     /// The request targets received, in order, as sent (query and escapes included).
     public var requestTargets: [String] { state.withLock { $0.targetLog } }
-    /// Lets every `/gate/` request, held or future, through.
+    /// How long a `/gate/` request is held at most (seconds; 30 unless set).
+    public var gateLimit: TimeInterval {
+        get { state.withLock { $0.gateLimit } }
+        set { state.withLock { $0.gateLimit = newValue } }
+    }
+    /// Lets every `/gate/NAME` request, held or future, through.
     public func openGate() { mutate { $0.gateOpen = true } }
+    /// Holds `/gate/NAME` requests again, from the next one.
+    public func closeGate() { mutate { $0.gateOpen = false } }
     /// Returns once `count` requests have arrived.
     public func waitForRequests(_ count: Int) async { await waitFor { $0.requestLog.count >= count } }
     /// Most requests being answered at once, over all hosts / for one Host
@@ -175,8 +199,9 @@ public final class OriginServer: Sendable {
     /// 304 answers sent.
     public var notModifiedCount: Int { state.withLock { $0.notModified } }
 
-    /// Returns once `path` has been requested.
-    public func waitForRequest(_ path: String) async { await waitFor { ($0.requests[path] ?? 0) > 0 } }
+    /// Returns once `path` has been requested (`count` times).
+    public func waitForRequest(_ path: String) async { await waitForRequests(path, 1) }
+    public func waitForRequests(_ path: String, _ count: Int) async { await waitFor { ($0.requests[path] ?? 0) >= count } }
 
     /// Returns once a body for `path` was cut off because the client left.
     public func waitForAbortedStream(_ path: String) async { await waitFor { ($0.abortedStreams[path] ?? 0) > 0 } }
@@ -184,10 +209,7 @@ public final class OriginServer: Sendable {
     /// Returns once `condition` holds, or once the waiting task is cancelled
     /// (a test's time limit then ends the test instead of hanging the run).
     func waitFor(_ condition: @escaping @Sendable (State) -> Bool) async {
-        let id = state.withLock { s -> Int in
-            s.nextWaiterID += 1
-            return s.nextWaiterID
-        }
+        let id = state.withLock { $0.newWaiterID() }
         await withTaskCancellationHandler {
             await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
                 // Task.isCancelled is read under the lock: a cancellation that
@@ -195,26 +217,38 @@ public final class OriginServer: Sendable {
                 // finds the waiter in onCancel.
                 let ready = state.withLock { s -> Bool in
                     if condition(s) || Task.isCancelled { return true }
-                    s.waiters.append((id, condition, continuation))
+                    s.waiters.append((id, condition, { continuation.resume() }))
                     return false
                 }
                 if ready { continuation.resume() }
             }
         } onCancel: {
-            let waiter = state.withLock { s -> Waiter? in
-                guard let index = s.waiters.firstIndex(where: { $0.id == id }) else { return nil }
-                return s.waiters.remove(at: index)
-            }
-            waiter?.continuation.resume()
+            state.withLock { $0.removeWaiter(id) }?.resume()
         }
     }
 
+    /// Blocks a connection's thread until `condition` holds: false when
+    /// `seconds` passed first.
+    func block(until condition: @escaping @Sendable (State) -> Bool, seconds: TimeInterval) -> Bool {
+        let signal = DispatchSemaphore(value: 0)
+        let id = state.withLock { s -> Int? in
+            if condition(s) { return nil }
+            let id = s.newWaiterID()
+            s.waiters.append((id, condition, { signal.signal() }))
+            return id
+        }
+        guard let id else { return true }
+        if signal.wait(timeout: .now() + seconds) == .success { return true }
+        // Resumed between the timeout and here: it held after all.
+        return state.withLock { $0.removeWaiter(id) } == nil
+    }
+
     func mutate(_ change: (inout State) -> Void) {
-        let ready = state.withLock { s -> [CheckedContinuation<Void, Never>] in
+        let ready = state.withLock { s -> [@Sendable () -> Void] in
             change(&s)
             return s.satisfiedWaiters()
         }
-        for continuation in ready { continuation.resume() }
+        for resume in ready { resume() }
     }
 
     private func acceptLoop() {

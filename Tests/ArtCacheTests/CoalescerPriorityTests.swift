@@ -10,9 +10,7 @@ import Testing
 @Suite("Coalescer priorities", .timeLimit(.minutes(3)))  // 3: under TSan the whole suite shares 2 cores
 struct CoalescerPriorityTests {
     @Test func raisingAndLoweringFromManyTasksWhileFlightsCompleteNeitherDeadlocksNorGoesStale() async throws {
-        let (joins, joined) = AsyncStream.makeStream(of: String.self)
-        let coalescer = Coalescer<String, Int>(onJoin: { joined.yield($0) })
-        var joinEvents = joins.makeAsyncIterator()
+        let coalescer = Coalescer<String, Int>()
         let threads = WorkerThreads(count: 2, name: "artcache.test.priority")
         defer { threads.stop() }
         for round in 0..<8 {
@@ -32,7 +30,7 @@ struct CoalescerPriorityTests {
                 }
                 var flights = started.makeAsyncIterator()
                 let flight = try #require(await flights.next())  // the one flight has started
-                for _ in handles { _ = await joinEvents.next() }  // and every caller has joined it
+                await coalescer.joins.waitInTest { $0 >= (round + 1) * handles.count }  // and every caller has joined it
                 // Callers change their priorities from many tasks at once.
                 await withTaskGroup(of: Void.self) { changes in
                     for (index, handle) in handles.enumerated() {

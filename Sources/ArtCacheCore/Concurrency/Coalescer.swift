@@ -31,8 +31,9 @@ package final class Coalescer<Key: Hashable & Sendable, Value: Sendable>: Sendab
     }
 
     private let flights = Locked<[Key: Flight]>([:])
-    /// Called after a caller has joined (or started) the flight for a key (tests).
-    private let onJoin: @Sendable (Key) -> Void
+    /// Callers that have joined (or started) a flight so far: a test waits
+    /// for N callers in one flight before it lets the flight's work end.
+    package let joins = Watched(0)
     private let adopt: Adopter?
 
     /// A flight whose last caller left, offered to an ``Adopter``.
@@ -49,9 +50,8 @@ package final class Coalescer<Key: Hashable & Sendable, Value: Sendable>: Sendab
     /// have it cancelled now.
     package typealias Adopter = @Sendable (_ key: Key, _ flight: OrphanedFlight) -> Bool
 
-    package init(adopt: Adopter? = nil, onJoin: @escaping @Sendable (Key) -> Void = { _ in }) {
+    package init(adopt: Adopter? = nil) {
         self.adopt = adopt
-        self.onJoin = onJoin
     }
 
     /// Number of operations under way (for tests).
@@ -89,7 +89,7 @@ package final class Coalescer<Key: Hashable & Sendable, Value: Sendable>: Sendab
                     continuation.resume(throwing: CancellationError())
                 } else {
                     updatePriority(key: key)
-                    onJoin(key)
+                    joins.withLock { $0 += 1 }
                 }
             }
         } onCancel: {

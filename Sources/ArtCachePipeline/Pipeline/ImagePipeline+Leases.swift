@@ -66,7 +66,8 @@ extension ImagePipeline {
                 guard let code = ArtCacheError.Code(reason: reason) else { break }
                 throw ArtCacheError(code, "\(message) (the download of process \(pid), waited for)",
                                     underlying: LeaseHolderFailure(pid: pid))
-            case .held:
+            case .held(let pid, _):
+                if !waited { logger.debug("waiting for the download of another process", metadata: ["url": "\(url)", "pid": "\(pid)"]) }
                 waited = true
                 if !reload, let stored = try await storedByHolder(url) { return stored }
             }
