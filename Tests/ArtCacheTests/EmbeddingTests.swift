@@ -106,6 +106,8 @@ struct EmbeddingTests {
         let url = h.url("/gate/a.jpg")
         let tasks = (0..<6).map { _ in h.pipeline.task(ImageRequest(url: url, width: 100, height: 100)) }
         await h.origin.waitForRequest("/gate/a.jpg")
+        await h.pipeline.variants.joins.waitInTest { $0 >= 6 }  // all six in the one flight, the download held
+        #expect(h.pipeline.variants.inFlight == 1)
         tasks[0].cancel()
         h.origin.openGate()
         #expect(await tasks[0].result.failureCode == .cancelled)
