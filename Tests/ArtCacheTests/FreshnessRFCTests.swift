@@ -168,7 +168,7 @@ struct FreshnessRFCTests {
                                         "never.jpg": "no-store", "plain.jpg": nil]
         for (name, cacheControl) in rules {
             h.origin.register(name, .init(body: Data(), contentType: nil, cacheControl: cacheControl, status: 404))
-            for _ in 0..<2 { _ = try? await h.pipeline.image(ImageRequest(url: h.url("/img/" + name))) }
+            for _ in 0..<2 { #expect(await h.error(ImageRequest(url: h.url("/img/" + name)))?.code == .httpStatus(404), "\(name)") }
         }
         func remembered(_ name: String) async throws -> TimeInterval? {
             let answer = try await h.store.negatives.answer(forKey: NormalizedURL(h.url("/img/" + name)).key)
