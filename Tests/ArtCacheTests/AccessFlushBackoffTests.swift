@@ -96,7 +96,7 @@ extension AccessFlushBackoffTests {
 
 /// Log lines a component wrote (tests observing background work through its logs).
 final class LogCounter: Sendable {
-    private let lines = Locked<[String]>([])
+    private let lines = Locked<[(message: String, metadata: Logger.Metadata)]>([])
 
     var logger: Logger {
         var logger = Logger(label: "artcache.test") { _ in Handler(counter: self) }
@@ -104,7 +104,12 @@ final class LogCounter: Sendable {
         return logger
     }
 
-    func count(_ text: String) -> Int { lines.withLock { $0.filter { $0.contains(text) }.count } }
+    func count(_ text: String) -> Int { lines.withLock { $0.filter { $0.message.contains(text) }.count } }
+
+    /// The values of metadata `key` of the lines `message` was logged with, in order.
+    func values(_ key: String, of message: String) -> [String] {
+        lines.withLock { $0.filter { $0.message == message }.compactMap { $0.metadata[key].map { "\($0)" } } }
+    }
 
     struct Handler: LogHandler {
         let counter: LogCounter
@@ -118,7 +123,8 @@ final class LogCounter: Sendable {
         }
 
         func log(event: LogEvent) {
-            counter.lines.withLock { $0.append("\(event.message)") }
+            let all = metadata.merging(event.metadata ?? [:]) { $1 }
+            counter.lines.withLock { $0.append(("\(event.message)", all)) }
         }
     }
 }

@@ -26,7 +26,9 @@ struct ServiceHarness {
 
     /// `live`: the service listens on 127.0.0.1 port 0 and a client leaving cancels its request.
     /// `healthMaxAge`: how old `/health`'s answer may be (zero: checked each time).
-    init(live: Bool = false, healthMaxAge: Duration = .zero, _ configure: (inout Configuration) -> Void = { _ in }) async throws {
+    /// `log`: where the service logs, every level (else warnings, dropped).
+    init(live: Bool = false, healthMaxAge: Duration = .zero, log: LogCounter? = nil,
+         _ configure: (inout Configuration) -> Void = { _ in }) async throws {
         harness = try await LoopbackHarness { configuration in
             configuration.service.keys = [Self.key]
             configuration.service.port = 0
@@ -36,8 +38,8 @@ struct ServiceHarness {
             configuration.service.timeout = 150
             configure(&configuration)
         }
-        var logger = Logger(label: "artcache.test.service")
-        logger.logLevel = .warning
+        var logger = log?.logger ?? Logger(label: "artcache.test.service")
+        if log == nil { logger.logLevel = .warning }
         service = try await ThumbnailService(pipeline: harness.pipeline, logger: logger, cancelOnDisconnect: live,
                                              healthMaxAge: healthMaxAge)
         signer = ServiceURLSigner(settings: harness.pipeline.configuration.service)
