@@ -8,12 +8,12 @@ import Testing
 /// Issue 49 item 4 on the real store: a purge loses nothing a record still
 /// names, streams its listing and deletes in batches.
 @Suite("Second tier: purges on a real object store (Ceph RGW)",
-       .enabled(if: Tier2Harness.available, "ARTCACHE_TEST_TIER2_ENV is not set (scripts/tier2/start makes one)"),
+       .enabled(if: Tier2Harness.available, Tier2Harness.whySkipped),
        .timeLimit(.minutes(3)))
 struct Tier2PurgeTests {
     /// A tier on a bucket of its own (made if missing, emptied first).
     static func tier(bucket: String, _ downloader: Downloader) async throws -> Tier2 {
-        var settings = try #require(Tier2Harness.settings)
+        var settings = try Tier2Harness.required()
         settings.bucket = bucket
         try await Tier2Harness.makeBucket(settings, downloader)
         let tier = Tier2(settings: settings, downloader: downloader, logger: Logger(label: "test"))

@@ -9,53 +9,12 @@ import Foundation
 import Hummingbird
 import Testing
 
-/// The tier `scripts/tier2/start DIR` runs (a one-node Ceph with radosgw),
-/// named by `ARTCACHE_TEST_TIER2_ENV=DIR/env` (`.ci/run` and
-/// `scripts/tier2/test` set it). Without it, the suite on the real store is
-/// skipped, visibly.
-enum Tier2Harness {
-    static let settings: Tier2Settings? = {
-        guard let path = ProcessInfo.processInfo.environment["ARTCACHE_TEST_TIER2_ENV"],
-              let text = try? String(contentsOfFile: path, encoding: .utf8) else { return nil }
-        var values: [String: String] = [:]
-        for line in text.split(separator: "\n") {
-            guard let equals = line.firstIndex(of: "=") else { continue }
-            values[String(line[..<equals])] = String(line[line.index(after: equals)...])
-        }
-        var settings = Tier2Settings()
-        settings.endpoint = values["ARTCACHE_TIER2_ENDPOINT"] ?? ""
-        settings.bucket = values["ARTCACHE_TIER2_BUCKET"] ?? ""
-        settings.region = values["ARTCACHE_TIER2_REGION"] ?? ""
-        settings.accessKey = values["ARTCACHE_TIER2_ACCESS_KEY"] ?? ""
-        settings.secretKey = values["ARTCACHE_TIER2_SECRET_KEY"] ?? ""
-        settings.timeout = 10  // a loaded full run; the deadline is tested on its own
-        return settings.isEnabled ? settings : nil
-    }()
-
-    static var available: Bool { settings != nil }
-
-    /// Makes `settings.bucket` (a bucket a test keeps to itself), unless it is there.
-    static func makeBucket(_ settings: Tier2Settings, _ downloader: Downloader) async throws {
-        var create = EndpointRequest(url: settings.endpoint + "/" + settings.bucket, method: "PUT", timeout: 10)
-        create.sigV4 = (settings.region, "s3", settings.accessKey, settings.secretKey)
-        create.headers = ["x-amz-content-sha256: " + ObjectStore.emptyPayload]
-        create.body = Data()
-        let created = try await downloader.endpoint(create, priority: PriorityHandle(.normal))
-        #expect(created.status == 200 || created.status == 409, "\(created.status)")
-    }
-
-    static func environment(_ settings: Tier2Settings) -> [String: String] {
-        ["ARTCACHE_TIER2_ENDPOINT": settings.endpoint, "ARTCACHE_TIER2_BUCKET": settings.bucket,
-         "ARTCACHE_TIER2_REGION": settings.region, "ARTCACHE_TIER2_ACCESS_KEY": settings.accessKey,
-         "ARTCACHE_TIER2_SECRET_KEY": settings.secretKey]
-    }
-}
-
-@Suite("Second tier on a real object store (Ceph RGW)",
-       .enabled(if: Tier2Harness.available, "ARTCACHE_TEST_TIER2_ENV is not set (scripts/tier2/start makes one)"),
+@Suite("Second tier on a real object store (Ceph RGW)", .enabled(if: Tier2Harness.available, Tier2Harness.whySkipped),
        .timeLimit(.minutes(3)))
 struct Tier2StoreTests {
-    let settings = Tier2Harness.settings ?? Tier2Settings()
+    let settings: Tier2Settings
+
+    init() throws { settings = try Tier2Harness.required() }
 
     func pipeline(_ dir: TempDir) async throws -> ImagePipeline {
         try await Fixtures.pipeline(dir.path) { $0.tier2 = settings }
