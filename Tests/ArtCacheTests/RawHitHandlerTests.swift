@@ -144,8 +144,11 @@ struct RawHitHandlerTests {
         try await s.close()
     }
 
-    /// Each of these goes to the decoder and the router, and so does every
-    /// request after it on the connection; the hit before it was answered.
+    /// Each of these goes to the decoder and the router; the hit before it
+    /// was answered. Those the strict reader refuses hand the connection
+    /// over for good; one it reads whole but cannot answer from memory (not
+    /// in memory) goes alone, and a hit behind it is passed on too, in
+    /// order, until it is answered (MemoryAnswerTests).
     /// `then`: a hit follows it (not after a request that closes the
     /// connection, which the decoder refuses to read past). `refused`: the
     /// guard answers it on its headers (a GET with a body: 413, and closes).
