@@ -38,9 +38,9 @@ extension Tier2 {
     /// Deletes what is older than `age` (by the object's own date: when it
     /// was written; the bucket knows no access times) and that no newer
     /// record names: records older than the cut-off; originals older than it
-    /// by more than a write's timeout (a record written or rewritten copies
-    /// its original onto itself just before, so an original is as new as the
-    /// newest record that names it, less that); thumbnails
+    /// (a record written or rewritten writes or copies its original onto
+    /// itself after it, so an original is as new as the newest record that
+    /// names it); thumbnails
     /// older than it whose original is gone. The listing is streamed, a page
     /// (1,000 objects) at a time, each page's victims deleted in one
     /// `DeleteObjects` request: nothing grows with the bucket. A record whose
@@ -53,13 +53,7 @@ extension Tier2 {
         for prefix in Self.prefixes {
             try await walkPages(prefix, priority: priority) { page in
                 var victims: [BucketListing.Object] = []
-                // An original is written (or copied onto itself) just before
-                // the record that names it, within one write's timeout: it is
-                // older than that record by at most the timeout, so only an
-                // original older than the cut-off by more than it is one no
-                // kept record can name.
-                let limit = prefix == "originals/" ? cutoff.addingTimeInterval(-settings.writeTimeout) : cutoff
-                for object in page where object.lastModified < limit {
+                for object in page where object.lastModified < cutoff {
                     if prefix == "variants/", try await originalIsKept(of: object.key, priority: priority) { continue }
                     victims.append(object)
                 }

@@ -110,14 +110,21 @@ package final class Tier2: Sendable {
         }
     }
 
-    /// Writes an original and its record (behind an answer: the caller runs
-    /// it as a background job). Bytes the tier holds already are not sent
-    /// again: they are copied onto themselves instead, so the original's
-    /// date is never older than the newest record that names it (what
-    /// ``purge(olderThan:dryRun:now:priority:)`` relies on).
+    /// Writes a record and its original (behind an answer: the caller runs
+    /// it as a background job), the record first: the original is written
+    /// (or, bytes the tier holds already, copied onto itself instead of sent
+    /// again) after it, so the original's date is never older than the
+    /// newest record that names it (what
+    /// ``purge(olderThan:dryRun:now:priority:)`` relies on: written the
+    /// other way round, a purge whose cut-off fell between the two writes
+    /// deleted an original a kept record names). Until the original is
+    /// there the record reads as a miss.
     package func write(_ record: Tier2Record, data: Data, for key: CacheKey, priority: PriorityHandle) async throws {
         let timeout = settings.writeTimeout
         do {
+            let json = try JSONEncoder.tier2.encode(record)
+            try await objects.put(Self.recordKey(key), body: json, contentType: "application/json", timeout: timeout,
+                                  priority: priority)
             let blob = Self.blobKey(record.sha256)
             let held = try await objects.head(blob, timeout: timeout, priority: priority)
             if held == 200, try await objects.touch(blob, contentType: record.contentType, timeout: timeout,
@@ -127,9 +134,6 @@ package final class Tier2: Sendable {
                 try await objects.put(blob, body: data, contentType: record.contentType, sha256: record.sha256,
                                       timeout: timeout, priority: priority)
             }
-            let json = try JSONEncoder.tier2.encode(record)
-            try await objects.put(Self.recordKey(key), body: json, contentType: "application/json", timeout: timeout,
-                                  priority: priority)
             tally.withLock { $0.writes += 1 }
         } catch let error as DownloadError where error.code == .cancelled {
             throw CancellationError()
