@@ -143,6 +143,16 @@ struct ProfilePipelineTests {
         #expect(h.origin.requestCount("/slow/20/d60x60bb.jpg") == 1, "the stored original answered: not fetched again")
         let after = try #require(try await h.store.entry(forURL: given))
         #expect(after.sha256 == before.sha256, "nothing stored was lost or replaced")
+        // The 120 px answer made from the 60 px original is not kept (not on
+        // disk, not in memory): the next request tries the larger rendition
+        // again instead of being answered small for good (seen in the fronts'
+        // browser check: a warm-up's rendition timed out under load, and the
+        // page got the small thumbnail from disk).
+        #expect((larger.width, larger.height) == (60, 60) && larger.cacheKey == nil)
+        await h.store.waitForWritesBehind()
+        let again = try await h.pipeline.image(ImageRequest(url: given, width: 120, height: 120))
+        #expect(again.error == nil && again.width == 60)
+        #expect(h.origin.requestCount("/slow/20/d120x120bb.jpg") == 2, "tried again: the small answer was not kept")
         try await h.pipeline.close()
     }
 

@@ -34,6 +34,11 @@ package struct FetchOutcome: Sendable {
     package let repaired: Bool
     /// Bytes transferred for this item.
     package let downloadedBytes: Int
+    /// Smaller than the request needs: its provider's larger rendition could
+    /// not be fetched now (a network failure), so the stored smaller one
+    /// serves this answer. What is rendered from it is not stored: the next
+    /// request tries the larger rendition again.
+    package var undersized = false
 }
 
 extension ImagePipeline {
@@ -119,6 +124,7 @@ extension ImagePipeline {
             let hit = await dated(stored)
             // Smaller than this request needs: the larger rendition replaces it
             // (unless it fails, or the network is down; then what is stored serves).
+            var undersized = false
             if let plan, !holds(hit.entry, enoughFor: plan) {
                 do {
                     if let response = try await fetchRendition(plan, for: url, priority: priority) {
@@ -127,12 +133,14 @@ extension ImagePipeline {
                 } catch let error as DownloadError where error.isNetworkFailure {
                     logger.debug("larger rendition not fetched, serving the stored one",
                                  metadata: ["url": "\(url)", "reason": "\(error.reason)"])
+                    undersized = true
                 }
             }
-            if hit.entry.isFresh(at: now) {
-                return FetchOutcome(source: .cached, entry: hit.entry, data: hit.data, repaired: false, downloadedBytes: 0)
-            }
-            return try await answerExpired(hit, url: url, now: now, behind: behind, staleOK: staleOK, priority: priority)
+            var outcome = hit.entry.isFresh(at: now)
+                ? FetchOutcome(source: .cached, entry: hit.entry, data: hit.data, repaired: false, downloadedBytes: 0)
+                : try await answerExpired(hit, url: url, now: now, behind: behind, staleOK: staleOK, priority: priority)
+            outcome.undersized = undersized
+            return outcome
         }
         if !reload { try await refuseIfRemembered(url, now: now) }
         if !reload, let stored = try await fromTier2(url, behind: behind, staleOK: staleOK, now: now, priority: priority) {

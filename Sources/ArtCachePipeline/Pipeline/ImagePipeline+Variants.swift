@@ -87,7 +87,9 @@ extension ImagePipeline {
                 rendered = try await timed(.render) { try await renderer.render(source.data, spec: spec, priority: priority) }
             }
             var entry: CacheEntry?
-            if let parent = source.entry {
+            // (Rendered from an original smaller than this size needs, the
+            // larger rendition out of reach for now: answered, not stored.)
+            if let parent = source.entry, !source.undersized {
                 entry = try await storeVariant(rendered, spec: canonical, of: parent, url: url, behind: behind,
                                                intrinsics: intrinsics)
                 if shared == nil { writeVariantToTier2Behind(key, rendered, of: parent) }
@@ -126,7 +128,9 @@ extension ImagePipeline {
     /// One result per spec: true when rendered now, false when already cached.
     func makeVariants(_ url: NormalizedURL, specs: [VariantSpec], from original: FetchOutcome,
                       priority: PriorityHandle) async -> [Result<Bool, ArtCacheError>] {
-        guard let parent = original.entry else { return [] }
+        // (An original smaller than these sizes need, its larger rendition
+        // out of reach for now: nothing is made from it to be kept.)
+        guard let parent = original.entry, !original.undersized else { return [] }
         var missing: [Int] = []
         for (index, spec) in specs.enumerated() {
             do {
