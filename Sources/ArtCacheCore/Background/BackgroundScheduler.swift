@@ -82,9 +82,8 @@ package final class BackgroundScheduler: @unchecked Sendable {
         var finished: [Int] = []
     }
 
-    /// `kinds`: the kinds its clients will submit, declared up front so that
-    /// ``counts`` (and `/metrics`) list each from the start, at 0; a kind
-    /// first seen in a submission is declared then.
+    /// `kinds`: those its clients will submit, declared up front so that
+    /// ``counts`` (`/metrics`) list each at 0; others are declared when first submitted.
     package init(settings: BackgroundSettings = BackgroundSettings(), kinds: [BackgroundKind] = []) {
         self.settings = settings
         // Quiet since long enough: a scheduler that never saw a request starts everything at once.
@@ -92,9 +91,8 @@ package final class BackgroundScheduler: @unchecked Sendable {
         for kind in kinds { register(kind) }
     }
 
-    /// Declares `kind` (once; again is a no-op) and returns its position in
-    /// the tables. A second declaration of a name with other limits is a
-    /// programming error.
+    /// Declares `kind` (again: a no-op; with other limits: a programming
+    /// error) and returns its position in the tables.
     @discardableResult
     package func register(_ kind: BackgroundKind) -> Int {
         locked { index(of: kind) }
@@ -253,12 +251,13 @@ package final class BackgroundScheduler: @unchecked Sendable {
         state.nextID += 1
         let id = state.nextID
         state.waiting[id] = job
-        state.queues[index(of: key.kind)][job.priority.rawValue].append(id)
+        let k = index(of: key.kind)
+        state.queues[k][job.priority.rawValue].append(id)
         state.keys[key] = id
-        state.counts[index(of: key.kind)].queued += 1
+        state.counts[k].queued += 1
         state.bytes += job.bytes
         var droppedSelf = false
-        while state.counts[index(of: key.kind)].queued > settings.maxQueued, let victim = dropOldestLowest(kind: key.kind) {
+        while state.counts[k].queued > settings.maxQueued, let victim = dropOldestLowest(kind: key.kind) {
             if victim.id == id { droppedSelf = true } else { dropped.append(victim.job) }
         }
         while state.bytes > settings.maxBytes, let victim = dropOldestLowest(kind: nil) {
@@ -281,8 +280,9 @@ package final class BackgroundScheduler: @unchecked Sendable {
         guard let id = victim, let job = state.waiting.removeValue(forKey: id) else { return nil }
         state.keys[job.key] = nil
         state.bytes -= job.bytes
-        state.counts[index(of: job.key.kind)].queued -= 1
-        state.counts[index(of: job.key.kind)].dropped += 1
+        let k = index(of: job.key.kind)
+        state.counts[k].queued -= 1
+        state.counts[k].dropped += 1
         return (id, job)
     }
 
@@ -330,8 +330,9 @@ package final class BackgroundScheduler: @unchecked Sendable {
         defer { publish() }
         while !state.closed, state.running.count < settings.concurrency, let (id, job) = takeNext() {
             state.bytes -= job.bytes
-            state.counts[index(of: job.key.kind)].queued -= 1
-            state.counts[index(of: job.key.kind)].running += 1
+            let k = index(of: job.key.kind)
+            state.counts[k].queued -= 1
+            state.counts[k].running += 1
             let task = Task(priority: .background) { [self] in
                 let start = ContinuousClock.now
                 await job.body()
@@ -371,8 +372,9 @@ package final class BackgroundScheduler: @unchecked Sendable {
         let observers = locked { () -> [@Sendable (BackgroundKind, Int64) -> Void] in
             if let ended = state.running.removeValue(forKey: id) {
                 state.keys[ended.key] = nil
-                state.counts[index(of: kind)].running -= 1
-                state.counts[index(of: kind)].finished += 1
+                let k = index(of: kind)
+                state.counts[k].running -= 1
+                state.counts[k].finished += 1
                 if let again = state.again.removeValue(forKey: ended.key) {
                     if state.closed { dropped.append(again) } else if enqueue(again, dropped: &dropped) { dropped.append(again) }
                 }
