@@ -36,7 +36,8 @@ public struct CacheSettings: Sendable, Equatable {
     public var writeBehindMax = 512
     /// Added to the nice value of the thread that commits writes
     /// (`[cache] writer_nice`): writes are behind the answers, so on a busy
-    /// machine renders and answers go first. 0: the process's priority.
+    /// machine renders and answers go first. 0: the process's priority
+    /// (`prefetch` sets it: its writes are its work).
     public var writerNice = 10
     /// How a batch's new blob files reach the disk before the rows naming
     /// them commit (`[cache] sync`); either way on the commit thread, never

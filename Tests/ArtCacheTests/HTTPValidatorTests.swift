@@ -60,5 +60,12 @@ struct HTTPValidatorTests {
         let combined = try #require(HTTPHeaderLine.field("Location:\u{31A}http://127.0.0.2/x\r\n"))
         #expect(combined.name == "location" && combined.value == "\u{31A}http://127.0.0.2/x")
         #expect(HTTPHeaderLine.field("no colon here\r\n") == nil)
+        // Optional whitespace (SP, HTAB) around the value and the name, the name in ASCII lower case.
+        let spaced = try #require(HTTPHeaderLine.field("Cache-CONTROL \t:\t max-age=60 \t\r\n"))
+        #expect(spaced.name == "cache-control" && spaced.value == "max-age=60")
+        let empty = try #require(HTTPHeaderLine.field("X-Empty:   \r\n"))
+        #expect(empty.name == "x-empty" && empty.value.isEmpty)
+        let unicode = try #require(HTTPHeaderLine.field("Link: <https://h/ä>; rel=\"x\"\r\n"))
+        #expect(unicode.value == "<https://h/ä>; rel=\"x\"")
     }
 }

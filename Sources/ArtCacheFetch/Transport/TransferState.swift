@@ -51,7 +51,7 @@ final class TransferState {
     /// One header line (CURLOPT_HEADERFUNCTION); false stops the transfer.
     /// Keeps the headers of the last response only: a status line starts a
     /// new one (after a redirect, the response of the URL libcurl followed).
-    func receiveHeader(_ line: some Collection<UInt8>) -> Bool {
+    func receiveHeader(_ line: UnsafeBufferPointer<UInt8>) -> Bool {
         if line.starts(with: "HTTP/".utf8) {
             if let next = nextURL {
                 currentURL = next
@@ -72,7 +72,7 @@ final class TransferState {
            let location = RedirectTarget.locationValue(ofHeaderLine: line), !location.isEmpty {
             guard follows(location) else { return false }
         }
-        if let (name, value) = HTTPHeaderLine.field(String(decoding: line, as: UTF8.self)) {
+        if let (name, value) = HTTPHeaderLine.field(line) {
             if let existing = headers[name] { headers[name] = existing + ", " + value } else { headers[name] = value }
         }
         return true

@@ -16,6 +16,8 @@ package final class CacheStore: Sendable {
     package let settings: CacheSettings
     package let directory: URL
     let db: DatabasePool
+    /// Checkpoints the WAL behind the commits (nil: the writer does).
+    let checkpointer: Checkpointer?
     let blobs: BlobStore
     let logger: Logger
     let pending = Locked(PendingAccess())
@@ -84,8 +86,10 @@ package final class CacheStore: Sendable {
         let store = try CacheStore(settings: settings, logger: logger, background: background)
         store.writes.attach(commit: { [weak store] puts in
             store?.commit(puts) ?? puts.map { _ in .failure(StoreError(.closed, "the cache is closed: nothing was written")) }
-        }, afterBatch: { [weak store] in
+        }, afterBatch: { [weak store] puts in
             store?.enforceLimitsLogging()
+            // A row and its index entries take about a page; inline bytes go through the WAL too.
+            store?.checkpointer?.committed(puts.reduce(0) { $0 + 4096 + ($1.inlineData?.count ?? 0) })
         })
         store.startFlusher()
         return store
@@ -154,6 +158,7 @@ package final class CacheStore: Sendable {
             guard error.code != .incompatibleSchema, blobs.releaseReserveIfFull() else { throw error }
             db = try Self.openIndex(in: directory.path, configuration: config)
         }
+        checkpointer = Checkpointer.start(for: db, path: directory.path + "/index.sqlite", logger: logger)
         negatives = NegativeAnswers(db: db)
         retries = RetryQueue(db: db)
         leases = DownloadLeases(db: db)
@@ -257,6 +262,7 @@ package final class CacheStore: Sendable {
         }
         do {
             try await finishing {
+                defer { self.checkpointer?.close() }
                 try self.flushBlocking()
                 self.foldSmallTouchLogBlocking()
             }

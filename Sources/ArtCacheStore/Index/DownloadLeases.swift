@@ -28,6 +28,15 @@ package final class DownloadLeases: Sendable {
     /// each other's leases for their own.
     let token = UUID().uuidString
     let pid = getpid()
+    /// Claims and releases waiting for the writer, and whether a batch is
+    /// on its way: they are written together, one transaction for all that
+    /// came while the one before committed (two transactions per download
+    /// were most of a prefetch's index work: each a BEGIN, a COMMIT and
+    /// their WAL frames).
+    private let pending = Locked<(ops: [Op], draining: Bool)>(([], false))
+    /// Transactions the claims and releases took so far, and operations waiting now (tests).
+    package var activity: (batches: Int, waiting: Int) { (batchCount.withLock { $0 }, pending.withLock { $0.ops.count }) }
+    private let batchCount = Locked(0)
 
     init(db: DatabasePool) { self.db = db }
 
@@ -37,30 +46,8 @@ package final class DownloadLeases: Sendable {
     /// (a caller that did not wait downloads anew).
     package func claim(key: String, url: String, for duration: TimeInterval, waited: Bool = false,
                        now: Date = Date()) async throws -> Claim {
-        let (pid, token) = (self.pid, self.token)
-        return try await db.write { db in
-            if let row = try Row.fetchOne(db, sql: """
-                SELECT holder_pid, holder, expires_at, failure_reason, failure_message FROM download_lease WHERE key = ?
-                """, arguments: [key]) {
-                let holderPID: Int32 = row["holder_pid"]
-                let holder: String = row["holder"]
-                let until = Date(timeIntervalSince1970: row["expires_at"])
-                if holder != token, until > now {
-                    if let reason: String = row["failure_reason"] {
-                        if waited { return .failed(pid: holderPID, reason: reason, message: row["failure_message"] ?? reason) }
-                    } else if Self.isAlive(holderPID) {
-                        return .held(pid: holderPID, until: until)
-                    }
-                }
-            }
-            // Lapsed leases (their holders died, or gave them up with a failure) go here.
-            try db.execute(sql: "DELETE FROM download_lease WHERE expires_at <= ?", arguments: [now.timeIntervalSince1970])
-            try db.execute(sql: """
-                INSERT INTO download_lease (key, url, holder_pid, holder, expires_at) VALUES (?, ?, ?, ?, ?)
-                ON CONFLICT(key) DO UPDATE SET url = excluded.url, holder_pid = excluded.holder_pid,
-                    holder = excluded.holder, expires_at = excluded.expires_at, failure_reason = NULL, failure_message = NULL
-                """, arguments: [key, url, pid, token, now.addingTimeInterval(duration).timeIntervalSince1970])
-            return .acquired
+        try await withCheckedThrowingContinuation { continuation in
+            submit(.claim(key: key, url: url, duration: duration, waited: waited, now: now, continuation))
         }
     }
 
@@ -72,24 +59,106 @@ package final class DownloadLeases: Sendable {
     /// gives its lease up too), on GRDB's writer queue.
     package func release(key: String, failure: (reason: String, message: String)? = nil, linger: TimeInterval = 0,
                          now: Date = Date()) async throws {
-        let token = self.token
         try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, Error>) in
-            db.asyncWrite({ db in
-                try Self.release(db, key: key, token: token, failure: failure, linger: linger, now: now)
-            }, completion: { _, result in continuation.resume(with: result) })
+            submit(.release(key: key, failure: failure, linger: linger, now: now, continuation))
         }
+    }
+
+    /// A claim or a release, and who waits for it.
+    private enum Op: Sendable {
+        case claim(key: String, url: String, duration: TimeInterval, waited: Bool, now: Date, CheckedContinuation<Claim, Error>)
+        case release(key: String, failure: (reason: String, message: String)?, linger: TimeInterval, now: Date,
+                     CheckedContinuation<Void, Error>)
+    }
+
+    /// Queues `op`; starts a batch unless one is on its way (it takes `op`
+    /// along, or the one after it does).
+    private func submit(_ op: Op) {
+        let start = pending.withLock { state -> Bool in
+            state.ops.append(op)
+            guard !state.draining else { return false }
+            state.draining = true
+            return true
+        }
+        if start { writeBatch() }
+    }
+
+    /// One transaction for every operation waiting when the writer gets to
+    /// it, in their order; each caller resumed after the commit (or with
+    /// its error: a failed transaction fails the whole batch). Then the
+    /// next batch, if more came meanwhile.
+    private func writeBatch() {
+        let (pending, taken, batchCount, pid, token) = (self.pending, Locked<[Op]>([]), self.batchCount, self.pid, self.token)
+        db.asyncWrite({ db -> [Claim?] in
+            let batch = pending.withLock { state -> [Op] in
+                defer { state.ops = [] }
+                return state.ops
+            }
+            taken.withLock { $0 = batch }
+            batchCount.withLock { $0 += 1 }
+            return try batch.map { op -> Claim? in
+                switch op {
+                case .claim(let key, let url, let duration, let waited, let now, _):
+                    return try Self.claim(db, key: key, url: url, duration: duration, waited: waited, now: now, pid: pid, token: token)
+                case .release(let key, let failure, let linger, let now, _):
+                    try Self.release(db, key: key, token: token, failure: failure, linger: linger, now: now)
+                    return nil
+                }
+            }
+        }, completion: { [self] _, result in
+            let batch = taken.withLock { $0 }
+            for (index, op) in batch.enumerated() {
+                switch (op, result) {
+                case (.claim(_, _, _, _, _, let continuation), .success(let claims)): continuation.resume(returning: claims[index]!)
+                case (.claim(_, _, _, _, _, let continuation), .failure(let error)): continuation.resume(throwing: error)
+                case (.release(_, _, _, _, let continuation), .success): continuation.resume()
+                case (.release(_, _, _, _, let continuation), .failure(let error)): continuation.resume(throwing: error)
+                }
+            }
+            let more = pending.withLock { state -> Bool in
+                if state.ops.isEmpty { state.draining = false }
+                return state.draining
+            }
+            if more { writeBatch() }
+        })
+    }
+
+    private static func claim(_ db: Database, key: String, url: String, duration: TimeInterval, waited: Bool, now: Date,
+                              pid: Int32, token: String) throws -> Claim {
+        if let row = try Row.fetchOne(db.cachedStatement(sql: """
+            SELECT holder_pid, holder, expires_at, failure_reason, failure_message FROM download_lease WHERE key = ?
+            """), arguments: [key]) {
+            let holderPID: Int32 = row["holder_pid"]
+            let holder: String = row["holder"]
+            let until = Date(timeIntervalSince1970: row["expires_at"])
+            if holder != token, until > now {
+                if let reason: String = row["failure_reason"] {
+                    if waited { return .failed(pid: holderPID, reason: reason, message: row["failure_message"] ?? reason) }
+                } else if isAlive(holderPID) {
+                    return .held(pid: holderPID, until: until)
+                }
+            }
+        }
+        // Lapsed leases (their holders died, or gave them up with a failure) go here.
+        try db.cachedStatement(sql: "DELETE FROM download_lease WHERE expires_at <= ?").execute(arguments: [now.timeIntervalSince1970])
+        try db.cachedStatement(sql: """
+            INSERT INTO download_lease (key, url, holder_pid, holder, expires_at) VALUES (?, ?, ?, ?, ?)
+            ON CONFLICT(key) DO UPDATE SET url = excluded.url, holder_pid = excluded.holder_pid,
+                holder = excluded.holder, expires_at = excluded.expires_at, failure_reason = NULL, failure_message = NULL
+            """).execute(arguments: [key, url, pid, token, now.addingTimeInterval(duration).timeIntervalSince1970])
+        return .acquired
     }
 
     private static func release(_ db: Database, key: String, token: String, failure: (reason: String, message: String)?,
                                 linger: TimeInterval, now: Date) throws {
         if linger > 0 {
-            try db.execute(sql: """
+            try db.cachedStatement(sql: """
                 UPDATE download_lease SET expires_at = ?, failure_reason = ?, failure_message = ?
                 WHERE key = ? AND holder = ?
-                """, arguments: [now.addingTimeInterval(linger).timeIntervalSince1970, failure?.reason, failure?.message,
-                                 key, token])
+                """).execute(arguments: [now.addingTimeInterval(linger).timeIntervalSince1970, failure?.reason, failure?.message,
+                                         key, token])
         } else {
-            try db.execute(sql: "DELETE FROM download_lease WHERE key = ? AND holder = ?", arguments: [key, token])
+            try db.cachedStatement(sql: "DELETE FROM download_lease WHERE key = ? AND holder = ?").execute(arguments: [key, token])
         }
     }
 

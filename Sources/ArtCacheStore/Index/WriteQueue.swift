@@ -50,7 +50,7 @@ final class WriteQueue: Sendable {
 
     private struct Handlers: Sendable {
         let commit: Commit
-        let afterBatch: @Sendable () -> Void
+        let afterBatch: @Sendable ([PendingPut]) -> Void
     }
 
     private let state = Locked(State())
@@ -95,7 +95,7 @@ final class WriteQueue: Sendable {
     /// Sets what a batch runs: `commit` writes it; `afterBatch` runs on the
     /// commit thread after each batch commits (eviction), outside any
     /// transaction, before the batch's writers resume. Set once, by the owner.
-    func attach(commit: @escaping Commit, afterBatch: @escaping @Sendable () -> Void) {
+    func attach(commit: @escaping Commit, afterBatch: @escaping @Sendable ([PendingPut]) -> Void) {
         handlers.withLock { $0 = Handlers(commit: commit, afterBatch: afterBatch) }
     }
 
@@ -131,7 +131,7 @@ final class WriteQueue: Sendable {
                 ?? puts.map { _ in .failure(StoreError(.closed, "the cache is closed: nothing was written")) }
             // Limits are enforced before the writers hear back: a put returns
             // with the cache within its limits.
-            handlers?.afterBatch()
+            handlers?.afterBatch(puts)
             for (waiting, result) in zip(batch, results) {
                 waiting.continuation.resume(with: result.mapError { $0 as any Error })
             }
