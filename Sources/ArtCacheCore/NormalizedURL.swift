@@ -95,6 +95,11 @@ extension NormalizedURL {
     /// quad (from any of the decimal, octal, hex and short forms browsers and
     /// libcurl accept), names lowercased without a trailing dot.
     package static func canonicalHost(_ raw: String, url: String) throws(ArtCacheError) -> String {
+        isCanonicalHost(raw.utf8) ? raw : try canonicalHostByRules(raw, url: url)
+    }
+
+    /// ``canonicalHost(_:url:)`` by its rules, step by step.
+    static func canonicalHostByRules(_ raw: String, url: String) throws(ArtCacheError) -> String {
         func invalid(_ why: String) -> ArtCacheError { ArtCacheError(.invalidURL, "\(why): \(url)") }
         if raw.hasPrefix("[") {
             guard raw.hasSuffix("]") else { throw invalid("unclosed IPv6 address") }
@@ -118,6 +123,40 @@ extension NormalizedURL {
             return IPAddress.v4(address).description
         }
         return host
+    }
+
+    /// Whether `host` is already in its one spelling, read in one pass (most
+    /// are; every URL of a result set is normalized several times on its
+    /// way): a name of lower-case labels whose last one does not start
+    /// with a digit, or a dotted quad of decimal bytes without leading
+    /// zeros. Anything else takes the full rules.
+    static func isCanonicalHost(_ host: String.UTF8View) -> Bool {
+        var labels = 0, labelLength = 0, labelValue = 0, digitsOnly = true, allDigits = true, lastStartsWithDigit = false
+        for byte in host {
+            if byte == UInt8(ascii: ".") {
+                guard labelLength > 0, !digitsOnly || labelValue <= 255 else { return false }
+                labels += 1
+                (labelLength, labelValue, digitsOnly) = (0, 0, true)
+                continue
+            }
+            guard isHostByte(byte) else { return false }
+            let digit = byte >= 0x30 && byte <= 0x39
+            if labelLength == 0 { lastStartsWithDigit = digit }
+            if digit {
+                // A leading zero is octal to a browser: the full rules spell it.
+                if labelLength > 0, labelValue == 0, digitsOnly { return false }
+                labelValue = min(labelValue * 10 + Int(byte - 0x30), 1000)
+            } else {
+                digitsOnly = false
+                allDigits = false
+            }
+            labelLength += 1
+        }
+        guard labelLength > 0 else { return false }  // empty, or a trailing dot
+        labels += 1
+        if !lastStartsWithDigit { return true }
+        // A last label starting with a digit: an IPv4 address, canonical only as four decimal bytes.
+        return labels == 4 && allDigits && labelValue <= 255
     }
 
     private static func isHostByte(_ c: UInt8) -> Bool {
@@ -230,7 +269,12 @@ extension NormalizedURL {
 
     /// RFC 3986 §5.2.4: `/a/./b/../c` → `/a/c`.
     static func removeDotSegments(_ path: String) -> String {
-        guard path.contains(".") else { return path }
+        // Only a segment that starts with a dot can be "." or "..".
+        var previous = UInt8(ascii: "/")
+        guard path.utf8.contains(where: { byte in
+            defer { previous = byte }
+            return byte == UInt8(ascii: ".") && previous == UInt8(ascii: "/")
+        }) else { return path }
         var output: [Substring] = []
         let segments = path.split(separator: "/", omittingEmptySubsequences: false)
         for (index, segment) in segments.enumerated() {

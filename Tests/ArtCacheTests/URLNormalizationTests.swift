@@ -89,4 +89,28 @@ struct URLNormalizationTests {
         let error = #expect(throws: ArtCacheError.self) { try NormalizedURL(input) }
         #expect(error?.code == .invalidURL)
     }
+
+    /// The one-pass check that skips the host rules says yes only where the
+    /// rules give the host back as it is, and no to every spelling they change or refuse.
+    @Test func aHostTakenAsCanonicalIsWhatTheRulesMakeOfIt() throws {
+        let canonical = ["example.com", "a-b.c_d.example", "127.0.0.1", "0.0.0.0", "255.255.255.255", "10.20.30.40",
+                         "123.example.com", "1a.example", "localhost", "x"]
+        for host in canonical {
+            #expect(NormalizedURL.isCanonicalHost(host.utf8), "\(host)")
+            #expect(try NormalizedURL.canonicalHostByRules(host, url: "http://\(host)/") == host)
+        }
+        let notAsIs = ["Example.com", "example.com.", ".example.com", "a..b", "", "127.1", "0x7f.0.0.1", "010.0.0.1",
+                       "256.1.1.1", "1.2.3.256", "1.2.3.4.5", "1-2.3.4.5", "2130706433", "ex%41mple.com", "[::1]",
+                       "a.b.c.1", "1000.example.com", "exämple.com", "a b"]
+        for host in notAsIs {
+            #expect(!NormalizedURL.isCanonicalHost(host.utf8), "\(host)")
+            if let spelled = try? NormalizedURL.canonicalHostByRules(host, url: "http://\(host)/") {
+                #expect(spelled != host || ["1000.example.com"].contains(host), "\(host): the rules keep it, fine either way")
+            }
+        }
+        // Dot segments only where a segment starts with a dot.
+        #expect(NormalizedURL.removeDotSegments("/fetch/1.jpg") == "/fetch/1.jpg")
+        #expect(NormalizedURL.removeDotSegments("/a/./b/../c.jpg") == "/a/c.jpg")
+        #expect(NormalizedURL.removeDotSegments("/a/.hidden/x") == "/a/.hidden/x")
+    }
 }

@@ -33,8 +33,9 @@ public final class ImagePrefetcher: Sendable {
         let batch: PrefetchBatch
         let index: Int
         let url: String
-        /// Normalized, for stopping by URL (nil: invalid, fails at once).
-        let key: String?
+        /// Normalized once, for stopping by URL and for the load (nil: invalid, fails at once).
+        let normalized: NormalizedURL?
+        var key: String? { normalized?.key.hex }
         /// nil: the original plus `variants`; else exactly this request.
         let request: ImageRequest?
     }
@@ -113,7 +114,7 @@ public final class ImagePrefetcher: Sendable {
     private func enqueue(_ items: [(url: String, request: ImageRequest?)]) -> PrefetchBatch {
         let batch = PrefetchBatch(total: items.count)
         let jobs = items.enumerated().map { index, item in
-            Job(batch: batch, index: index, url: item.url, key: try? NormalizedURL(item.url).key.hex, request: item.request)
+            Job(batch: batch, index: index, url: item.url, normalized: try? NormalizedURL(item.url), request: item.request)
         }
         let dropped = state.withLock { s -> ArraySlice<Job> in
             s.queue += jobs
@@ -179,7 +180,7 @@ public final class ImagePrefetcher: Sendable {
                                     bytes: source == .downloaded && request.size == nil ? response.data.count : 0,
                                     repaired: response.repaired, variantsMade: response.rendered ? 1 : 0, renderFailures: [:])
             }
-            let url = try NormalizedURL(job.url)
+            let url = try job.normalized ?? NormalizedURL(job.url)  // nil: its error, thrown here
             let outcome: FetchOutcome
             do {
                 // Prefetch is the work behind answers: it revalidates an expired
