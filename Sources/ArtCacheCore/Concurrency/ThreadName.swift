@@ -16,3 +16,19 @@ package enum ThreadName {
         close(fd)
     }
 }
+
+/// The calling thread's CPU priority.
+package enum ThreadPriority {
+    /// Adds `niceness` to the calling thread's nice value (at most 19).
+    /// Linux keeps the nice value per thread, and `setpriority(PRIO_PROCESS, 0, …)`
+    /// names the calling thread (kernel/sys.c: `who == 0` is `current`):
+    /// this thread only, never the process. Raising it needs no privilege.
+    package static func lowerThisThread(by niceness: Int32) {
+        guard niceness > 0 else { return }
+        let which = __priority_which_t(PRIO_PROCESS.rawValue)
+        errno = 0
+        let current = getpriority(which, 0)
+        guard errno == 0 else { return }
+        _ = setpriority(which, 0, min(19, current + niceness))
+    }
+}

@@ -52,9 +52,14 @@ package final class WorkerThreads: @unchecked Sendable {
     /// `load`, mirrored after every change (under `condition`) so it can be awaited.
     private let watchedLoad = Watched((waiting: 0, running: 0))
 
-    package init(count: Int, name: String) {
+    /// `niceness`: added to each thread's nice value (0: as the process).
+    package init(count: Int, name: String, niceness: Int32 = 0) {
         for index in 0..<max(1, count) {
-            let thread = Thread { [self] in loop() }
+            let thread = Thread { [self] in
+                ThreadPriority.lowerThisThread(by: niceness)
+                ThreadName.set("\(name)-\(index)")  // Linux keeps 15 bytes: "artcache.render"
+                loop()
+            }
             thread.name = "\(name)-\(index)"
             thread.stackSize = 8 << 20  // libvips and its loaders recurse deeply
             thread.start()

@@ -23,6 +23,8 @@ package final class Renderer: Sendable {
     package let settings: ThumbnailSettings
     private let counters = Locked(RenderCounters())
     let threads: WorkerThreads
+    /// The thread renders behind the answers run on (format upgrades).
+    let behindThreads: WorkerThreads
     /// The quality and effort each output is encoded with (both paths).
     /// `.cold` for answers, `.behind` for format upgrades behind them (``render(_:spec:priority:tier:)``).
     package let encoderSetting: @Sendable (VariantSpec, VariantSpec.Format, QualityTable.Tier) -> EncoderSetting
@@ -47,9 +49,14 @@ package final class Renderer: Sendable {
         self.encoderSetting = encoderSetting
         let count = settings.concurrency > 0 ? settings.concurrency : ProcessInfo.processInfo.activeProcessorCount
         threads = WorkerThreads(count: max(1, count), name: "artcache.render")
+        behindThreads = WorkerThreads(count: 1, name: "artcache.behind", niceness: Self.behindNiceness)
     }
 
-    deinit { threads.stop() }
+    deinit { [threads, behindThreads].forEach { $0.stop() } }
+
+    /// Added to the nice value of the thread rendering behind the answers (format upgrades): at the
+    /// process's priority they cut the memory hits beside them to 46k from 61k req/s (issue 51 §3).
+    static let behindNiceness: Int32 = 10
 
     /// Starts libvips (once per process, fixed settings).
     static func start() throws(RenderError) {
@@ -97,11 +104,11 @@ package final class Renderer: Sendable {
         try await render(data, specs: [spec], priority: priority)[0]
     }
 
-    /// ``render(_:spec:priority:)`` encoded with the `tier`'s setting: a
-    /// format upgrade behind an answer takes `.behind` (fewer bytes, more CPU).
+    /// ``render(_:spec:priority:)`` encoded with the `tier`'s setting: a format upgrade behind
+    /// an answer takes `.behind` (fewer bytes, more CPU; on its own niced thread, ``behindNiceness``).
     package func render(_ data: Data, spec: VariantSpec, priority: PriorityHandle, tier: QualityTable.Tier) async throws -> RenderedImage {
         let known = try admit(data, specs: [spec])
-        return try await onRenderThread(priority: priority) {
+        return try await run(on: tier == .behind ? behindThreads : threads, priority: priority) {
             try self.renderBlocking(data, format: known, specs: [spec], placeholder: nil, tier: tier)[0]
         }
     }
@@ -144,14 +151,12 @@ package final class Renderer: Sendable {
 
     /// Renders made by the TurboJPEG fast path since this renderer was made.
     package var fastRenders: Int { counters.withLock { $0.fast } }
-
     /// Placeholders computed on the render threads since this renderer was made.
     package var placeholdersComputed: Int { counters.withLock { $0.placeholders } }
     func countPlaceholder() { counters.withLock { $0.placeholders += 1 } }
 
     /// Runs `body` on the render pool, started by priority, counted as a placeholder decode.
-    func onRenderThread<T: Sendable>(placeholderPriority priority: PriorityHandle,
-                                     _ body: @escaping @Sendable () throws -> T) async throws -> T {
+    func onRenderThread<T: Sendable>(placeholderPriority priority: PriorityHandle, _ body: @escaping @Sendable () throws -> T) async throws -> T {
         try await threads.run(priority: priority) { [counters] in
             counters.withLock { $0.placeholders += 1 }
             return try body()
@@ -160,7 +165,11 @@ package final class Renderer: Sendable {
 
     /// Runs `body` on the render pool, started by priority.
     package func onRenderThread<T: Sendable>(priority: PriorityHandle, _ body: @escaping @Sendable () throws -> T) async throws -> T {
-        try await threads.run(priority: priority) { [counters] in
+        try await run(on: threads, priority: priority, body)
+    }
+
+    private func run<T: Sendable>(on pool: WorkerThreads, priority: PriorityHandle, _ body: @escaping @Sendable () throws -> T) async throws -> T {
+        try await pool.run(priority: priority) { [counters] in
             counters.withLock { $0.started += 1; $0.inProgress += 1 }
             defer { counters.withLock { $0.inProgress -= 1 } }
             return try body()

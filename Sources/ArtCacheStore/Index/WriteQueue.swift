@@ -68,7 +68,7 @@ final class WriteQueue: Sendable {
         let thread = Thread { [weak self] in
             // Niced before it is named: a thread found by its name already
             // has its priority (StoreV2Tests looks threads up by name).
-            if niceness > 0 { Self.lowerThisThreadsPriority(by: niceness) }
+            ThreadPriority.lowerThisThread(by: niceness)
             ThreadName.set("artcache.commit")
             while true {
                 wakeup.wait()
@@ -80,17 +80,6 @@ final class WriteQueue: Sendable {
     }
 
     deinit { wakeup.signal() }
-
-    /// Linux keeps the nice value per thread, and `setpriority(PRIO_PROCESS, 0, …)`
-    /// names the calling thread (kernel/sys.c: `who == 0` is `current`):
-    /// this thread only, never the process. Raising it needs no privilege.
-    private static func lowerThisThreadsPriority(by niceness: Int32) {
-        let which = __priority_which_t(PRIO_PROCESS.rawValue)
-        errno = 0
-        let current = getpriority(which, 0)
-        guard errno == 0 else { return }
-        _ = setpriority(which, 0, min(19, current + niceness))
-    }
 
     /// Sets what a batch runs: `commit` writes it; `afterBatch` runs on the
     /// commit thread after each batch commits (eviction), outside any
