@@ -81,6 +81,20 @@ def run_tool(args):
     return out.stdout
 
 
+def save_json(path, value):
+    """Writes `value` to `path` whole: a new file, then renamed over it."""
+    with open(path + ".new", "w") as f:
+        json.dump(value, f)
+    os.replace(path + ".new", path)
+
+
+def decoded_png(data, path):
+    """`data` (any format libvips reads) decoded to sRGB and written as a PNG
+    at `path`, for the metrics' command-line tools; returns `path`."""
+    pyvips.Image.new_from_buffer(data, "").colourspace("srgb").pngsave(path, compression=1)
+    return path
+
+
 def ssimulacra(ref, dist):
     return float(run_tool(["ssimulacra_main", ref, dist]).split()[0])
 
@@ -137,14 +151,10 @@ class Bench:
         shutil.rmtree(self.tmp, ignore_errors=True)
 
     def save_cache(self):
-        with open(self.cache_path + ".new", "w") as f:
-            json.dump(self.cache, f)
-        os.replace(self.cache_path + ".new", self.cache_path)
+        save_json(self.cache_path, self.cache)
 
     def decoded(self, data, i):
-        path = os.path.join(self.tmp, f"dist-{i}.png")
-        pyvips.Image.new_from_buffer(data, "").colourspace("srgb").pngsave(path, compression=1)
-        return path
+        return decoded_png(data, os.path.join(self.tmp, f"dist-{i}.png"))
 
     def encoded(self, codec, size, effort, quality, indices):
         """The bytes of crops `indices` at this setting. AVIF through enctime

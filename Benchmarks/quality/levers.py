@@ -22,7 +22,7 @@ import sys
 
 import pyvips
 
-from calibrate import butteraugli, payload, run_tool, ssimulacra
+from calibrate import butteraugli, decoded_png, payload, run_tool, save_json, ssimulacra
 
 SIZES = (100, 300)
 GRID = {"avif": (40, 50, 55, 60, 65, 70, 75, 80), "webp": (65, 70, 75, 80, 85, 90)}
@@ -103,14 +103,10 @@ class Bench:
                      Set("heldout", args.heldout, args.crops, self.tmp)]
 
     def save(self):
-        with open(self.cache_path + ".new", "w") as f:
-            json.dump(self.cache, f)
-        os.replace(self.cache_path + ".new", self.cache_path)
+        save_json(self.cache_path, self.cache)
 
     def decoded(self, data, i):
-        path = os.path.join(self.tmp, f"dist-{i}.png")
-        pyvips.Image.new_from_buffer(data, "").colourspace("srgb").pngsave(path, compression=1)
-        return path
+        return decoded_png(data, os.path.join(self.tmp, f"dist-{i}.png"))
 
     def files(self, s, lever, size, quality, indices):
         """The encoded bytes of crops `indices` of set `s`."""
