@@ -25,7 +25,7 @@ from outputs import write_swift, write_tsv
 
 SIZES = (100, 300, 600)
 JPEG_QS = (50, 60, 70, 75, 80, 85, 90, 95)
-EFFORTS = {"webp": (0, 2, 4), "avif": (9, 8, 6)}   # WebP method; AVIF aom speed
+EFFORTS = {"webp": (0, 2, 4), "avif": (9, 8, 6, 5)}   # WebP method; AVIF aom speed
 # Grids of codec qualities, dense where the JPEG range 50-95 lands (see the
 # README: JPEG q50 ~ WebP 40s / AVIF 30s, JPEG q95 ~ WebP 90s / AVIF 80s).
 # AVIF is 4:2:0 below Q90 and 4:4:4 from it (AVIFEncoder): a step, so the grid
@@ -36,6 +36,11 @@ QUICK_GRID = {"webp": (40, 65, 85, 100), "avif": (25, 50, 70, 89, 90, 95)}
 JUMPS = {"webp": (), "avif": ((89, 90),)}
 POLICY_Q = 80          # the default `[thumbnails] quality`: efforts, bytes and ms are judged here
 BYTES_SLACK = 1.05     # the effort rule: fastest effort within 5% of the fewest bytes
+# The cold rule (issue 51): per codec and size, the effort with the fewest
+# bytes among those whose encode costs at most this much of AVIF speed 9's at
+# that size (the cold answer's encode before: an answer waits for it).
+COLD_BUDGET = 1.10
+COLD_REFERENCE = ("avif", 9)
 CHECK_QS = (80,)  # JPEG qs whose chosen points get the Butteraugli cross-check
 
 
@@ -74,6 +79,20 @@ def run_tool(args):
     if out.returncode != 0:
         sys.exit(f"{' '.join(args)} failed: {out.stderr.strip()}")
     return out.stdout
+
+
+def save_json(path, value):
+    """Writes `value` to `path` whole: a new file, then renamed over it."""
+    with open(path + ".new", "w") as f:
+        json.dump(value, f)
+    os.replace(path + ".new", path)
+
+
+def decoded_png(data, path):
+    """`data` (any format libvips reads) decoded to sRGB and written as a PNG
+    at `path`, for the metrics' command-line tools; returns `path`."""
+    pyvips.Image.new_from_buffer(data, "").colourspace("srgb").pngsave(path, compression=1)
+    return path
 
 
 def ssimulacra(ref, dist):
@@ -132,14 +151,10 @@ class Bench:
         shutil.rmtree(self.tmp, ignore_errors=True)
 
     def save_cache(self):
-        with open(self.cache_path + ".new", "w") as f:
-            json.dump(self.cache, f)
-        os.replace(self.cache_path + ".new", self.cache_path)
+        save_json(self.cache_path, self.cache)
 
     def decoded(self, data, i):
-        path = os.path.join(self.tmp, f"dist-{i}.png")
-        pyvips.Image.new_from_buffer(data, "").colourspace("srgb").pngsave(path, compression=1)
-        return path
+        return decoded_png(data, os.path.join(self.tmp, f"dist-{i}.png"))
 
     def encoded(self, codec, size, effort, quality, indices):
         """The bytes of crops `indices` at this setting. AVIF through enctime
@@ -262,6 +277,7 @@ def main():
         out_swift = os.path.join(args.work, "quick-QualityTable.swift")
     meta = {"date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d"),
             "crops": len(bench.names), "check": len(bench.check), "minutes": minutes, "slack": args.bytes_slack,
+            "cold_budget": COLD_BUDGET,
             "sizes": SIZES, "jpeg_qs": JPEG_QS, "efforts": EFFORTS, "policy_q": POLICY_Q, "check_qs": CHECK_QS,
             "vips": pyvips.version(0), "vips_minor": pyvips.version(1), "vips_micro": pyvips.version(2)}
     write_tsv(out_tsv, rows, meta)
@@ -283,8 +299,7 @@ def measure(bench, slack):
             rows.append(row)
             print(f"jpeg {size} q{q}: ssimulacra {pt['ssimulacra']:.5f} bytes {pt['bytes']:.0f} "
                   f"ms {row['ms']:.3f}", file=sys.stderr)
-    chosen = {}
-    cold = {}
+    policy = {}   # (codec, size) -> {effort: the calibrated row at POLICY_Q}
     for codec in ("webp", "avif"):
         for size in SIZES:
             at_policy = {}
@@ -311,19 +326,28 @@ def measure(bench, slack):
                         at_policy[effort] = row
                     print(f"{codec} {size} effort {effort} jpeg q{q} -> Q{quality} ({value:.1f}{' ' + note if note else ''}) "
                           f"bytes {data_bytes:.0f} ms {ms:.2f}", file=sys.stderr)
-            # The effort rule: among efforts whose bytes at the q80 match are
-            # within 5% of the fewest, the fastest.
-            fewest = min(r["bytes"] for r in at_policy.values())
-            fits = [e for e, r in at_policy.items() if r["bytes"] <= fewest * slack]
-            pick = min(fits, key=lambda e: at_policy[e]["ms"])
-            chosen[(codec, size)] = pick
-            # The cold effort (an answer waits for it): the fastest measured.
-            fast = min(at_policy, key=lambda e: at_policy[e]["ms"])
-            cold[(codec, size)] = fast
-            for r in rows:
-                if r["kind"] == "calibrated" and r["codec"] == codec and r["size"] == size:
-                    r["chosen"] = ",".join(t for t, e in (("behind", pick), ("cold", fast)) if r["effort"] == e) or "no"
-            print(f"{codec} {size}: effort {pick} chosen, {fast} cold", file=sys.stderr)
+            policy[(codec, size)] = at_policy
+    chosen = {}
+    cold = {}
+    for (codec, size), at_policy in policy.items():
+        # The effort rule: among efforts whose bytes at the q80 match are
+        # within 5% of the fewest, the fastest.
+        fewest = min(r["bytes"] for r in at_policy.values())
+        fits = [e for e, r in at_policy.items() if r["bytes"] <= fewest * slack]
+        pick = min(fits, key=lambda e: at_policy[e]["ms"])
+        chosen[(codec, size)] = pick
+        # The cold effort (an answer waits for it): the fewest bytes among the
+        # efforts within the cold budget (COLD_BUDGET x AVIF speed 9's time
+        # at this size); the fastest effort when none is.
+        budget = policy[(COLD_REFERENCE[0], size)][COLD_REFERENCE[1]]["ms"] * COLD_BUDGET
+        affordable = [e for e, r in at_policy.items() if r["ms"] <= budget]
+        fast = (min(affordable, key=lambda e: at_policy[e]["bytes"]) if affordable
+                else min(at_policy, key=lambda e: at_policy[e]["ms"]))
+        cold[(codec, size)] = fast
+        for r in rows:
+            if r["kind"] == "calibrated" and r["codec"] == codec and r["size"] == size:
+                r["chosen"] = ",".join(t for t, e in (("behind", pick), ("cold", fast)) if r["effort"] == e) or "no"
+        print(f"{codec} {size}: effort {pick} chosen, {fast} cold (budget {budget:.2f} ms)", file=sys.stderr)
     return rows, (chosen, cold)
 
 

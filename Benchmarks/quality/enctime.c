@@ -15,9 +15,17 @@
  *       -I../../Sources/CPixels/include -lturbojpeg -lwebp -lheif
  *   ./enctime jpeg|webp|avif QUALITY EFFORT SIDE PASSES FILE.rgb...
  *   ./enctime avif-files QUALITY EFFORT SIDE OUTDIR FILE.rgb...
+ *   ./enctime webp-files QUALITY EFFORT SIDE OUTDIR FILE.rgb...
  *
- * avif-files encodes each FILE once into OUTDIR/<index>.avif (for the
- * quality measurements) and prints each file's bytes, one per line.
+ * avif-files / webp-files encode each FILE once into OUTDIR/<index>.avif
+ * (.webp) (for the quality measurements) and print each file's bytes, one
+ * per line.
+ *
+ * Levers (levers.py), from the environment, default off (the service's
+ * settings): ENCTIME_AOM="name=value,..." extra libaom options (libheif
+ * "aom:name"), ENCTIME_TUNE=ssim|psnr, ENCTIME_CHROMA=444 (4:4:4 at every
+ * quality), ENCTIME_TRELLIS=1 (keep trellis quantisation at speed 9);
+ * ENCTIME_WEBP="sharp_yuv,autofilter,sns=N,filter=N,segments=N,pass=N".
  *
  * Each FILE.rgb is SIDE x SIDE interleaved 8-bit RGB. A pass encodes every
  * file once; the pass with the least CPU time (CLOCK_PROCESS_CPUTIME_ID)
@@ -49,14 +57,33 @@ static size_t encode_jpeg(tjhandle tj, const unsigned char *rgb, int side, int q
     return length;
 }
 
-static size_t encode_webp(const unsigned char *rgb, int side, int quality, int method) {
+static size_t encode_webp(const unsigned char *rgb, int side, int quality, int method, FILE *out) {
     WebPConfig config;
     WebPPicture picture;
     WebPMemoryWriter writer;
     if (!WebPConfigPreset(&config, WEBP_PRESET_DEFAULT, (float) quality) || !WebPPictureInit(&picture)) exit(1);
     config.method = method;
+    const char *levers = getenv("ENCTIME_WEBP");
+    if (levers && *levers) {
+        char copy[256], *rest = copy, *item;
+        snprintf(copy, sizeof copy, "%s", levers);
+        while ((item = strsep(&rest, ",")) != NULL) {
+            char *value = strchr(item, '=');
+            int n = value ? atoi(value + 1) : 1;
+            if (strncmp(item, "sharp_yuv", 9) == 0) config.use_sharp_yuv = n;
+            else if (strncmp(item, "autofilter", 10) == 0) config.autofilter = n;
+            else if (strncmp(item, "sns", 3) == 0) config.sns_strength = n;
+            else if (strncmp(item, "filter", 6) == 0) config.filter_strength = n;
+            else if (strncmp(item, "sharpness", 9) == 0) config.filter_sharpness = n;
+            else if (strncmp(item, "segments", 8) == 0) config.segments = n;
+            else if (strncmp(item, "pass", 4) == 0) config.pass = n;
+            else if (*item) { fprintf(stderr, "unknown ENCTIME_WEBP %s\n", item); exit(1); }
+        }
+    }
     picture.width = side;
     picture.height = side;
+    /* libwebp applies sharp YUV only when it converts ARGB itself (WebPEncode). */
+    picture.use_argb = config.use_sharp_yuv ? 1 : 0;
     WebPMemoryWriterInit(&writer);
     picture.writer = WebPMemoryWrite;
     picture.custom_ptr = &writer;
@@ -65,6 +92,7 @@ static size_t encode_webp(const unsigned char *rgb, int side, int quality, int m
         exit(1);
     }
     size_t length = writer.size;
+    if (out && fwrite(writer.mem, 1, writer.size, out) != writer.size) exit(1);
     WebPPictureFree(&picture);
     WebPMemoryWriterClear(&writer);
     return length;
@@ -96,7 +124,8 @@ static struct heif_error count_bytes(struct heif_context *context, const void *d
  * when it is not NULL; returns the file's size. */
 static size_t encode_avif(const unsigned char *rgb, int side, int quality, int speed, FILE *out) {
     struct heif_image *image = NULL;
-    int chroma420 = quality < 90;
+    const char *force = getenv("ENCTIME_CHROMA");
+    int chroma420 = quality < 90 && !(force && strcmp(force, "444") == 0);
     if (chroma420) {
         int half = (side + 1) / 2, ys, cbs, crs;
         heif_ok(heif_image_create(side, side, heif_colorspace_YCbCr, heif_chroma_420, &image), "create");
@@ -129,7 +158,23 @@ static size_t encode_avif(const unsigned char *rgb, int side, int quality, int s
     heif_ok(heif_encoder_set_parameter_integer(encoder, "speed", speed), "speed");
     heif_ok(heif_encoder_set_parameter_string(encoder, "chroma", chroma420 ? "420" : "444"), "chroma");
     heif_ok(heif_encoder_set_parameter_integer(encoder, "threads", 1), "threads");
-    if (speed >= 9) heif_ok(heif_encoder_set_parameter_string(encoder, "aom:disable-trellis-quant", "1"), "trellis");
+    const char *trellis = getenv("ENCTIME_TRELLIS");
+    if (speed >= 9 && !(trellis && *trellis == '1'))
+        heif_ok(heif_encoder_set_parameter_string(encoder, "aom:disable-trellis-quant", "1"), "trellis");
+    const char *tune = getenv("ENCTIME_TUNE");
+    if (tune && *tune) heif_ok(heif_encoder_set_parameter_string(encoder, "tune", tune), "tune");
+    const char *levers = getenv("ENCTIME_AOM");
+    if (levers && *levers) {
+        char copy[512], *rest = copy, *item;
+        snprintf(copy, sizeof copy, "%s", levers);
+        while ((item = strsep(&rest, ",")) != NULL) {
+            char *value = strchr(item, '='), name[128];
+            if (!value) continue;
+            *value++ = 0;
+            snprintf(name, sizeof name, "aom:%s", item);
+            heif_ok(heif_encoder_set_parameter_string(encoder, name, value), name);
+        }
+    }
     heif_ok(heif_context_encode_image(context, image, encoder, NULL, NULL), "encode");
     size_t size = 0;
     struct heif_writer writer = {1, out ? write_file : count_bytes};
@@ -148,7 +193,8 @@ int main(int argc, char **argv) {
         return 1;
     }
     const char *codec = argv[1];
-    int files_mode = strcmp(codec, "avif-files") == 0;
+    int webp_files = strcmp(codec, "webp-files") == 0;
+    int files_mode = strcmp(codec, "avif-files") == 0 || webp_files;
     int quality = atoi(argv[2]), effort = atoi(argv[3]), side = atoi(argv[4]);
     int passes = files_mode ? 0 : atoi(argv[5]);
     int files = argc - 6;
@@ -167,13 +213,14 @@ int main(int argc, char **argv) {
     if (files_mode) {
         for (int i = 0; i < files; i++) {
             char path[4096];
-            snprintf(path, sizeof path, "%s/%d.avif", argv[5], i);
+            snprintf(path, sizeof path, "%s/%d.%s", argv[5], i, webp_files ? "webp" : "avif");
             FILE *out = fopen(path, "wb");
             if (!out) {
                 fprintf(stderr, "cannot write %s\n", path);
                 return 1;
             }
-            size_t size = encode_avif(rgb[i], side, quality, effort, out);
+            size_t size = webp_files ? encode_webp(rgb[i], side, quality, effort, out)
+                                     : encode_avif(rgb[i], side, quality, effort, out);
             if (fclose(out) != 0) return 1;
             printf("%zu\n", size);
         }
@@ -187,7 +234,7 @@ int main(int argc, char **argv) {
         double start = cpu_now();
         for (int i = 0; i < files; i++)
             total += strcmp(codec, "jpeg") == 0 ? encode_jpeg(tj, rgb[i], side, quality)
-                   : strcmp(codec, "webp") == 0 ? encode_webp(rgb[i], side, quality, effort)
+                   : strcmp(codec, "webp") == 0 ? encode_webp(rgb[i], side, quality, effort, NULL)
                    : encode_avif(rgb[i], side, quality, effort, NULL);
         double took = cpu_now() - start;
         if (took < best) best = took;

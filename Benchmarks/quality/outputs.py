@@ -49,7 +49,7 @@ SWIFT_HEADER = '''\
 /// standard Huffman tables, 4:2:0 below q90, 4:4:4 from q90) the mean distance
 /// to the resized original is the target; for WebP (libwebp default preset,
 /// methods 0, 2, 4) and AVIF (libheif + aom as `AVIFEncoder` calls them: 8-bit,
-/// 4:2:0 below Q90, speeds 9 without trellis quantisation, 8, 6) the
+/// 4:2:0 below Q90, speeds 9 without trellis quantisation, 8, 6, 5) the
 /// quality with the same mean distance, linear between a grid of measured
 /// qualities, rounded. The cross-check in table.tsv: Butteraugli, stricter
 /// on WebP's and AVIF's smoothing, rates the q80 points somewhat worse than
@@ -59,8 +59,12 @@ SWIFT_HEADER = '''\
 /// on one core) whose mean bytes at the JPEG-q80 match are within {slack}% of
 /// the fewest bytes of the efforts measured: cold answers at codec speed (issue
 /// 35) unless a slower effort saves real bytes: the `.behind` tier (format
-/// upgrades behind an answer, docs/formats.md). The `.cold` tier,
-/// for answers a client waits for, is the fastest effort measured.
+/// upgrades behind an answer, docs/formats.md). The `.cold` tier, for
+/// answers a client waits for (issue 51): the effort with the fewest bytes
+/// among those that encode within {cold_budget}% of AVIF speed 9's time at
+/// that size (the cold encode before it), so the table picks per size, not
+/// per format (WebP method 4 at 100 px costs what AVIF speed 9 does, for ~10%
+/// fewer bytes at equal SSIMULACRA; Benchmarks/quality/README.md).
 {effort_doc}
 package enum QualityTable {{
     /// Size classes by the thumbnail's longest edge: up to 150 px → .small
@@ -80,7 +84,7 @@ package enum QualityTable {{
     package enum Codec: String, Sendable, CaseIterable {{ case jpeg, webp, avif }}
 
     /// Which effort a row is for: `.cold`, an answer waits for the encode
-    /// (the fastest effort measured); `.behind`, a format upgrade behind the
+    /// (the cold rule above: within the cold budget); `.behind`, a format upgrade behind the
     /// answer (the effort rule above: fewer bytes).
     package enum Tier: String, Sendable, CaseIterable {{ case cold, behind }}
 
@@ -107,7 +111,7 @@ package enum QualityTable {{
     }}
 
     /// Mean bytes of a thumbnail of that codec at that size class, calibrated
-    /// to JPEG q80 (for the format policy: "cheapest format within 10% of the
+    /// to JPEG q80 (for the format policy: "cheapest format within 5% of the
     /// smallest").
     package static func meanBytes(_ codec: Codec, size: SizeClass, tier: Tier = .behind) -> Int {{
         (row(codec, size, tier) ?? jpeg[size]).meanBytes
@@ -189,6 +193,7 @@ def write_swift(path, rows, chosen, cold, meta):
             effort_doc.append(f"/// - {codec} {size} px → {chosen[(codec, size)]}, cold {cold[(codec, size)]} ({parts})")
     text = SWIFT_HEADER.format(
         slack=round((meta["slack"] - 1) * 100), date=meta["date"], crops=meta["crops"],
+        cold_budget=round((meta["cold_budget"] - 1) * 100),
         vips=f"{meta['vips']}.{meta['vips_minor']}.{meta['vips_micro']}",
         jpeg_qs=", ".join(map(str, meta["jpeg_qs"])), effort_doc="\n".join(effort_doc),
         jpeg_list=", ".join(map(str, meta["jpeg_qs"])),

@@ -1,4 +1,5 @@
 #include "cvips_internal.h"
+#include <stdint.h>
 #include <string.h>
 
 /* A render's deadline: the "eval" signal of the image being computed fires
@@ -232,6 +233,52 @@ int cvips_render_flatten(cvips_render *r, const double background[3]) {
     return CVIPS_OK;
 }
 
+static uint32_t le32(const unsigned char *p) {
+    return (uint32_t) p[0] | (uint32_t) p[1] << 8 | (uint32_t) p[2] << 16 | (uint32_t) p[3] << 24;
+}
+
+static void put_le32(unsigned char *p, uint32_t v) {
+    p[0] = (unsigned char) v; p[1] = (unsigned char) (v >> 8); p[2] = (unsigned char) (v >> 16); p[3] = (unsigned char) (v >> 24);
+}
+
+/* libvips 8.14's webpsave writes a VP8X header and an EXIF chunk (~200
+ * bytes, 14% of a 100 px thumbnail) even with "strip". Drops the EXIF and
+ * XMP chunks in place (clearing their VP8X flags), and the VP8X header too
+ * when nothing else needs it (no ICC profile, alpha or animation: one
+ * image chunk left), which is libwebp's simple format, as the fast path's
+ * WebP. Anything that does not parse as a RIFF WebP is left as it is. */
+static void webp_drop_metadata(unsigned char *data, size_t *length) {
+    size_t n = *length;
+    if (n < 20 || memcmp(data, "RIFF", 4) != 0 || memcmp(data + 8, "WEBP", 4) != 0) return;
+    /* First pass: every chunk must fit, and what is there. */
+    size_t vp8x = 0, images = 0, others = 0;
+    for (size_t k = 12; k < n;) {
+        if (k + 8 > n) return;
+        size_t size = le32(data + k + 4), padded = size + (size & 1);
+        if (padded > n - k - 8) return;
+        if (memcmp(data + k, "VP8X", 4) == 0) { if (size < 10) return; vp8x = k; }
+        else if (memcmp(data + k, "VP8 ", 4) == 0 || memcmp(data + k, "VP8L", 4) == 0) images++;
+        else if (memcmp(data + k, "EXIF", 4) != 0 && memcmp(data + k, "XMP ", 4) != 0) others++;
+        k += 8 + padded;
+    }
+    if (!vp8x) return;
+    unsigned char flags = data[vp8x + 8] & (unsigned char) ~0x0C; /* EXIF 0x08, XMP 0x04 */
+    data[vp8x + 8] = flags;
+    int simple = flags == 0 && images == 1 && others == 0;
+    size_t to = 12;
+    for (size_t k = 12; k < n;) {
+        size_t size = le32(data + k + 4), chunk = 8 + size + (size & 1);
+        int drop = memcmp(data + k, "EXIF", 4) == 0 || memcmp(data + k, "XMP ", 4) == 0 || (simple && k == vp8x);
+        if (!drop) {
+            memmove(data + to, data + k, chunk);
+            to += chunk;
+        }
+        k += chunk;
+    }
+    put_le32(data + 4, (uint32_t) (to - 8));
+    *length = to;
+}
+
 int cvips_render_save(cvips_render *r, int format, int quality, int effort, void **out, size_t *out_length) {
     *out = NULL;
     *out_length = 0;
@@ -243,6 +290,7 @@ int cvips_render_save(cvips_render *r, int format, int quality, int effort, void
     switch (format) {
     case CVIPS_FORMAT_WEBP:
         saved = vips_webpsave_buffer(image, out, out_length, "Q", quality, "effort", effort, "strip", TRUE, NULL);
+        if (!saved) webp_drop_metadata(*out, out_length);
         break;
     case CVIPS_FORMAT_PNG:
         saved = vips_pngsave_buffer(image, out, out_length, "strip", TRUE, "compression", 6, NULL);

@@ -44,12 +44,12 @@ struct FormatPolicyTests {
             bytes: { format, _, tier in tier == .behind ? behind[key(format)] ?? cold[key(format)]!.bytes : cold[key(format)]!.bytes })
     }
 
-    /// WebP within 10% of AVIF cold and cheaper: WebP cold; AVIF behind saves 35%.
+    /// WebP within 5% of AVIF cold and cheaper: WebP cold; AVIF behind saves 35%.
     static let close = costs([.jpeg: (3100, 0.06), .webp: (2300, 1.2), .avif: (2200, 2.5)], behind: [.webp: 2100, .avif: 1500])
     /// The measured shape at 300 px: AVIF far smaller cold, and smaller again at its slower effort.
     static let apart = costs([.jpeg: (10757, 0.5), .webp: (10542, 3.6), .avif: (7196, 14.0)], behind: [.webp: 7409, .avif: 5140])
 
-    @Test func theColdAnswerIsTheCheapestWithinTenPercentOfTheSmallest() {
+    @Test func theColdAnswerIsTheCheapestWithinFivePercentOfTheSmallest() {
         let size = ImageSize(100)
         var policy = FormatPolicy(avif: .cold, webp: .cold, avifEncodes: true, costs: Self.close)
         #expect(policy.choice([.avif, .webp], size: size) == .init(cold: .webp, better: .avif))
@@ -58,10 +58,10 @@ struct FormatPolicyTests {
         #expect(policy.choice([], size: size) == .init(cold: .auto, better: nil))
         policy.costs = Self.apart
         #expect(policy.choice([.avif, .webp], size: size) == .init(cold: .avif, better: .avif))
-        // JPEG within 10% of WebP cold and cheaper: JPEG cold, WebP (slow effort) behind.
+        // JPEG within 5% of WebP cold and cheaper: JPEG cold, WebP (slow effort) behind.
         #expect(policy.choice([.webp], size: size) == .init(cold: .auto, better: .webp))
         // No encoding saves 15% by the table: nothing behind.
-        policy.costs = Self.costs([.jpeg: (2000, 0.06), .webp: (1900, 1.2), .avif: (2500, 2.5)], behind: [.webp: 1800])
+        policy.costs = Self.costs([.jpeg: (1980, 0.06), .webp: (1900, 1.2), .avif: (2500, 2.5)], behind: [.webp: 1800])
         #expect(policy.choice([.avif, .webp], size: size) == .init(cold: .auto, better: nil))
     }
 
@@ -90,7 +90,7 @@ struct FormatPolicyTests {
         // The policy asks per class: a 100x400 box is priced as 300 px.
         let byClass = FormatPolicy.Costs(
             millis: { format, size, _ in format == .webp ? 1 : format == .avif ? (size == .small ? 2 : 50) : 0.1 },
-            bytes: { format, _, _ in format == .webp ? 1000 : format == .avif ? 950 : 5000 })
+            bytes: { format, _, _ in format == .webp ? 1000 : format == .avif ? 980 : 5000 })
         let policy = FormatPolicy(avif: .cold, webp: .cold, avifEncodes: true, costs: byClass)
         #expect(policy.choice([.avif, .webp], size: ImageSize(width: 100, height: 400)).cold == .webp)
         #expect(policy.choice([.avif, .webp], size: ImageSize(width: 100, height: 100)).cold == .webp)
@@ -103,6 +103,11 @@ struct FormatPolicyTests {
             #expect(policy.choice([.avif, .webp], size: ImageSize(side)).cold != .auto, "\(side)")
             #expect(policy.choice([], size: ImageSize(side)) == .init(cold: .auto, better: nil))
         }
+        // Per size, not per format (issue 51): at 100 px WebP method 4 is
+        // smaller than AVIF speed 9 at the same encode time, AVIF behind it;
+        // from 300 px AVIF speed 9 cold, a slower AVIF behind.
+        #expect(policy.choice([.avif, .webp], size: ImageSize(100)) == .init(cold: .webp, better: .avif))
+        #expect(policy.choice([.avif, .webp], size: ImageSize(300)) == .init(cold: .avif, better: .avif))
     }
 
     @Test func theMemoAnswersAsThePolicy() {

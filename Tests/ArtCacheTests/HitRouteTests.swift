@@ -125,7 +125,7 @@ struct HitRouteTests {
     /// Nor is it a memory answer to a client that accepts the better format:
     /// the better one may be kept on disk (issue 49 item 3), so the index is asked.
     @Test func aColdAnswerWithItsUpgradeStillOpenLeavesNoRoute() async throws {
-        let s = try await ServiceUpgradeTests.harness(avif: .behind)
+        let s = try await ServiceUpgradeTests.harness(avif: .behind, webp: .behind)
         s.origin.register("zone.jpg", .init(body: try Fixtures.image(width: 600, height: 600, suffix: ".jpg"), contentType: "image/jpeg"))
         let path = try s.path("/img/zone.jpg", "300x300,fit=cover")
         await s.pipeline.background.close()

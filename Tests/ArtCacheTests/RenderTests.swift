@@ -126,6 +126,32 @@ struct RenderTests {
         #expect(Fixtures.header(webp.data)?.hasAlpha == true)
     }
 
+    /// libvips 8.14's webpsave writes a VP8X header and an EXIF chunk even
+    /// with `strip` (~200 bytes of a 100 px thumbnail): the libvips path
+    /// sends libwebp's simple format, as the fast path does, and keeps VP8X
+    /// only for what needs it (alpha here), without the EXIF (issue 51).
+    @Test func libvipsWebPCarriesNoMetadata() async throws {
+        func chunks(_ data: Data) -> [String] {
+            var names: [String] = [], k = 12
+            let bytes = [UInt8](data)
+            while k + 8 <= bytes.count {
+                names.append(String(decoding: bytes[k..<k + 4], as: UTF8.self))
+                let size = Int(bytes[k + 4]) | Int(bytes[k + 5]) << 8 | Int(bytes[k + 6]) << 16 | Int(bytes[k + 7]) << 24
+                k += 8 + size + (size & 1)
+            }
+            #expect(k == bytes.count, "the chunks fill the file")
+            #expect(Int(bytes[4]) | Int(bytes[5]) << 8 | Int(bytes[6]) << 16 | Int(bytes[7]) << 24 == bytes.count - 8, "RIFF size")
+            return names
+        }
+        let opaque = try await render(try Fixtures.image(width: 120, height: 90, suffix: ".png"), "60x60", format: .webp)
+        #expect(chunks(opaque.data) == ["VP8 "])
+        let header = try #require(Fixtures.header(opaque.data))
+        #expect(header.width == 60 && header.height == 45)
+        let alpha = try await render(try Fixtures.image(width: 50, height: 50, bands: 4, suffix: ".png"), "40x40", format: .webp)
+        #expect(chunks(alpha.data) == ["VP8X", "ALPH", "VP8 "])
+        #expect(Fixtures.header(alpha.data)?.hasAlpha == true)
+    }
+
     @Test func animatedGIFGivesItsFirstFrame() async throws {
         let input = try Fixtures.animatedGIF(width: 40, height: 30, frames: 4)
         #expect(Sniffer.sniff(input).isAnimated)
