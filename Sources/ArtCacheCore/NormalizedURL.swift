@@ -25,15 +25,7 @@ package struct NormalizedURL: Hashable, Sendable, CustomStringConvertible {
     /// Normalizes `text`; throws `.invalidURL` for anything but an absolute
     /// http or https URL with a host and without credentials.
     package init(_ text: String) throws(ArtCacheError) {
-        // Foundation's trimming only when an end may be whitespace: a list
-        // of URLs is mostly plain ASCII, and bridging each cost more than
-        // parsing it.
-        let utf8 = text.utf8
-        let trimmed = if let first = utf8.first, let last = utf8.last, Self.isPlainASCII(first), Self.isPlainASCII(last) {
-            text
-        } else {
-            text.trimmingCharacters(in: .whitespacesAndNewlines)
-        }
+        let trimmed = text.trimmingWhitespace(newlines: true)
         guard !trimmed.isEmpty else { throw ArtCacheError(.invalidURL, "empty URL") }
         // Escaped here, then parsed strictly: with a character it does not
         // take, `URLComponents(string:)` escapes the whole URL again.
@@ -68,9 +60,6 @@ package struct NormalizedURL: Hashable, Sendable, CustomStringConvertible {
 }
 
 extension NormalizedURL {
-    /// A printable ASCII byte other than space: never trimmed.
-    static func isPlainASCII(_ byte: UInt8) -> Bool { byte > 0x20 && byte < 0x7F }
-
     /// The host part of an absolute URL as written: after `scheme://` and any
     /// `userinfo@`, before the port, path, query or fragment (IPv6 with its brackets).
     static func writtenHost(_ url: String) -> String? {

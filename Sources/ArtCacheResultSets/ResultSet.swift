@@ -250,7 +250,7 @@ package enum ResultSetParser {
         /// Adds an item for a result: its first image URL of `candidates` (a
         /// non-empty string) and its id (a string or a number).
         mutating func addItem(_ candidates: [Any?], id: Any?) {
-            let url = candidates.lazy.compactMap { ($0 as? String)?.trimmingCharacters(in: .whitespacesAndNewlines) }
+            let url = candidates.lazy.compactMap { ($0 as? String)?.trimmingWhitespace(newlines: true) }
                 .first { !$0.isEmpty }
             guard let url else { return }
             let text: String? = switch id {
@@ -264,7 +264,7 @@ package enum ResultSetParser {
         /// Adds `value` if it is a non-empty string (after trimming) not seen before.
         mutating func add(_ value: Any?) {
             guard let string = value as? String else { return }
-            let trimmed = string.trimmingCharacters(in: .whitespacesAndNewlines)
+            let trimmed = string.trimmingWhitespace(newlines: true)
             guard !trimmed.isEmpty, seen.insert(trimmed).inserted else { return }
             urls.append(trimmed)
         }

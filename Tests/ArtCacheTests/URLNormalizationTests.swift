@@ -113,4 +113,13 @@ struct URLNormalizationTests {
         #expect(NormalizedURL.removeDotSegments("/a/./b/../c.jpg") == "/a/c.jpg")
         #expect(NormalizedURL.removeDotSegments("/a/.hidden/x") == "/a/.hidden/x")
     }
+
+    /// Whitespace trimmed as Foundation trims it, by bytes where the ends are ASCII.
+    @Test(arguments: ["  max-age=60 ", "\tx\t", "", "   ", "\r\nhttp://h/a.jpg\n", "a b", "\u{A0}nbsp\u{A0}", " \u{2003}em\u{2003} ",
+                      "x\u{A0} ", "é ", "\u{0B}v\u{0C}"])
+    func whitespaceIsTrimmedAsFoundationTrimsIt(_ text: String) {
+        #expect(text.trimmingWhitespace() == text.trimmingCharacters(in: .whitespaces), "\(Array(text.unicodeScalars))")
+        #expect(text.trimmingWhitespace(newlines: true) == text.trimmingCharacters(in: .whitespacesAndNewlines),
+                "\(Array(text.unicodeScalars))")
+    }
 }

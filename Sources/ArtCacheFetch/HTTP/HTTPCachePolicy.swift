@@ -73,7 +73,7 @@ package struct HTTPCachePolicy: Sendable, Equatable {
         let directives = Self.directives(headers)
         noStore = directives.contains("no-store") || directives.contains("private")
         let date = headers["date"].flatMap(HTTPDate.parse)
-        age = headers["age"].flatMap { Self.deltaSeconds($0.trimmingCharacters(in: .whitespaces)) } ?? 0
+        age = headers["age"].flatMap { Self.deltaSeconds($0.trimmingWhitespace()) } ?? 0
         let explicit = Self.explicitLifetime(headers, directives: directives, date: date ?? now)
         let lifetime = explicit ?? heuristics.lifetime(lastModified: headers["last-modified"].flatMap(HTTPDate.parse),
                                                         date: date ?? now)
@@ -87,10 +87,15 @@ package struct HTTPCachePolicy: Sendable, Equatable {
         immutable = directives.contains("immutable")
     }
 
+    /// A directive's value without the quotes around it (`max-age="60"`).
+    private static func unquoted(_ value: Substring) -> String {
+        String(value.drop { $0 == "\"" }.reversed().drop { $0 == "\"" }.reversed())
+    }
+
     /// The Cache-Control directives, lowercased and trimmed.
     private static func directives(_ headers: [String: String]) -> [String] {
         (headers["cache-control"] ?? "").lowercased()
-            .split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }
+            .split(separator: ",").map { $0.trimmingWhitespace() }
     }
 
     /// The lifetime the headers give (no-cache, s-maxage, max-age, Expires
@@ -99,7 +104,7 @@ package struct HTTPCachePolicy: Sendable, Equatable {
         if directives.contains("no-cache") { return 0 }
         for name in ["s-maxage", "max-age"] {
             if let directive = directives.first(where: { $0.hasPrefix(name + "=") }) {
-                return deltaSeconds(directive.dropFirst(name.count + 1).trimmingCharacters(in: CharacterSet(charactersIn: "\""))) ?? 0
+                return deltaSeconds(Self.unquoted(directive.dropFirst(name.count + 1))) ?? 0
             }
         }
         if let expires = headers["expires"] {
@@ -128,7 +133,7 @@ package struct HTTPCachePolicy: Sendable, Equatable {
     /// `name=N` among `directives`, as delta-seconds.
     private static func seconds(_ name: String, in directives: [String]) -> TimeInterval? {
         guard let directive = directives.first(where: { $0.hasPrefix(name + "=") }) else { return nil }
-        return deltaSeconds(directive.dropFirst(name.count + 1).trimmingCharacters(in: CharacterSet(charactersIn: "\"")))
+        return deltaSeconds(Self.unquoted(directive.dropFirst(name.count + 1)))
     }
 
     /// The validators to keep after a 304: the new headers' freshness when
@@ -159,7 +164,7 @@ package struct HTTPCachePolicy: Sendable, Equatable {
     /// Seconds from a Retry-After header (delta seconds or an HTTP date);
     /// nil for anything else.
     package static func retryAfter(_ value: String?, now: Date = Date()) -> TimeInterval? {
-        guard let value = value?.trimmingCharacters(in: .whitespaces), !value.isEmpty else { return nil }
+        guard let value = value?.trimmingWhitespace(), !value.isEmpty else { return nil }
         if let seconds = deltaSeconds(value) { return seconds }
         return HTTPDate.parse(value).map { max(0, $0.timeIntervalSince(now)) }
     }

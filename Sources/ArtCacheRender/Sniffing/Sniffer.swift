@@ -196,7 +196,7 @@ package enum Sniffer {
     package static func mediaType(ofContentType header: String?) -> String? {
         guard let header else { return nil }
         let essence = header.split(separator: ";", maxSplits: 1, omittingEmptySubsequences: false).first ?? ""
-        let trimmed = essence.trimmingCharacters(in: .whitespacesAndNewlines).lowercased()
+        let trimmed = essence.trimmingWhitespace(newlines: true).lowercased()
         return trimmed.isEmpty ? nil : trimmed
     }
 
