@@ -17,50 +17,64 @@ struct ServiceManifestTests {
     @Test func aSignedResultSetGetsItsManifest() async throws {
         let s = try await ServiceHarness { $0.service.manifestMaxBody = 4096 }
         try s.register("a.jpg", width: 90, height: 60)
-        _ = try await s.pipeline.info(for: s.origin.url("/img/a.jpg"))
         let body = Array("""
             {"total_count":2,"items":[{"id":41,"avatar_url":"\(s.origin.url("/img/a.jpg"))"},{"id":42,"avatar_url":"\(s.origin.url("/img/b.jpg"))"}]}
             """.utf8)
+        // Each step names itself when it throws (CI once saw "I/O on closed
+        // channel" from this test under load, with no step to go on).
+        @Sendable func step(_ name: String, _ body: () async throws -> Void) async throws {
+            do { try await body() } catch {
+                Issue.record("\(name): \(String(reflecting: error))")
+                throw error
+            }
+        }
+        try await step("pipeline.info") { _ = try await s.pipeline.info(for: s.origin.url("/img/a.jpg")) }
         try await s.app().test(.router) { client in
-            try await client.execute(uri: "/v1/manifest?sizes=48x48", method: .post,
-                                     headers: s.signer.manifestHeaders(body, query: "sizes=48x48"), body: ByteBuffer(bytes: body)) { response in
-                #expect(response.status == .ok)
-                #expect(response.headers[.contentType] == "application/json")
-                let manifest = try JSONDecoder().decode(ImageManifest.self, from: Data(buffer: response.body))
-                #expect(manifest.format == .githubUsers)
-                #expect(manifest.items.map(\.id) == ["41", "42"])
-                #expect(manifest.items.map(\.status) == [.cached, .pending])
-                #expect((manifest.items[0].width, manifest.items[0].height) == (90, 60))
-                let path = try #require(manifest.items[0].variants["48x48"]?["2x"]?.path)
-                #expect(path.contains("/96x96"), "\(path)")
+            try await step("POST /v1/manifest") {
+                try await client.execute(uri: "/v1/manifest?sizes=48x48", method: .post,
+                                         headers: s.signer.manifestHeaders(body, query: "sizes=48x48"), body: ByteBuffer(bytes: body)) { response in
+                    #expect(response.status == .ok)
+                    #expect(response.headers[.contentType] == "application/json")
+                    let manifest = try JSONDecoder().decode(ImageManifest.self, from: Data(buffer: response.body))
+                    #expect(manifest.format == .githubUsers)
+                    #expect(manifest.items.map(\.id) == ["41", "42"])
+                    #expect(manifest.items.map(\.status) == [.cached, .pending])
+                    #expect((manifest.items[0].width, manifest.items[0].height) == (90, 60))
+                    let path = try #require(manifest.items[0].variants["48x48"]?["2x"]?.path)
+                    #expect(path.contains("/96x96"), "\(path)")
+                }
             }
             // The signed 2x path it gave is an image this service serves.
             let manifestPath = s.signer.path(for: s.origin.url("/img/a.jpg"),
                                              options: ThumbnailOptions(size: ImageSize(width: 96, height: 96), fit: .contain))
-            try await client.execute(uri: manifestPath, method: .get) { response in
-                #expect(response.status == .ok)
+            try await step("GET the 2x path") {
+                try await client.execute(uri: manifestPath, method: .get) { response in
+                    #expect(response.status == .ok)
+                }
             }
-            // Missing signature: 401; wrong: 403; too large: 413; not a result set: 400.
-            try await client.execute(uri: "/v1/manifest", method: .post, body: ByteBuffer(bytes: body)) { response in
-                #expect(response.status == .unauthorized)
-                #expect(response.headers[.artcacheError] == "missing_signature")
-            }
-            let other = ServiceURLSigner(keys: [Array(repeating: 1, count: 32)]).manifestHeaders(body)
-            try await client.execute(uri: "/v1/manifest", method: .post, headers: other,
-                                     body: ByteBuffer(bytes: body)) { response in
-                #expect(response.status == .forbidden)
-            }
-            let large = Array(repeating: UInt8(ascii: " "), count: 5000) + body
-            try await client.execute(uri: "/v1/manifest", method: .post,
-                                     headers: s.signer.manifestHeaders(large),
-                                     body: ByteBuffer(bytes: large)) { response in
-                #expect(response.status == .contentTooLarge)
-            }
-            let junk = Array("{\"hello\": 1}".utf8)
-            try await client.execute(uri: "/v1/manifest", method: .post,
-                                     headers: s.signer.manifestHeaders(junk),
-                                     body: ByteBuffer(bytes: junk)) { response in
-                #expect(response.status == .badRequest)
+            try await step("refusals (401, 403, 413, 400)") {
+                // Missing signature: 401; wrong: 403; too large: 413; not a result set: 400.
+                try await client.execute(uri: "/v1/manifest", method: .post, body: ByteBuffer(bytes: body)) { response in
+                    #expect(response.status == .unauthorized)
+                    #expect(response.headers[.artcacheError] == "missing_signature")
+                }
+                let other = ServiceURLSigner(keys: [Array(repeating: 1, count: 32)]).manifestHeaders(body)
+                try await client.execute(uri: "/v1/manifest", method: .post, headers: other,
+                                         body: ByteBuffer(bytes: body)) { response in
+                    #expect(response.status == .forbidden)
+                }
+                let large = Array(repeating: UInt8(ascii: " "), count: 5000) + body
+                try await client.execute(uri: "/v1/manifest", method: .post,
+                                         headers: s.signer.manifestHeaders(large),
+                                         body: ByteBuffer(bytes: large)) { response in
+                    #expect(response.status == .contentTooLarge)
+                }
+                let junk = Array("{\"hello\": 1}".utf8)
+                try await client.execute(uri: "/v1/manifest", method: .post,
+                                         headers: s.signer.manifestHeaders(junk),
+                                         body: ByteBuffer(bytes: junk)) { response in
+                    #expect(response.status == .badRequest)
+                }
             }
         }
         try await s.close()
