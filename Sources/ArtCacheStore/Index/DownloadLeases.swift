@@ -33,10 +33,10 @@ package final class DownloadLeases: Sendable {
     /// came while the one before committed (two transactions per download
     /// were most of a prefetch's index work: each a BEGIN, a COMMIT and
     /// their WAL frames).
-    private let pending = Locked<(ops: [Op], draining: Bool)>(([], false))
+    /// `batches`: the transactions they took so far.
+    private let pending = Locked<(ops: [Op], draining: Bool, batches: Int)>(([], false, 0))
     /// Transactions the claims and releases took so far, and operations waiting now (tests).
-    package var activity: (batches: Int, waiting: Int) { (batchCount.withLock { $0 }, pending.withLock { $0.ops.count }) }
-    private let batchCount = Locked(0)
+    package var activity: (batches: Int, waiting: Int) { pending.withLock { ($0.batches, $0.ops.count) } }
 
     init(db: DatabasePool) { self.db = db }
 
@@ -88,14 +88,14 @@ package final class DownloadLeases: Sendable {
     /// its error: a failed transaction fails the whole batch). Then the
     /// next batch, if more came meanwhile.
     private func writeBatch() {
-        let (pending, taken, batchCount, pid, token) = (self.pending, Locked<[Op]>([]), self.batchCount, self.pid, self.token)
+        let (pending, taken, pid, token) = (self.pending, Locked<[Op]>([]), self.pid, self.token)
         db.asyncWrite({ db -> [Claim?] in
             let batch = pending.withLock { state -> [Op] in
                 defer { state.ops = [] }
+                state.batches += 1
                 return state.ops
             }
             taken.withLock { $0 = batch }
-            batchCount.withLock { $0 += 1 }
             return try batch.map { op -> Claim? in
                 switch op {
                 case .claim(let key, let url, let duration, let waited, let now, _):
