@@ -1,8 +1,9 @@
 /* enctime: CPU time of the JPEG, WebP and AVIF encoders as the service calls
  * them directly (no libvips around them), for Benchmarks/quality/calibrate.
  *
- *   JPEG: TurboJPEG tjCompress2, RGB, baseline, 4:2:0 below quality 90 and
- *         4:4:4 from 90 (TurboJPEG.swift's TurboJPEGEncoder)
+ *   JPEG: TurboJPEG tjCompress2, RGB, 4:2:0 below quality 90 and 4:4:4 from
+ *         90 (TurboJPEG.swift's TurboJPEGEncoder); EFFORT 0 baseline, 1
+ *         progressive (TJFLAG_PROGRESSIVE, `[thumbnails] progressive_from`)
  *   WebP: libwebp's advanced API, default preset at `quality`, method `effort`
  *         (what WebPEncodeRGB does at method 4, with the method free)
  *   AVIF: libheif + libaom as AVIFEncoder.swift calls them: aom speed
@@ -45,11 +46,12 @@ static double cpu_now(void) {
     return ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
-static size_t encode_jpeg(tjhandle tj, const unsigned char *rgb, int side, int quality) {
+static size_t encode_jpeg(tjhandle tj, const unsigned char *rgb, int side, int quality, int progressive) {
     unsigned char *out = NULL;
     unsigned long length = 0;
     int subsampling = quality < 90 ? TJSAMP_420 : TJSAMP_444;
-    if (tjCompress2(tj, rgb, side, side * 3, side, TJPF_RGB, &out, &length, subsampling, quality, 0)) {
+    if (tjCompress2(tj, rgb, side, side * 3, side, TJPF_RGB, &out, &length, subsampling, quality,
+                    progressive ? TJFLAG_PROGRESSIVE : 0)) {
         fprintf(stderr, "tjCompress2: %s\n", tjGetErrorStr2(tj));
         exit(1);
     }
@@ -233,7 +235,7 @@ int main(int argc, char **argv) {
         total = 0;
         double start = cpu_now();
         for (int i = 0; i < files; i++)
-            total += strcmp(codec, "jpeg") == 0 ? encode_jpeg(tj, rgb[i], side, quality)
+            total += strcmp(codec, "jpeg") == 0 ? encode_jpeg(tj, rgb[i], side, quality, effort)
                    : strcmp(codec, "webp") == 0 ? encode_webp(rgb[i], side, quality, effort, NULL)
                    : encode_avif(rgb[i], side, quality, effort, NULL);
         double took = cpu_now() - start;

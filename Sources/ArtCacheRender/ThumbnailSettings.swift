@@ -34,6 +34,18 @@ public struct ThumbnailSettings: Sendable, Equatable {
     /// Lanczos-3), and libjpeg-turbo, libwebp or libheif encode, instead of
     /// libvips: about twice as fast on artwork. Off: libvips renders everything.
     public var fastJPEG = true
+    /// JPEG outputs whose longer side is at least this many pixels are
+    /// progressive (SOF2: a browser or a client image layer shows a coarse
+    /// picture early), smaller ones baseline; 0: every JPEG is progressive.
+    /// Bytes and encode time by size are in Benchmarks/RESULTS.md (issue 52).
+    public var progressiveFrom = 600
+    /// The quality (JPEG scale, like `q=`) a service answer negotiated by
+    /// `Accept` is made at when the browser sends `Save-Data: on` (data-saver
+    /// mode), if the request asked for more; the format stays the one
+    /// `Accept` gets (issue 52, docs/formats.md). 45: at 50 the 100 px answers
+    /// kept 0.70-0.72x of the normal bytes, against a goal of 0.7x
+    /// (Benchmarks/RESULTS.md, P2d).
+    public var saveDataQuality = 45
 
     /// The documented defaults of `cache.conf`; set the fields to change them.
     public init() {}

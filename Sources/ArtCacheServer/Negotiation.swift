@@ -38,6 +38,18 @@ enum Negotiation {
         var frontCacheClass: String { contains(.avif) ? "avif" : contains(.webp) ? "webp" : "other" }
     }
 
+    /// Whether a `Save-Data` header asks for fewer bytes: its first token
+    /// is `on` (any case; parameters after `;` are ignored, as the Client
+    /// Hints draft has them). Anything else, or no header, is no.
+    static func savesData(_ header: String?) -> Bool {
+        guard let header else { return false }
+        let token = header.utf8.prefix { $0 != UInt8(ascii: ";") }
+        let trimmed = token.drop { $0 == 0x20 || $0 == 0x09 }.reversed().drop { $0 == 0x20 || $0 == 0x09 }
+        guard trimmed.count == 2 else { return false }
+        let bytes = Array(trimmed.reversed())
+        return bytes[0] | 0x20 == UInt8(ascii: "o") && bytes[1] | 0x20 == UInt8(ascii: "n")
+    }
+
     /// ``Accepted`` of an `Accept` header, remembered: browsers send a few
     /// distinct headers, so a hit pays a dictionary lookup, not a parse.
     final class Memo: Sendable {

@@ -5,7 +5,7 @@ import NIOCore
 /// decoder: a keep-alive `GET` of an image path whose thumbnail is fresh in
 /// memory is parsed here (request line and headers, nothing else), answered
 /// with the bytes the router would send (the same decision:
-/// ``ThumbnailService/memoryAnswer(path:accept:ifNoneMatch:)``, plus `Date`
+/// ``ThumbnailService/memoryAnswer(path:accept:saveData:ifNoneMatch:)``, plus `Date`
 /// and `Server` as Hummingbird adds them), and never reaches the decoder,
 /// the HTTP types conversion, the response encoder or the router. On
 /// artwork-sized hits those stages were most of a hit's CPU.
@@ -112,7 +112,7 @@ final class RawHitHandler: ChannelInboundHandler, RemovableChannelHandler {
         guard let parsed = head else { return .incomplete }
         let started = ContinuousClock.now
         guard owner.passedOn == 0, parsed.isImagePath,
-              let prepared = service.memoryHit(path: parsed.path, accept: parsed.accept,
+              let prepared = service.memoryHit(path: parsed.path, accept: parsed.accept, saveData: parsed.saveData,
                                                ifNoneMatch: parsed.ifNoneMatch, started: started) else {
             owner.passingOn()
             return .passedOn(buffer.readSlice(length: parsed.length)!)
@@ -138,6 +138,8 @@ struct RawRequestHead {
     var path: String
     var accept: String?
     var ifNoneMatch: String?
+    /// `Save-Data`, as sent.
+    var saveData: String?
     /// The head's length in bytes, its blank line included.
     var length: Int
     /// Whether `path` can name an image: three slashes and no query,
@@ -225,6 +227,10 @@ struct RawRequestHead {
                     guard seen & 2 == 0 else { return nil }
                     seen |= 2
                     head.ifNoneMatch = value()
+                case .saveData:
+                    guard seen & 8 == 0 else { return nil }
+                    seen |= 8
+                    head.saveData = value()
                 case .connection:
                     // Browsers say keep-alive; anything else is the decoder's.
                     guard seen & 4 == 0, Self.isKeepAlive(UnsafeRawBufferPointer(rebasing: bytes[valueStart..<valueEnd])) else { return nil }
@@ -238,7 +244,7 @@ struct RawRequestHead {
         }
     }
 
-    private enum Known { case accept, ifNoneMatch, connection, refused, other }
+    private enum Known { case accept, ifNoneMatch, saveData, connection, refused, other }
 
     /// Headers read here, headers that send the request to the decoder
     /// (a body, a connection option, an expectation, an upgrade), others.
@@ -256,6 +262,7 @@ struct RawRequestHead {
         switch name.count {
         case 6: return equals("accept") ? .accept : equals("expect") ? .refused : .other
         case 7: return equals("upgrade") ? .refused : .other
+        case 9: return equals("save-data") ? .saveData : .other
         case 10: return equals("connection") ? .connection : .other
         case 13: return equals("if-none-match") ? .ifNoneMatch : .other
         case 14: return equals("content-length") ? .refused : .other

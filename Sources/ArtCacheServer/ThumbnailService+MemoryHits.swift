@@ -3,7 +3,7 @@ import Foundation
 import HTTPTypes
 
 /// Memory hits: the one decision of what the memory tier answers to a
-/// request for an image path (``memoryAnswer(path:accept:ifNoneMatch:)``),
+/// request for an image path (``memoryAnswer(path:accept:saveData:ifNoneMatch:)``),
 /// made the same way by both places a hit is answered — the connection's
 /// bytes (``RawHitHandler``, in front of the HTTP/1 decoder, for keep-alive
 /// `GET`s) and the router's image route (every other request: `HEAD`,
@@ -23,26 +23,26 @@ extension ThumbnailService {
         case refused(ServiceFailure)
     }
 
-    /// The memory tier's answer to `path` with `accept` and `ifNoneMatch`,
+    /// The memory tier's answer to `path` with `accept`, `saveData` (`Save-Data: on`) and `ifNoneMatch`,
     /// without leaving the caller's thread (the bytes handler calls it on
     /// the connection's event loop).
     ///
-    /// A request answered from memory before (same path and `Accept`: the
+    /// A request answered from memory before (same path, `Accept` and `Save-Data`: the
     /// same signature, options and negotiation) whose route is final
     /// (``HitRoute``) costs one memo lookup and a check of its memory node;
     /// any other is parsed, negotiated and looked up, and its answer kept
     /// in its route when it can be (built once: the next hit of the same
     /// bytes costs no headers, dates or body copy).
-    func memoryAnswer(path: String, accept: String?, ifNoneMatch: String?) -> MemoryAnswer {
+    func memoryAnswer(path: String, accept: String?, saveData: Bool, ifNoneMatch: String?) -> MemoryAnswer {
         let now = Date()
-        let key = HitRoute.Key(path: path, accept: accept)
+        let key = HitRoute.Key(path: path, accept: accept, saveData: saveData)
         let route = hitRoutes[key]
         if let route, let ticket = route.ticket, now < route.exactUntil, pipeline.rehit(ticket, now: now) {
             return .hit(Self.answer(route.prepared, ifNoneMatch: ifNoneMatch))
         }
         let parsed: Negotiated
         do {
-            parsed = try parse(path: path, accept: accept)
+            parsed = try parse(path: path, accept: accept, saveData: saveData)
         } catch {
             return .refused(error)
         }
@@ -67,12 +67,14 @@ extension ThumbnailService {
         return .hit(Self.answer(prepared, ifNoneMatch: ifNoneMatch))
     }
 
-    /// ``memoryAnswer(path:accept:ifNoneMatch:)`` for the bytes handler
+    /// ``memoryAnswer(path:accept:saveData:ifNoneMatch:)`` for the bytes handler
     /// (``RawHitHandler``): the hit's answer, counted and logged as the
     /// router's answers are; nil when it is no memory hit (the router
     /// answers it, with its typed refusal for an invalid path).
-    func memoryHit(path: String, accept: String?, ifNoneMatch: String?, started: ContinuousClock.Instant) -> Prepared? {
-        guard case .hit(let prepared) = memoryAnswer(path: path, accept: accept, ifNoneMatch: ifNoneMatch) else { return nil }
+    func memoryHit(path: String, accept: String?, saveData: String?, ifNoneMatch: String?,
+                   started: ContinuousClock.Instant) -> Prepared? {
+        guard case .hit(let prepared) = memoryAnswer(path: path, accept: accept, saveData: Negotiation.savesData(saveData),
+                                                     ifNoneMatch: ifNoneMatch) else { return nil }
         channelHits.add(1, ordering: .relaxed)
         let elapsed = (ContinuousClock.now - started).components
         let seconds = Double(elapsed.seconds) + Double(elapsed.attoseconds) / 1e18
@@ -103,6 +105,8 @@ extension ThumbnailService {
         struct Key: Hashable, Sendable {
             var path: String
             var accept: String?
+            /// `Save-Data: on` (another quality, another answer).
+            var saveData: Bool
         }
 
         /// The memory node of a final hit; nil: look it up each time.

@@ -76,7 +76,8 @@ extension ThumbnailService {
         let etag = "\"" + (image.entry?.sha256.prefix(32).description ?? Self.digest(image.data)) + "\""
         headers[.eTag] = etag
         headers[.contentType] = image.contentType
-        if negotiated { headers[.vary] = "Accept" }
+        // Negotiated answers depend on the format the client takes and on its data-saver mode.
+        if negotiated { headers[.vary] = "Accept, Save-Data" }
         headers[.artcacheSource] = image.source.rawValue
         if let error = image.error {
             headers[.artcacheError] = error.reason

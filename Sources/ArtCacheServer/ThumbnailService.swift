@@ -134,7 +134,8 @@ public final class ThumbnailService: Sendable {
     private func answer(_ request: Request, context: ServiceRequestContext) async -> (Response, String) {
         if let refusal = Self.unexpectedQuery(request) { return (failure(refusal), "refused") }
         // Hits from memory: no queue, no copy beyond the response buffer.
-        switch memoryAnswer(path: request.uri.path, accept: request.headers[.accept], ifNoneMatch: request.headers[.ifNoneMatch]) {
+        switch memoryAnswer(path: request.uri.path, accept: request.headers[.accept],
+                            saveData: Negotiation.savesData(request.headers[.saveData]), ifNoneMatch: request.headers[.ifNoneMatch]) {
         case .refused(let refusal):
             return (failure(refusal), "refused")
         case .hit(let prepared):
@@ -206,8 +207,10 @@ public final class ThumbnailService: Sendable {
     }
 
     /// The request a path names, signature checked, format negotiated;
-    /// failures are typed.
-    func parse(path: String, accept: String?) throws(ServiceFailure) -> Negotiated {
+    /// failures are typed. `saveData` (`Save-Data: on`): a negotiated
+    /// request is made at `[thumbnails] save_data_quality` when it asked for
+    /// more (its format is still the one `Accept` gets).
+    func parse(path: String, accept: String?, saveData: Bool = false) throws(ServiceFailure) -> Negotiated {
         let parsed: ParsedPath
         if let known = parsedPaths[path] {
             parsed = known
@@ -221,6 +224,10 @@ public final class ThumbnailService: Sendable {
         }
         let choice = formats.choice(accepts.accepted(accept), size: size)
         request.format = choice.cold
+        if saveData {
+            let thumbnails = pipeline.configuration.thumbnails
+            request.quality = min(request.quality ?? thumbnails.quality, thumbnails.saveDataQuality)
+        }
         return Negotiated(request: request, negotiated: true, signed: parsed.signed, better: choice.better)
     }
 
@@ -351,4 +358,6 @@ extension ThumbnailService.Fallback {
 extension HTTPField.Name {
     static let artcacheError = HTTPField.Name("X-ArtCache-Error")!
     static let artcacheSource = HTTPField.Name("X-ArtCache-Source")!
+    /// A browser in data-saver mode sends `Save-Data: on`.
+    static let saveData = HTTPField.Name("Save-Data")!
 }

@@ -300,7 +300,7 @@ int cvips_render_save(cvips_render *r, int format, int quality, int effort, void
                                      "compression", VIPS_FOREIGN_HEIF_COMPRESSION_AV1, NULL);
         break;
     case CVIPS_FORMAT_JPEG:
-        saved = vips_jpegsave_buffer(image, out, out_length, "Q", quality, "strip", TRUE, NULL);
+        saved = vips_jpegsave_buffer(image, out, out_length, "Q", quality, "strip", TRUE, "interlace", effort != 0, NULL);
         break;
     default:
         return CVIPS_ENCODE;

@@ -11,7 +11,7 @@ import NIOHTTPTypes
 import Testing
 
 /// The one decision of what a memory hit answers
-/// (``ThumbnailService/memoryAnswer(path:accept:ifNoneMatch:)``), shared by
+/// (``ThumbnailService/memoryAnswer(path:accept:saveData:ifNoneMatch:)``), shared by
 /// the bytes handler and the router, and its one memo of answers.
 @Suite("Service: what a memory hit answers", .timeLimit(.minutes(2)))
 struct MemoryAnswerTests {
@@ -36,33 +36,33 @@ struct MemoryAnswerTests {
         let service = s.service
         // Not a valid path: the refusal the router sends.
         let forged = "/" + String(repeating: "A", count: 43) + path.drop { $0 != "/" }.dropFirst().drop { $0 != "/" }
-        guard case .refused(let refusal) = service.memoryAnswer(path: forged, accept: Self.accept, ifNoneMatch: nil) else {
+        guard case .refused(let refusal) = service.memoryAnswer(path: forged, accept: Self.accept, saveData: false, ifNoneMatch: nil) else {
             Issue.record("a forged signature is refused")
             return
         }
         #expect(refusal.reason == "bad_signature" && refusal.status == .forbidden)
         // Valid, not in memory: the parsed request goes on.
         let elsewhere = try s.path("/img/elsewhere.jpg", "40x40")
-        guard case .miss(let parsed) = service.memoryAnswer(path: elsewhere, accept: Self.accept, ifNoneMatch: nil) else {
+        guard case .miss(let parsed) = service.memoryAnswer(path: elsewhere, accept: Self.accept, saveData: false, ifNoneMatch: nil) else {
             Issue.record("not in memory is a miss")
             return
         }
         #expect(parsed.request.url.hasSuffix("/img/elsewhere.jpg") && parsed.negotiated && parsed.signed)
         #expect(service.hitRoutes.count == 1, "a miss leaves no route (the warm-up's hit left one)")
 
-        let ok = try #require(Self.hit(service.memoryAnswer(path: path, accept: Self.accept, ifNoneMatch: nil)))
+        let ok = try #require(Self.hit(service.memoryAnswer(path: path, accept: Self.accept, saveData: false, ifNoneMatch: nil)))
         #expect(ok.status == .ok && Array(buffer: ok.body ?? ByteBuffer()) == warm.body)
-        #expect(ok.headers[.contentType] == warm.type && ok.headers[.vary] == "Accept" && ok.headers[.artcacheSource] == "memory")
+        #expect(ok.headers[.contentType] == warm.type && ok.headers[.vary] == "Accept, Save-Data" && ok.headers[.artcacheSource] == "memory")
         #expect(ok.headers[.contentLength] == String(warm.body.count) && ok.head != nil, "a kept answer: its head built once")
         let etag = try #require(ok.headers[.eTag])
         // If-None-Match: the ETag, weak or in a list, or `*`, is a 304 without a body or its length.
         for asked in [etag, "W/\(etag)", "\"other\", \(etag)", "*"] {
-            let revalidated = try #require(Self.hit(service.memoryAnswer(path: path, accept: Self.accept, ifNoneMatch: asked)))
+            let revalidated = try #require(Self.hit(service.memoryAnswer(path: path, accept: Self.accept, saveData: false, ifNoneMatch: asked)))
             #expect(revalidated.status == .notModified && revalidated.body == nil, "\(asked)")
             #expect(revalidated.headers[.contentLength] == nil && revalidated.headers[.eTag] == etag, "\(asked)")
             #expect(revalidated.headers[.cacheControl] == ok.headers[.cacheControl], "\(asked)")
         }
-        let other = try #require(Self.hit(service.memoryAnswer(path: path, accept: Self.accept, ifNoneMatch: "\"other\"")))
+        let other = try #require(Self.hit(service.memoryAnswer(path: path, accept: Self.accept, saveData: false, ifNoneMatch: "\"other\"")))
         #expect(other.status == .ok && Self.address(other.body) == Self.address(ok.body), "the kept answer, whole")
         #expect(service.hitRoutes.count == 1, "one route for the path and Accept")
         try await s.close()
@@ -112,12 +112,12 @@ struct MemoryAnswerTests {
             try await client.execute(uri: path, method: .get, headers: [.accept: Self.accept])
         }
         #expect(cold.status == .ok && cold.headers[.artcacheSource] == "network")
-        let first = try #require(Self.hit(s.service.memoryAnswer(path: path, accept: Self.accept, ifNoneMatch: nil)))
-        let key = ThumbnailService.HitRoute.Key(path: path, accept: Self.accept)
+        let first = try #require(Self.hit(s.service.memoryAnswer(path: path, accept: Self.accept, saveData: false, ifNoneMatch: nil)))
+        let key = ThumbnailService.HitRoute.Key(path: path, accept: Self.accept, saveData: false)
         let route = try #require(s.service.hitRoutes[key])
         #expect(route.ticket == nil, "not final: no ticket")
         let hits = s.pipeline.memory.stats.hits
-        let second = try #require(Self.hit(s.service.memoryAnswer(path: path, accept: Self.accept, ifNoneMatch: nil)))
+        let second = try #require(Self.hit(s.service.memoryAnswer(path: path, accept: Self.accept, saveData: false, ifNoneMatch: nil)))
         #expect(s.pipeline.memory.stats.hits == hits + 1, "looked up again")
         #expect(Array(buffer: second.body ?? ByteBuffer()) == Array(buffer: cold.body))
         #expect(Self.address(second.body) == Self.address(first.body), "the answer built the first time")

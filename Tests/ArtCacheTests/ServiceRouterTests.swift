@@ -73,7 +73,7 @@ struct ServiceRouterTests {
                 try await client.execute(uri: path, method: .get, headers: headers) { response in
                     #expect(response.status == .ok)
                     #expect(response.headers[.contentType] == type, "Accept: \(accept ?? "none")")
-                    #expect(response.headers[.vary] == "Accept")
+                    #expect(response.headers[.vary] == "Accept, Save-Data")
                     #expect(Sniffer.sniff(Data(buffer: response.body)).mimeType == type)
                 }
             }

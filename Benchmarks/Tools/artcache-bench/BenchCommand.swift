@@ -22,6 +22,8 @@ struct RenderOptions: ParsableArguments {
     @Flag(inversion: .prefixedNo, help: "The TurboJPEG fast path for JPEG to JPEG ([thumbnails] fast_jpeg).") var fastJPEG = true
     @Option(help: "Write each file's first render here (for the quality comparison).") var out: String?
     @Flag(help: "Print only the total and the rate.") var quiet = false
+    @Option(help: "JPEG outputs this long or longer are progressive ([thumbnails] progressive_from; default: cache.conf's).")
+    var progressiveFrom: Int?
 
     /// Thumbnail settings with `workers` renders at once.
     var settings: ThumbnailSettings {
@@ -30,6 +32,7 @@ struct RenderOptions: ParsableArguments {
         settings.fastJPEG = fastJPEG
         settings.quality = quality
         settings.fit = VariantSpec.Fit(rawValue: fit) ?? .contain
+        if let progressiveFrom { settings.progressiveFrom = progressiveFrom }
         return settings
     }
 }

@@ -106,6 +106,8 @@ package struct ConfigKey: Sendable {
         ConfigKey(section: "thumbnails", name: "allow_svg", kind: .bool, defaultValue: .bool(thumbnails.allowSVG)),
         ConfigKey(section: "thumbnails", name: "allow_magick", kind: .bool, defaultValue: .bool(thumbnails.allowMagick)),
         ConfigKey(section: "thumbnails", name: "render_timeout", kind: .duration(min: 0.1, max: .hour), defaultValue: .duration(thumbnails.renderTimeout)),
+        ConfigKey(section: "thumbnails", name: "progressive_from", kind: .integer(min: 0, max: 100_000), defaultValue: .integer(thumbnails.progressiveFrom)),
+        ConfigKey(section: "thumbnails", name: "save_data_quality", kind: .integer(min: 1, max: 100), defaultValue: .integer(thumbnails.saveDataQuality)),
         ConfigKey(section: "thumbnails", name: "fast_jpeg", kind: .bool, defaultValue: .bool(thumbnails.fastJPEG)),
         ConfigKey(section: "thumbnails", name: "concurrency", kind: .integer(min: 0, max: 256), defaultValue: .integer(thumbnails.concurrency)),
         ConfigKey(section: "thumbnails", name: "placeholder", kind: .string, defaultValue: .string(thumbnails.placeholder)),

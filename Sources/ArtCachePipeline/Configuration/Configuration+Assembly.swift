@@ -138,6 +138,8 @@ extension Configuration {
         thumbnails.allowSVG = read.bool("thumbnails.allow_svg")
         thumbnails.allowMagick = read.bool("thumbnails.allow_magick")
         thumbnails.fastJPEG = read.bool("thumbnails.fast_jpeg")
+        thumbnails.progressiveFrom = read.integer("thumbnails.progressive_from")
+        thumbnails.saveDataQuality = read.integer("thumbnails.save_data_quality")
         thumbnails.concurrency = read.integer("thumbnails.concurrency")
         thumbnails.placeholder = Configuration.expandTilde(read.string("thumbnails.placeholder"))
         thumbnails.renderTimeout = read.duration("thumbnails.render_timeout")

@@ -31,6 +31,8 @@ extension Configuration {
             "cache.heuristic_max": cache.heuristicMax, "cache.default_ttl": cache.defaultTTL,
             "thumbnails.quality": Double(thumbnails.quality), "thumbnails.max_source_pixels": Double(thumbnails.maxSourcePixels),
             "thumbnails.max_frames": Double(thumbnails.maxFrames), "thumbnails.max_output": Double(thumbnails.maxOutput),
+            "thumbnails.progressive_from": Double(thumbnails.progressiveFrom),
+            "thumbnails.save_data_quality": Double(thumbnails.saveDataQuality),
             "thumbnails.render_timeout": thumbnails.renderTimeout, "thumbnails.concurrency": Double(thumbnails.concurrency),
             "memory.max_size": Double(memory.maxBytes), "memory.max_entries": Double(memory.maxEntries),
             "service.max_inflight": Double(service.maxInflight), "service.queue": Double(service.queue),

@@ -18,10 +18,20 @@ package struct EncoderSetting: Sendable, Equatable {
     ///   libvips' `heifsave` `effort` is `9 - speed`.
     /// - JPEG, PNG: unused.
     package var effort: Int
+    /// JPEG only: an output whose longer side is at least this is progressive
+    /// (SOF2), a smaller one baseline (`[thumbnails] progressive_from`; the
+    /// renderer sets it from its settings). `Int.max`: always baseline.
+    package var progressiveFrom: Int
 
-    package init(quality: Int, effort: Int) {
+    package init(quality: Int, effort: Int, progressiveFrom: Int = .max) {
         self.quality = quality
         self.effort = effort
+        self.progressiveFrom = progressiveFrom
+    }
+
+    /// Whether a JPEG output of this size is progressive.
+    package func isProgressive(width: Int, height: Int) -> Bool {
+        max(width, height) >= progressiveFrom
     }
 
     /// libwebp's default method, and libvips' `webpsave` default effort.

@@ -189,7 +189,11 @@ package final class Renderer: Sendable {
     /// placeholder's pixels when the fast path's decode had them.
     func renderBlocking(_ data: Data, format sniffedFormat: SniffedFormat?, specs: [VariantSpec],
                         placeholder: ((PlaceholderPixels) -> Void)?, tier: QualityTable.Tier = .cold) throws(RenderError) -> [RenderedImage] {
-        let encoding: (VariantSpec, VariantSpec.Format) -> EncoderSetting = { [encoderSetting] in encoderSetting($0, $1, tier) }
+        let encoding: (VariantSpec, VariantSpec.Format) -> EncoderSetting = { [encoderSetting, settings] in
+            var setting = encoderSetting($0, $1, tier)
+            setting.progressiveFrom = settings.progressiveFrom
+            return setting
+        }
         guard let first = specs.first else { return [] }
         let sniffed = sniffedFormat ?? Sniffer.sniff(data).format
         let loaders = try allowedLoaders(for: sniffed)

@@ -173,12 +173,16 @@ final class VipsRender {
     }
 
     /// Computes and encodes the current image (`format` never `.auto`) with
-    /// `setting`'s quality and effort (`webpsave`/`heifsave` `effort`).
+    /// `setting`'s quality and effort (`webpsave`/`heifsave` `effort`; a JPEG
+    /// is progressive when the setting says so for the current size).
     func save(_ format: VariantSpec.Format, _ setting: EncoderSetting) throws(RenderError) -> Data {
         var output: UnsafeMutableRawPointer?
         var length = 0
+        let size = info
+        let effort = format == .jpeg ? (setting.isProgressive(width: size.width, height: size.height) ? 1 : 0)
+            : setting.vipsEffort(format)
         try check(cvips_render_save(handle, Int32(VipsImage.code(of: format)), Int32(setting.quality),
-                                    Int32(setting.vipsEffort(format)), &output, &length))
+                                    Int32(effort), &output, &length))
         guard let output else { throw RenderError(.encode, VipsImage.describe(self.format, kind: Int32(CVIPS_ENCODE))) }
         defer { cvips_free(output) }
         return Data(bytes: output, count: length)

@@ -146,7 +146,8 @@ int cvips_render_flatten(cvips_render *render, const double background[3]);
  * here, not inside the encoder), then encodes it as CVIPS_FORMAT_JPEG,
  * _WEBP, _PNG or _AVIF (never _AUTO) with metadata stripped. `effort` is
  * the saver's option of that name (webpsave: the method 0..6; heifsave:
- * 0..9, libaom speed 9 - effort); JPEG and PNG ignore it. *out is
+ * 0..9, libaom speed 9 - effort; jpegsave: 1 progressive (`interlace`),
+ * 0 baseline); PNG ignores it. *out is
  * g_malloc'd: free it with cvips_free. */
 int cvips_render_save(cvips_render *render, int format, int quality, int effort, void **out, size_t *out_length);
 

@@ -141,7 +141,8 @@ package struct JPEGFastPath {
                 encoded = switch format {
                 case .webp: try WebPEncoder.encode(pixels, quality: setting.quality, method: setting.effort)
                 case .avif: try AVIFEncoder.encode(pixels, quality: setting.quality, speed: setting.effort)
-                default: try encoder.encode(pixels, quality: setting.quality)
+                default: try encoder.encode(pixels, quality: setting.quality,
+                                            progressive: setting.isProgressive(width: pixels.width, height: pixels.height))
                 }
             } catch {
                 throw RenderError(.encode, "\(error)")

@@ -149,17 +149,18 @@ final class TurboJPEGEncoder {
 
     deinit { tjDestroy(handle) }
 
-    /// Baseline JPEG at `quality`: grey stays grey; colour is 4:2:0 below
-    /// quality 90 and 4:4:4 from 90 (libvips' `jpegsave` default), no
-    /// metadata (like `strip`).
-    func encode(_ pixels: PixelBuffer, quality: Int) throws(TurboJPEGError) -> Data {
+    /// JPEG at `quality`, baseline or `progressive`: grey stays grey; colour
+    /// is 4:2:0 below quality 90 and 4:4:4 from 90 (libvips' `jpegsave`
+    /// default), no metadata (like `strip`).
+    func encode(_ pixels: PixelBuffer, quality: Int, progressive: Bool = false) throws(TurboJPEGError) -> Data {
         let format = pixels.channels == 1 ? TJPF_GRAY : TJPF_RGB
         let subsampling = pixels.channels == 1 ? TJSAMP_GRAY : (quality < 90 ? TJSAMP_420 : TJSAMP_444)
         var output: UnsafeMutablePointer<UInt8>?
         var length: UInt = 0
         let status = pixels.bytes.withUnsafeBufferPointer { source in
             tjCompress2(handle, source.baseAddress, Int32(pixels.width), Int32(pixels.rowBytes), Int32(pixels.height),
-                        Int32(format.rawValue), &output, &length, Int32(subsampling.rawValue), Int32(quality), 0)
+                        Int32(format.rawValue), &output, &length, Int32(subsampling.rawValue), Int32(quality),
+                        progressive ? TJFLAG_PROGRESSIVE : 0)
         }
         defer { if let output { tjFree(output) } }
         guard status == 0, let output else {
