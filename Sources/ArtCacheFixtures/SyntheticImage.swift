@@ -34,6 +34,17 @@ public enum SyntheticImage {
         try generate("an animated GIF") { cvips_test_animated_gif(Int32(width), Int32(height), Int32(frames), $0, $1) }
     }
 
+    /// An animation whose frame `i` is shown for `delays[i]` ms, looping
+    /// forever: a GIF, or an animated WebP (`webp`).
+    public static func animation(width: Int, height: Int, delays: [Int], webp: Bool) throws -> Data {
+        let delays = delays.map { Int32($0) }
+        return try generate(webp ? "an animated WebP" : "an animated GIF") { out, length in
+            delays.withUnsafeBufferPointer {
+                cvips_test_animation(Int32(width), Int32(height), Int32(delays.count), webp ? 1 : 0, $0.baseAddress, out, length)
+            }
+        }
+    }
+
     /// Interleaved 8-bit pixels (`bands` 1, 3 or 4) encoded by libvips'
     /// saver (`format` "webp", "avif" or "jpeg") with the options of the
     /// product's libvips save step; `effort` is the saver's own option.

@@ -12,9 +12,14 @@ public struct ThumbnailSettings: Sendable, Equatable {
     public var fit: VariantSpec.Fit = .contain
     /// RGB 0...255, for flattening alpha into formats without it.
     public var background: [Double] = [255, 255, 255]
-    /// Source width × height × frames allowed, checked from the header.
+    /// Source width × height allowed (of the frame a still is made from),
+    /// checked from the header.
     public var maxSourcePixels = 50_000_000
-    public var maxFrames = 1000
+    /// Animated GIF and WebP sources give animated WebP thumbnails up to
+    /// this many frames and `maxAnimationPixels` (width × height × frames);
+    /// past either, their first frame (`X-ArtCache-Still: frames`).
+    public var maxFrames = 100
+    public var maxAnimationPixels = 50_000_000
     /// Largest output side.
     public var maxOutput = 4096
     /// Rasterise SVG (off: an SVG gets a typed "unsupported" error).
@@ -51,7 +56,8 @@ public struct ThumbnailSettings: Sendable, Equatable {
     public init() {}
 
     package var renderLimits: RenderLimits {
-        RenderLimits(maxSourcePixels: maxSourcePixels, maxFrames: maxFrames, maxOutput: maxOutput)
+        RenderLimits(maxSourcePixels: maxSourcePixels, maxFrames: maxFrames, maxAnimationPixels: maxAnimationPixels,
+                     maxOutput: maxOutput)
     }
 
     /// A spec for an ad-hoc size with these defaults.

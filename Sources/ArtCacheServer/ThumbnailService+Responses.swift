@@ -79,6 +79,7 @@ extension ThumbnailService {
         // Negotiated answers depend on the format the client takes and on its data-saver mode.
         if negotiated { headers[.vary] = "Accept, Save-Data" }
         headers[.artcacheSource] = image.source.rawValue
+        if let still = image.still { headers[.artcacheStill] = still }
         if let error = image.error {
             headers[.artcacheError] = error.reason
             headers[.cacheControl] = "no-store"

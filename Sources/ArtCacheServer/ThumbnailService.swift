@@ -222,12 +222,15 @@ public final class ThumbnailService: Sendable {
         guard parsed.negotiable, let size = request.size else {
             return Negotiated(request: request, negotiated: false, signed: parsed.signed, better: nil)
         }
-        let choice = formats.choice(accepts.accepted(accept), size: size)
+        let accepted = accepts.accepted(accept)
+        let choice = formats.choice(accepted, size: size)
         request.format = choice.cold
         if saveData {
             let thumbnails = pipeline.configuration.thumbnails
             request.quality = min(request.quality ?? thumbnails.quality, thumbnails.saveDataQuality)
         }
+        // An animated source stays animated for a client that takes WebP (ImagePipeline+Animation).
+        if accepted.contains(.webp), settings.webp != .off { request.animatedFormat = .webp }
         return Negotiated(request: request, negotiated: true, signed: parsed.signed, better: choice.better)
     }
 
@@ -358,6 +361,8 @@ extension ThumbnailService.Fallback {
 extension HTTPField.Name {
     static let artcacheError = HTTPField.Name("X-ArtCache-Error")!
     static let artcacheSource = HTTPField.Name("X-ArtCache-Source")!
+    /// An animated source answered with its first frame past the limits: `frames`.
+    static let artcacheStill = HTTPField.Name("X-ArtCache-Still")!
     /// A browser in data-saver mode sends `Save-Data: on`.
     static let saveData = HTTPField.Name("Save-Data")!
 }

@@ -89,6 +89,30 @@ int cvips_test_animated_gif(int width, int height, int frames, void **out, size_
     return status;
 }
 
+int cvips_test_animation(int width, int height, int frames, int webp, const int *delays, void **out, size_t *out_length) {
+    VipsImage *parent = vips_image_new();
+    VipsImage *strip = gradient(parent, width, height * frames, 1, 3);
+    VipsImage *image = strip ? vips_image_copy_memory(strip) : NULL;
+    int status = -1;
+    *out = NULL;
+    if (image) {
+        vips_object_local(parent, image);
+        // Each frame its own grey, with a white block moving right: every
+        // frame differs wherever it is cropped.
+        for (int i = 0; i < frames; i++) {
+            vips_draw_rect1(image, 30 + (150 * i) / frames, 0, i * height, width, height, "fill", TRUE, NULL);
+            vips_draw_rect1(image, 255, i * width / frames, i * height + height / 4, width / frames, height / 2, "fill", TRUE, NULL);
+        }
+        vips_image_set_int(image, VIPS_META_PAGE_HEIGHT, height);
+        vips_image_set_array_int(image, "delay", delays, frames);
+        vips_image_set_int(image, "loop", 0);
+        status = webp ? vips_webpsave_buffer(image, out, out_length, "Q", 90, NULL)
+                      : vips_gifsave_buffer(image, out, out_length, NULL);
+    }
+    g_object_unref(parent);
+    return status;
+}
+
 int cvips_test_zone_jpeg(int width, int height, int colour, int quality, void **out, size_t *out_length) {
     VipsImage *base = vips_image_new();
     VipsImage **t = (VipsImage **) vips_object_local_array(VIPS_OBJECT(base), 5);

@@ -156,12 +156,48 @@ int cvips_render_thumbnail(cvips_render *r, const cvips_image *source, const voi
     return CVIPS_OK;
 }
 
+int cvips_render_animation(cvips_render *r, const void *buffer, size_t length, int allowed_loaders,
+                           int box_width, int box_height, int out_width, int out_height) {
+    if (past_deadline(r)) return CVIPS_TIMEOUT;
+    const char *loader = vips_foreign_find_load_buffer(buffer, length);
+    if (!loader || !(cvips__loader_bit(loader) & allowed_loaders & (CVIPS_LOADER_GIF | CVIPS_LOADER_WEBP))) {
+        vips_error_clear();
+        return CVIPS_UNSUPPORTED;
+    }
+    VipsImage **strip = next_slot(r);
+    // Every frame (n=-1), each shrunk into the box: libvips keeps the
+    // frames stacked, their page-height, delays and loop count.
+    if (vips_thumbnail_buffer((void *) buffer, length, strip, box_width, "height", box_height, "size", VIPS_SIZE_DOWN,
+                              "option_string", "n=-1,fail_on=truncated", NULL)) return CVIPS_DECODE;
+    int width = vips_image_get_width(*strip), page = vips_image_get_page_height(*strip);
+    int pages = vips_image_get_height(*strip) / page;
+    if (out_width >= width && out_height >= page) {
+        r->current = *strip;
+        return CVIPS_OK;
+    }
+    // A cover fit: each frame cropped at its centre (libvips' thumbnail
+    // would crop the stack as one image), then stacked again.
+    int w = MIN(out_width, width), h = MIN(out_height, page);
+    VipsImage **frames = (VipsImage **) vips_object_local_array(VIPS_OBJECT(r->parent), pages);
+    for (int i = 0; i < pages; i++) {
+        if (vips_crop(*strip, &frames[i], (width - w) / 2, i * page + (page - h) / 2, w, h, NULL)) return CVIPS_DECODE;
+    }
+    VipsImage **joined = next_slot(r), **out = next_slot(r);
+    if (vips_arrayjoin(frames, joined, pages, "across", 1, NULL) || vips_copy(*joined, out, NULL)) return CVIPS_DECODE;
+    vips_image_set_int(*out, VIPS_META_PAGE_HEIGHT, h);
+    r->current = *out;
+    return CVIPS_OK;
+}
+
 void cvips_render_info(const cvips_render *r, cvips_render_info_t *out) {
     memset(out, 0, sizeof(*out));
     if (!r->current) return;
     out->width = vips_image_get_width(r->current);
     out->height = vips_image_get_height(r->current);
     out->has_alpha = vips_image_hasalpha(r->current);
+    int page = vips_image_get_page_height(r->current);
+    out->pages = page > 0 && page < out->height ? out->height / page : 1;
+    if (out->pages > 1) out->height = page;
 }
 
 int cvips_render_materialize(cvips_render *r) {

@@ -102,6 +102,7 @@ package struct ConfigKey: Sendable {
         ConfigKey(section: "thumbnails", name: "background", kind: .color, defaultValue: .string(ThumbnailSettings.colorText(thumbnails.background))),
         ConfigKey(section: "thumbnails", name: "max_source_pixels", kind: .integer(min: 1, max: Int(Int32.max)), defaultValue: .integer(thumbnails.maxSourcePixels)),
         ConfigKey(section: "thumbnails", name: "max_frames", kind: .integer(min: 1, max: 100_000), defaultValue: .integer(thumbnails.maxFrames)),
+        ConfigKey(section: "thumbnails", name: "max_animation_pixels", kind: .integer(min: 1, max: Int(Int32.max)), defaultValue: .integer(thumbnails.maxAnimationPixels)),
         ConfigKey(section: "thumbnails", name: "max_output", kind: .integer(min: 1, max: 16384), defaultValue: .integer(thumbnails.maxOutput)),
         ConfigKey(section: "thumbnails", name: "allow_svg", kind: .bool, defaultValue: .bool(thumbnails.allowSVG)),
         ConfigKey(section: "thumbnails", name: "allow_magick", kind: .bool, defaultValue: .bool(thumbnails.allowMagick)),

@@ -134,6 +134,7 @@ extension Configuration {
         }
         thumbnails.maxSourcePixels = read.integer("thumbnails.max_source_pixels")
         thumbnails.maxFrames = read.integer("thumbnails.max_frames")
+        thumbnails.maxAnimationPixels = read.integer("thumbnails.max_animation_pixels")
         thumbnails.maxOutput = read.integer("thumbnails.max_output")
         thumbnails.allowSVG = read.bool("thumbnails.allow_svg")
         thumbnails.allowMagick = read.bool("thumbnails.allow_magick")

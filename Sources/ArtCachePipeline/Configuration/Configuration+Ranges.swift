@@ -32,6 +32,7 @@ extension Configuration {
             "thumbnails.quality": Double(thumbnails.quality), "thumbnails.max_source_pixels": Double(thumbnails.maxSourcePixels),
             "thumbnails.max_frames": Double(thumbnails.maxFrames), "thumbnails.max_output": Double(thumbnails.maxOutput),
             "thumbnails.progressive_from": Double(thumbnails.progressiveFrom),
+            "thumbnails.max_animation_pixels": Double(thumbnails.maxAnimationPixels),
             "thumbnails.save_data_quality": Double(thumbnails.saveDataQuality),
             "thumbnails.render_timeout": thumbnails.renderTimeout, "thumbnails.concurrency": Double(thumbnails.concurrency),
             "memory.max_size": Double(memory.maxBytes), "memory.max_entries": Double(memory.maxEntries),

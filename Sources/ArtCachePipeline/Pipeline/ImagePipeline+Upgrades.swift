@@ -62,8 +62,13 @@ extension ImagePipeline {
 
     /// `request` (its format: the cold one) unless `better` is another
     /// format whose variant is stored already, then that one. A cold answer
-    /// whose row is still open queues its upgrade.
+    /// whose row is still open queues its upgrade. An animated source
+    /// (`request.animatedFormat`) is answered in its animated format, with
+    /// nothing behind it (ImagePipeline+Animation).
     package func negotiatedImage(_ request: ImageRequest, better: VariantSpec.Format?) async throws(ArtCacheError) -> NegotiatedImage {
+        if let moved = knownAnimatedRequest(request) {
+            return NegotiatedImage(response: try await image(moved), upgrading: false)
+        }
         guard let better, request.size != nil else {
             return NegotiatedImage(response: try await image(request), upgrading: false)
         }
@@ -74,6 +79,8 @@ extension ImagePipeline {
             if try await isStored(upgraded) { return NegotiatedImage(response: try await image(upgraded), upgrading: false) }
         }
         let cold = try await image(request)
+        // Animated (learnt from its bytes just now): answered as it is, nothing behind it.
+        if isKnownAnimated(request) { return NegotiatedImage(response: cold, upgrading: false) }
         return NegotiatedImage(response: cold, upgrading: upgrade(cold, of: request, to: better))
     }
 
@@ -84,6 +91,11 @@ extension ImagePipeline {
     /// is closed (no gain, or upgraded already) with no upgrade queued.
     package func cachedNegotiatedImage(_ request: ImageRequest, better: VariantSpec.Format?) -> NegotiatedImage? {
         let now = Date()
+        if request.animatedFormat != nil, isKnownAnimated(request) {
+            return cachedHeld(for: knownAnimatedRequest(request) ?? request, now: now).map {
+                NegotiatedImage(response: $0.image, upgrading: false, ticket: MemoryTicket(node: $0.node, shadowing: nil))
+            }
+        }
         guard let better, request.size != nil else {
             return cachedHeld(for: request, now: now).map {
                 NegotiatedImage(response: $0.image, upgrading: false, ticket: MemoryTicket(node: $0.node, shadowing: nil))

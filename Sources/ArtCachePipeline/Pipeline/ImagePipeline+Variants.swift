@@ -8,7 +8,7 @@ struct VariantOutcome: Sendable {
     /// Where the bytes came from: `.disk` (stored, its original fresh or
     /// confirmed), `.revalidated` (stored, its original confirmed by the
     /// origin now), `.network` (rendered from an original downloaded now).
-    let source: ImageResponse.Source
+    var source: ImageResponse.Source
     /// Rendered for this request (not found in the cache).
     let rendered: Bool
     /// The variant's index row (nil when its original is `no-store`).
@@ -21,6 +21,8 @@ struct VariantOutcome: Sendable {
     let freshUntil: Date?
     /// Its original's row, as read or stored for this request.
     var parent: CacheEntry?
+    /// Why a WebP of an animated source is a still (rendered now only).
+    var still: String?
 }
 
 extension ImagePipeline {
@@ -34,8 +36,10 @@ extension ImagePipeline {
     ///
     /// `behind`: a miss returns once rendered; its original and variant are
     /// committed behind it (``CacheStore/putBehind(url:data:contentType:declaredType:repaired:validators:now:)``).
+    /// `animated`: the format an animated source is made in instead (the
+    /// variant of that spec is the outcome; ImagePipeline+Animation).
     func variant(_ url: NormalizedURL, spec: VariantSpec, mode: FetchMode = .normal, behind: Bool = false,
-                 priority: PriorityHandle) async throws -> VariantOutcome {
+                 animated: VariantSpec.Format? = nil, priority: PriorityHandle) async throws -> VariantOutcome {
         let canonical = spec.canonical
         let key = CacheKey(parent: url.key, spec: canonical)
         return try await variants.run(key: VariantFlight(key: key, mode: mode), priority: priority) { [self] priority in
@@ -73,6 +77,13 @@ extension ImagePipeline {
             } else {
                 source = try await self.original(url, mode: mode, behind: behind, pixels: spec.longerSide, priority: priority)
             }
+            if animated != nil, let moved = Self.animatedSpec(spec, animated: noteAnimation(of: url, source.data), as: animated) {
+                // The original is stored (or pending behind) now: the other variant reads it from there.
+                var other = try await variant(url, spec: moved, mode: mode == .cacheOnly ? .cacheOnly : .normal, behind: behind,
+                                              priority: priority)
+                if other.rendered { other.source = Self.variantSource(of: source.source) }  // how this answer's original came
+                return other
+            }
             var rendered: RenderedImage
             var intrinsics: Intrinsics?
             let shared = try await variantFromTier2(key, of: source, priority: priority)
@@ -94,30 +105,37 @@ extension ImagePipeline {
                                                intrinsics: intrinsics)
                 if shared == nil { writeVariantToTier2Behind(key, rendered, of: parent) }
             }
-            let from: ImageResponse.Source = switch source.source {
-            case .cached: .disk
-            case .revalidated: .revalidated
-            case .stale: .stale
-            case .downloaded, .uncacheable: .network
-            case .tier2: .tier2
-            }
+            let from = Self.variantSource(of: source.source)
             return VariantOutcome(source: shared == nil ? from : .tier2, rendered: shared == nil, entry: entry, data: rendered.data,
                                   contentType: rendered.contentType, width: rendered.width, height: rendered.height,
-                                  freshUntil: source.entry?.expiresAt, parent: source.entry)
+                                  freshUntil: source.entry?.expiresAt, parent: source.entry, still: rendered.still?.rawValue)
+        }
+    }
+
+    /// The source a variant rendered from an original obtained so is answered with.
+    static func variantSource(of original: FetchOutcome.Source) -> ImageResponse.Source {
+        switch original {
+        case .cached: .disk
+        case .revalidated: .revalidated
+        case .stale: .stale
+        case .downloaded, .uncacheable: .network
+        case .tier2: .tier2
         }
     }
 
     /// A variant as a response.
-    func variantResponse(_ url: NormalizedURL, spec: VariantSpec, mode: FetchMode,
+    func variantResponse(_ url: NormalizedURL, spec: VariantSpec, mode: FetchMode, animated: VariantSpec.Format? = nil,
                          priority: PriorityHandle) async throws -> ImageResponse {
-        let outcome = try await variant(url, spec: spec, mode: mode, behind: true, priority: priority)
+        let outcome = try await variant(url, spec: spec, mode: mode, behind: true, animated: animated, priority: priority)
         if let parent = outcome.parent { computeIntrinsicsBehind(of: parent) }
-        return ImageResponse(data: outcome.data, contentType: outcome.contentType,
-                             width: outcome.width, height: outcome.height, source: outcome.source,
-                             cacheKey: outcome.entry?.cacheKey, entry: outcome.entry, rendered: outcome.rendered,
-                             freshUntil: outcome.freshUntil)
+        var response = ImageResponse(data: outcome.data, contentType: outcome.contentType,
+                                     width: outcome.width, height: outcome.height, source: outcome.source,
+                                     cacheKey: outcome.entry?.cacheKey, entry: outcome.entry, rendered: outcome.rendered,
+                                     freshUntil: outcome.freshUntil)
             .with(info: outcome.parent.flatMap(ImageInfo.init(entry:)))
             .with(original: outcome.parent)
+        response.still = outcome.still
+        return response
     }
 }
 

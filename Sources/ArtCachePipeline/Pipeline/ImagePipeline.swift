@@ -38,6 +38,10 @@ public final class ImagePipeline: Sendable {
     /// memory hits skips that work. Bounded; emptied when full.
     let resolvedRequests = BoundedMemo<ImageRequest, Resolved>(capacity: ImagePipeline.resolvedMemoLimit)
     static let resolvedMemoLimit = 4096
+    /// Whether an original is animated (a GIF or WebP of 2+ frames), by its
+    /// URL's key: asked of negotiated requests (ImagePipeline+Animation).
+    /// Bounded; emptied when full.
+    let animatedSources = BoundedMemo<String, Bool>(capacity: ImagePipeline.resolvedMemoLimit)
     /// The one owner of work behind answers: revalidations, placeholders,
     /// warm-ups, and the store's fold and reclaimer (docs/background.md). Closed first by ``close()``.
     package let background: BackgroundScheduler
@@ -202,12 +206,14 @@ public final class ImagePipeline: Sendable {
             reachedDisk = mode != .reload
             let response: ImageResponse
             if let spec = resolved.spec {
-                response = try await variantResponse(resolved.url, spec: spec, mode: mode, priority: priority)
+                response = try await variantResponse(resolved.url, spec: spec, mode: mode, animated: request.animatedFormat,
+                                                     priority: priority)
             } else {
                 response = try await originalResponse(resolved.url, mode: mode, priority: priority)
             }
             if reachedDisk { count(response) }
-            if response.cacheKey != nil { memory.store(response, forKey: resolved.memoryKey) }
+            // (Under its own key: an animated source's answer is another variant than the one asked for.)
+            if let key = response.cacheKey { memory.store(response, forKey: key == resolved.cacheKey ? resolved.memoryKey : key.hex) }
             return response
         } catch {
             if reachedDisk, !(error is CancellationError), (error as? ArtCacheError)?.code != .cancelled {

@@ -39,6 +39,10 @@ public struct ImageRequest: Sendable, Hashable {
     public var quality: Int?
     public var priority: Priority
     public var options: Options
+    /// The format an animated source is answered in instead of `format`
+    /// (a negotiated request from a client that takes WebP: `.webp`); nil:
+    /// `format`, its first frame. Set by the service's negotiation.
+    package var animatedFormat: VariantSpec.Format?
 
     public init(url: String, size: Size? = nil, fit: VariantSpec.Fit? = nil, format: VariantSpec.Format? = nil,
                 quality: Int? = nil, priority: Priority = .normal, options: Options = []) {
@@ -117,6 +121,11 @@ public struct ImageResponse: Sendable {
     /// When the original these bytes show was stored (its index row's
     /// `createdAt`): the service's `Last-Modified` when the origin sent none.
     package internal(set) var originStoredAt: Date?
+    /// An animated source answered with its first frame in an animated
+    /// format (WebP): why (`frames`: past `[thumbnails] max_frames` or
+    /// `max_animation_pixels`), for `X-ArtCache-Still`. Known when rendered
+    /// for this request or kept in memory since; nil otherwise.
+    package internal(set) var still: String?
 
     public init(data: Data, contentType: String, width: Int, height: Int, source: Source, cacheKey: CacheKey?,
                 error: ArtCacheError? = nil, repaired: Bool = false, rendered: Bool = false) {

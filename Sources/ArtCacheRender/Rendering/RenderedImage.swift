@@ -8,6 +8,17 @@ package struct RenderedImage: Sendable {
     package let height: Int
     package let format: VariantSpec.Format
     package let hasAlpha: Bool
+    /// Frames of an animated output (an animated WebP); 1 for a still.
+    package var frames = 1
+    /// Why an animated source gave a still WebP: past `max_frames` or
+    /// `max_animation_pixels` (`X-ArtCache-Still`); nil otherwise.
+    package var still: StillReason?
+
+    /// Why an animation was answered with its first frame.
+    package enum StillReason: String, Sendable {
+        /// Past `[thumbnails] max_frames` or `max_animation_pixels`.
+        case frames
+    }
 
     package init(data: Data, width: Int, height: Int, format: VariantSpec.Format, hasAlpha: Bool) {
         (self.data, self.width, self.height, self.format, self.hasAlpha) = (data, width, height, format, hasAlpha)

@@ -207,6 +207,17 @@ package final class Renderer: Sendable {
             return rendered
         }
         try Self.start()
+        if sniffed == .gif || sniffed == .webp, specs.contains(where: { $0.format == .webp }) {
+            return try renderMaybeAnimated(data, format: sniffed, loaders: loaders, specs: specs, encoding: encoding)
+        }
+        return try renderStills(data, format: sniffed, loaders: loaders, specs: specs, encoding: encoding)
+    }
+
+    /// The libvips path: one decode of the first frame (of an animation too),
+    /// every output from it.
+    func renderStills(_ data: Data, format sniffed: SniffedFormat, loaders: Int32, specs: [VariantSpec],
+                      encoding: (VariantSpec, VariantSpec.Format) -> EncoderSetting) throws(RenderError) -> [RenderedImage] {
+        guard let first = specs.first else { return [] }
         let render = VipsRender(timeout: settings.renderTimeout, format: sniffed)
         // One contain or cover output of a JPEG or PNG (one frame, a size
         // readable without libvips): the limits are checked from the header
@@ -259,7 +270,7 @@ package final class Renderer: Sendable {
 
     /// The end of every output: sRGB, the output format (auto: PNG with
     /// alpha, else JPEG), alpha flattened when the format has none, encode.
-    private func finish(_ render: VipsRender, _ spec: VariantSpec,
+    func finish(_ render: VipsRender, _ spec: VariantSpec,
                         _ encoding: (VariantSpec, VariantSpec.Format) -> EncoderSetting) throws(RenderError) -> RenderedImage {
         try render.toSRGB()
         let hasAlpha = render.info.hasAlpha
@@ -268,7 +279,9 @@ package final class Renderer: Sendable {
         if flatten { try render.flatten(onto: spec.background) }
         let size = render.info
         let data = try render.save(format, encoding(spec, format))
-        return RenderedImage(data: data, width: size.width, height: size.height, format: format, hasAlpha: hasAlpha && !flatten)
+        var image = RenderedImage(data: data, width: size.width, height: size.height, format: format, hasAlpha: hasAlpha && !flatten)
+        image.frames = size.frames
+        return image
     }
 
     /// An output larger than `max_output` is refused.
@@ -301,13 +314,11 @@ package final class Renderer: Sendable {
         let image = try open(data, format: sniffed)
         let header = image.header
         let format = image.format.displayName
-        if header.frames > limits.maxFrames {
-            throw RenderError(.tooLarge, "\(format): too large: \(header.frames) frames (limit \(limits.maxFrames))")
-        }
-        if header.width < 1 || header.height < 1 || header.pixels > limits.maxSourcePixels {
+        // One frame is decoded for a still: an animation's frames are
+        // `max_frames` and `max_animation_pixels`' (its first frame past them).
+        if header.width < 1 || header.height < 1 || header.width * header.height > limits.maxSourcePixels {
             throw RenderError(.tooLarge, "\(format): too large: \(header.width)x\(header.height)"
-                              + (header.frames > 1 ? " x \(header.frames) frames" : "")
-                              + " = \(header.pixels) pixels (limit \(limits.maxSourcePixels))")
+                              + " = \(header.width * header.height) pixels (limit \(limits.maxSourcePixels))")
         }
         return image
     }
@@ -350,55 +361,5 @@ package final class Renderer: Sendable {
     /// The header of encoded bytes, read without decoding pixels (blocking).
     package func header(of data: Data) throws(RenderError) -> ImageHeader {
         try open(data).header
-    }
-
-    /// A solid `rgb` image of `width` x `height` in `format` (auto: JPEG).
-    package func solidImage(width: Int, height: Int, rgb: [Double], format: VariantSpec.Format, quality: Int) throws(RenderError) -> RenderedImage {
-        try Self.start()
-        var output: UnsafeMutableRawPointer?
-        var length = 0
-        let code = VipsImage.code(of: format)
-        let status = (rgb + [200, 200, 200]).prefix(3).map { $0 }.withUnsafeBufferPointer {
-            cvips_solid_image(Int32(width), Int32(height), $0.baseAddress, Int32(code), Int32(quality), &output, &length)
-        }
-        guard status == Int32(CVIPS_OK), let output else {
-            throw RenderError(.encode, "cannot encode a \(width)x\(height) \(format.rawValue) placeholder")
-        }
-        defer { cvips_free(output) }
-        return RenderedImage(data: Data(bytes: output, count: length), width: width, height: height,
-                             format: format == .auto ? .jpeg : format, hasAlpha: false)
-    }
-
-    /// One PNG tiling `images` (nil = blank cell) in order, `columns` per row.
-    package func contactSheet(_ images: [Data?], cell: Int = 100, columns: Int = 8) async throws -> Data {
-        try Self.start()
-        // Cells go through libvips' own loader probing: only the formats of
-        // the always-on loaders (never SVG or ImageMagick) get that far.
-        let images = images.map { cell in
-            cell.flatMap { loaders(for: Sniffer.sniff($0).format) & Int32(Self.coreLoaders) != 0 ? $0 : nil }
-        }
-        return try await onRenderThread(priority: PriorityHandle(.normal)) { () throws(RenderError) -> Data in
-            var output: UnsafeMutableRawPointer?
-            var length = 0
-            let pointers = images.map { $0.map { data -> UnsafeMutableRawPointer in
-                let copy = UnsafeMutableRawPointer.allocate(byteCount: max(1, data.count), alignment: 1)
-                data.copyBytes(to: copy.assumingMemoryBound(to: UInt8.self), count: data.count)
-                return copy
-            } }
-            defer { pointers.forEach { $0?.deallocate() } }
-            let lengths = images.map { $0?.count ?? 0 }
-            var constPointers = pointers.map { $0.map { UnsafeRawPointer($0) } }
-            let status = constPointers.withUnsafeMutableBufferPointer { buffers in
-                lengths.withUnsafeBufferPointer { lengths in
-                    cvips_contact_sheet(buffers.baseAddress, lengths.baseAddress, Int32(images.count), Int32(cell),
-                                        Int32(max(1, columns)), &output, &length)
-                }
-            }
-            guard status == 0, let output else {
-                throw RenderError(.encode, "contact sheet failed")
-            }
-            defer { cvips_free(output) }
-            return Data(bytes: output, count: length)
-        }
     }
 }

@@ -125,11 +125,20 @@ final class VipsRender {
 
     private func crop(_ centre: Bool) -> Int32 { Int32(centre ? CVIPS_CROP_CENTRE : CVIPS_CROP_NONE) }
 
-    /// The current image's size and alpha.
-    var info: (width: Int, height: Int, hasAlpha: Bool) {
+    /// The current image's size (of one frame), alpha and frames.
+    var info: (width: Int, height: Int, hasAlpha: Bool, frames: Int) {
         var info = cvips_render_info_t()
         cvips_render_info(handle, &info)
-        return (Int(info.width), Int(info.height), info.has_alpha != 0)
+        return (Int(info.width), Int(info.height), info.has_alpha != 0, Int(info.pages))
+    }
+
+    /// Every frame of an animated GIF or WebP shrunk into `box`, each
+    /// cropped at its centre to `output` where the box is larger (a cover
+    /// fit); delays and loop count kept.
+    func animation(_ bytes: UnsafeRawBufferPointer, loaders: Int32, box: (width: Int, height: Int),
+                   output: (width: Int, height: Int)) throws(RenderError) {
+        try check(cvips_render_animation(handle, bytes.baseAddress, bytes.count, loaders, Int32(box.width), Int32(box.height),
+                                         Int32(output.width), Int32(output.height)))
     }
 
     func materialize() throws(RenderError) { try check(cvips_render_materialize(handle)) }

@@ -21,6 +21,9 @@ int cvips_test_oriented_jpeg(int width, int height, int orientation, void **out,
 int cvips_test_zone_jpeg(int width, int height, int colour, int quality, void **out, size_t *out_length);
 /* An animated GIF of `frames` frames, each width x height. */
 int cvips_test_animated_gif(int width, int height, int frames, void **out, size_t *out_length);
+/* An animation of `frames` frames of width x height (each its own grey, a white block moving right), frame i shown
+ * for delays[i] ms, looping forever: a GIF, or an animated WebP (`webp`). */
+int cvips_test_animation(int width, int height, int frames, int webp, const int *delays, void **out, size_t *out_length);
 /* 8-bit pixels (`bands` interleaved: 1 grey, 3 sRGB, 4 sRGBA) encoded by
  * libvips' saver for CVIPS_FORMAT_WEBP, _AVIF or _JPEG with the options the
  * product's save step uses (`effort` is the saver's): the libvips side of

@@ -95,8 +95,9 @@ enum { CVIPS_CROP_NONE = 0, CVIPS_CROP_CENTRE = 1, CVIPS_CROP_ATTENTION = 2 };
 
 typedef struct {
     int width;
-    int height;
+    int height;          /* of one frame */
     int has_alpha;
+    int pages;           /* frames of an animation (cvips_render_animation), 1 otherwise */
 } cvips_render_info_t;
 
 /* A render whose deadline is `timeout` seconds from now (<= 0: none). */
@@ -113,7 +114,16 @@ void cvips_render_free(cvips_render *render);
  * which a loader in `allowed_loaders` must claim (never ImageMagick). */
 int cvips_render_thumbnail(cvips_render *render, const cvips_image *source, const void *buffer, size_t length,
                            int allowed_loaders, int width, int height, int crop);
-/* The current image's size and whether it has alpha. */
+/* The decode of an animated GIF or WebP, every frame (`buffer`, borrowed for
+ * the call, claimed by the GIF or WebP loader and allowed): each frame shrunk
+ * into box_width x box_height (never enlarging), then, where that is larger
+ * than out_width x out_height, cropped at its centre (a cover fit). The
+ * current image is the frames stacked top to bottom (libvips' page-height),
+ * with the source's frame delays and loop count: a WebP save of it is
+ * animated. Swift checks the frame limits from the header first. */
+int cvips_render_animation(cvips_render *render, const void *buffer, size_t length, int allowed_loaders,
+                           int box_width, int box_height, int out_width, int out_height);
+/* The current image's size (of one frame), frames and whether it has alpha. */
 void cvips_render_info(const cvips_render *render, cvips_render_info_t *out);
 /* Computes the current image into memory under the deadline: several
  * outputs then start from the pixels instead of decoding again. */
