@@ -118,7 +118,8 @@ extension ThumbnailService {
     }
 
     /// `GET /v1/info/{signature}/{source}`: one image's size and placeholder
-    /// (`url`, `width`, `height`, `color`, `thumbhash`, `placeholder`),
+    /// (`url`, `width`, `height`, `color`, `thumbhash`, `placeholder`,
+    /// `animated`, `frames`),
     /// fetched first when not cached; signed as an image path with empty
     /// options (``ServiceURLSigner/infoPath(for:)``).
     /// Admitted like an image, under the request's deadline, cancelled when
@@ -134,7 +135,7 @@ extension ThumbnailService {
         do {
             let info = try await guarded(connection: watch(context)) { [pipeline] in try await pipeline.info(for: source) }
             var object: [String: Any] = ["url": info.url, "width": info.width, "height": info.height, "color": info.color,
-                                         "thumbhash": info.thumbHashBase64]
+                                         "thumbhash": info.thumbHashBase64, "animated": info.animated, "frames": info.frames]
             object["placeholder"] = info.placeholderDataURL() ?? NSNull()
             return json(try JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes]))
         } catch {

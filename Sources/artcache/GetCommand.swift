@@ -34,6 +34,9 @@ struct GetCommand: AsyncParsableCommand {
         @Nullable var height: Int?
         @Nullable var color: String?
         @Nullable var thumbhash: String?
+        /// An animated GIF or WebP original, and its frames (null when its placeholder is not known).
+        @Nullable var animated: Bool?
+        @Nullable var frames: Int?
     }
 
     /// A cached original's type was repaired when it was stored: its
@@ -79,7 +82,7 @@ struct GetCommand: AsyncParsableCommand {
                         repaired: image.repaired || Self.repairedWhenStored(image),
                         etag: entry?.etag, lastModified: entry?.lastModified, expiresAt: entry?.expiresAt,
                         width: info?.width ?? (image.width > 0 ? image.width : nil), height: info?.height ?? (image.height > 0 ? image.height : nil),
-                        color: info?.color, thumbhash: info?.thumbHashBase64)))
+                        color: info?.color, thumbhash: info?.thumbHashBase64, animated: info?.animated, frames: info?.frames)))
                     fflush(nil)  // out now, not when the process ends
                 }
                 if let output {

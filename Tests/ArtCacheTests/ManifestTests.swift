@@ -46,6 +46,7 @@ struct ManifestTests {
         #expect((cached.width, cached.height) == (120, 80))
         #expect(cached.fetchedURL == cachedURL)
         #expect(cached.color?.count == 7 && cached.thumbhash != nil)
+        #expect(cached.animated == false && cached.frames == 1)
         #expect(cached.placeholder?.hasPrefix("data:image/png;base64,") == true)
         #expect(manifest.items[1].reason == "connect", "\(String(describing: manifest.items[1].reason))")
         #expect(manifest.items[1].retryAfter.map { (0...30).contains($0) } == true, "offline_retry_after (30 s) at most")
@@ -61,7 +62,7 @@ struct ManifestTests {
         let json = try JSONSerialization.jsonObject(with: try manifest.json()) as? [String: Any]
         let items = try #require(json?["items"] as? [[String: Any]])
         #expect(Set(items[2].keys) == ["index", "id", "url", "fetched_url", "status", "reason", "retry_after", "width", "height",
-                                       "color", "thumbhash", "placeholder", "variants"])
+                                       "color", "thumbhash", "placeholder", "animated", "frames", "variants"])
         #expect(items[2]["width"] is NSNull)
         let descriptor = (items[0]["variants"] as? [String: [String: [String: String]]])?["100x100"]?["1x"]
         #expect(descriptor == ["url": cachedURL, "size": "100x100", "fit": "contain"])

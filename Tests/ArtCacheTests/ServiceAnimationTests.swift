@@ -3,6 +3,7 @@ import ArtCacheFixtures
 import ArtCacheOrigin
 @testable import ArtCachePipeline
 @testable import ArtCacheRender
+import ArtCacheResultSets
 @testable import ArtCacheServer
 import Foundation
 import HTTPTypes
@@ -70,6 +71,30 @@ struct ServiceAnimationTests {
             #expect(answer.type == "image/webp" && answer.animation == nil && answer.still == "frames")
             #expect(Fixtures.header(answer.body)?.frames == 1)
         }
+        try await s.close()
+    }
+
+    /// `/v1/info` and a manifest say so: `animated`, `frames` (computed with
+    /// the placeholder from the header, kept in the index: read back after
+    /// the pipeline is opened again on the same cache).
+    @Test func infoAndManifestsSayAnimatedAndFrames() async throws {
+        let s = try await ServiceHarness()
+        s.origin.register("d.gif", .init(body: try SyntheticImage.animation(width: 120, height: 90, delays: Self.delays, webp: false),
+                                         contentType: "image/gif"))
+        let url = s.origin.url("/img/d.gif")
+        try await s.app().test(.router) { client in
+            try await client.execute(uri: s.signer.infoPath(for: url), method: .get) { response in
+                #expect(response.status == .ok)
+                let object = try JSONSerialization.jsonObject(with: Data(buffer: response.body)) as? [String: Any]
+                #expect(object?["animated"] as? Bool == true && object?["frames"] as? Int == 3, "\(object ?? [:])")
+                #expect(object?["width"] as? Int == 120 && object?["height"] as? Int == 90, "one frame's size")
+            }
+        }
+        await s.harness.store.waitForWritesBehind()
+        let stored = try await s.pipeline.info(for: url, options: .cacheOnly)
+        #expect(stored.animated && stored.frames == 3)
+        let manifest = try await s.pipeline.manifest(for: ResultSet(format: .urls, urls: [url]), sizes: [ImageSize(100)], fit: .cover)
+        #expect(manifest.items.first?.animated == true && manifest.items.first?.frames == 3)
         try await s.close()
     }
 

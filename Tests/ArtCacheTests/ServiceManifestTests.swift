@@ -127,6 +127,7 @@ struct ServiceManifestTests {
                 #expect(object?["width"] as? Int == 80 && object?["height"] as? Int == 40)
                 #expect((object?["color"] as? String)?.count == 7)
                 #expect((object?["placeholder"] as? String)?.hasPrefix("data:image/png;base64,") == true)
+                #expect(object?["animated"] as? Bool == false && object?["frames"] as? Int == 1)
             }
             let forged = path.replacingOccurrences(of: "/v1/info/", with: "/v1/info/A")
             try await client.execute(uri: forged, method: .get) { response in

@@ -33,7 +33,7 @@ struct FrontsTests {
         let repos = try APIModels.repoRows(Self.fixture("github_repos"))
         #expect(repos.map(\.title) == ["apple/swift", "vapor/vapor", "hummingbird-project/hummingbird"])
         #expect(repos[0].imageURL == "{{ORIGIN}}/img/u1/avatar.png" && repos[0].detail == "★ 67000")
-        #expect(try APIModels.userRows(Self.fixture("github_users")).map(\.title) == ["octocat", "swiftdev", "ghost"])
+        #expect(try APIModels.userRows(Self.fixture("github_users")).map(\.title) == ["octocat", "swiftdev", "ghost", "blinky"])
         let tweets = try APIModels.timelineRows(Self.fixture("twitter_home_timeline"))
         // the retweeted status and the status it quotes are rows of their own
         #expect(tweets.map(\.title) == ["Ada", "Linus", "↳ Grace", "↳ Alan", "Barbara"])

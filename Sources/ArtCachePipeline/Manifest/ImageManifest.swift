@@ -102,12 +102,15 @@ public struct ImageManifest: Sendable, Equatable, Codable {
         public let color: String?
         public let thumbhash: String?
         public let placeholder: String?
+        /// An animated GIF or WebP original, and its frames: null until cached.
+        public let animated: Bool?
+        public let frames: Int?
         /// Per requested display size (`"100x100"`): `"1x"`, `"2x"`, `"3x"`.
         public let variants: [String: [String: Reference]]
 
         enum CodingKeys: String, CodingKey {
             case index, id, url, fetchedURL = "fetched_url", status, reason, retryAfter = "retry_after", width, height, color, thumbhash,
-                 placeholder, variants
+                 placeholder, animated, frames, variants
         }
 
         public func encode(to encoder: any Encoder) throws {
@@ -125,6 +128,8 @@ public struct ImageManifest: Sendable, Equatable, Codable {
             try container.encode(color, forKey: .color)
             try container.encode(thumbhash, forKey: .thumbhash)
             try container.encode(placeholder, forKey: .placeholder)
+            try container.encode(animated, forKey: .animated)
+            try container.encode(frames, forKey: .frames)
             try container.encode(variants, forKey: .variants)
         }
     }

@@ -116,7 +116,7 @@ extension ImagePipeline {
                 status: status,
                 reason: normalized == nil ? "invalid_url" : reason, retryAfter: retryAfter,
                 width: info?.width, height: info?.height, color: info?.color, thumbhash: info?.thumbHashBase64,
-                placeholder: info?.placeholderDataURL(), variants: variants))
+                placeholder: info?.placeholderDataURL(), animated: info?.animated, frames: info?.frames, variants: variants))
         }
         if !pending.isEmpty {
             // Each pending original, and its thumbnails at 1x and 2x.

@@ -16,18 +16,43 @@ public struct ImageInfo: Sendable, Hashable, Codable {
     public let color: String
     /// The ThumbHash (<https://evanw.github.io/thumbhash/>); base64 in JSON.
     public let thumbHash: Data
+    /// Frames of an animated GIF or WebP; 1 for a still (and for an
+    /// original stored before frames were recorded).
+    public let frames: Int
+    /// More than one frame (JSON `animated`).
+    public var animated: Bool { frames > 1 }
 
     enum CodingKeys: String, CodingKey {
-        case url, width, height, color
+        case url, width, height, color, frames, animated
         case thumbHash = "thumbhash"
     }
 
-    public init(url: String, width: Int, height: Int, color: String, thumbHash: Data) {
+    public init(url: String, width: Int, height: Int, color: String, thumbHash: Data, frames: Int = 1) {
         self.url = url
         self.width = width
         self.height = height
         self.color = color
         self.thumbHash = thumbHash
+        self.frames = max(1, frames)
+    }
+
+    public init(from decoder: any Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        try self.init(url: c.decode(String.self, forKey: .url), width: c.decode(Int.self, forKey: .width),
+                      height: c.decode(Int.self, forKey: .height), color: c.decode(String.self, forKey: .color),
+                      thumbHash: c.decode(Data.self, forKey: .thumbHash),
+                      frames: c.decodeIfPresent(Int.self, forKey: .frames) ?? 1)
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        try c.encode(url, forKey: .url)
+        try c.encode(width, forKey: .width)
+        try c.encode(height, forKey: .height)
+        try c.encode(color, forKey: .color)
+        try c.encode(thumbHash, forKey: .thumbHash)
+        try c.encode(animated, forKey: .animated)
+        try c.encode(frames, forKey: .frames)
     }
 
     /// The ThumbHash as base64 (as JSON carries it).
@@ -44,6 +69,6 @@ public struct ImageInfo: Sendable, Hashable, Codable {
     init?(entry: CacheEntry) {
         guard entry.kind == .original, let color = entry.color, let hash = entry.thumbHash,
               let width = entry.width, let height = entry.height else { return nil }
-        self.init(url: entry.url, width: width, height: height, color: color, thumbHash: hash)
+        self.init(url: entry.url, width: width, height: height, color: color, thumbHash: hash, frames: entry.frames ?? 1)
     }
 }

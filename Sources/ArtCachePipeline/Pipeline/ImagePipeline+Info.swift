@@ -147,13 +147,13 @@ extension ImagePipeline {
 extension OriginalIntrinsics {
     init(_ intrinsics: Intrinsics) {
         self.init(width: intrinsics.width, height: intrinsics.height, color: intrinsics.placeholder.color,
-                  thumbHash: Data(intrinsics.placeholder.thumbHash))
+                  thumbHash: Data(intrinsics.placeholder.thumbHash), frames: intrinsics.frames)
     }
 }
 
 extension ImageInfo {
     init(url: String, intrinsics: Intrinsics) {
         self.init(url: url, width: intrinsics.width, height: intrinsics.height, color: intrinsics.placeholder.color,
-                  thumbHash: Data(intrinsics.placeholder.thumbHash))
+                  thumbHash: Data(intrinsics.placeholder.thumbHash), frames: intrinsics.frames)
     }
 }

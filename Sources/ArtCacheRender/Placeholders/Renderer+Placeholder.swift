@@ -8,6 +8,12 @@ package struct Intrinsics: Sendable, Hashable {
     package let width: Int
     package let height: Int
     package let placeholder: Placeholder
+    /// Frames of an animation (GIF, WebP); 1 otherwise.
+    package var frames = 1
+
+    package init(width: Int, height: Int, placeholder: Placeholder, frames: Int = 1) {
+        (self.width, self.height, self.placeholder, self.frames) = (width, height, placeholder, frames)
+    }
 }
 
 extension Renderer {
@@ -45,9 +51,11 @@ extension Renderer {
         try render.thumbnail(image, width: Self.placeholderSide, height: Self.placeholderSide, centreCrop: false)
         try render.toSRGB()
         let size = render.info
-        return try PlaceholderPixels(width: size.width, height: size.height, rgba: render.rgba(),
-                                     sourceWidth: rotated ? header.height : header.width,
-                                     sourceHeight: rotated ? header.width : header.height).intrinsics()
+        var intrinsics = try PlaceholderPixels(width: size.width, height: size.height, rgba: render.rgba(),
+                                               sourceWidth: rotated ? header.height : header.width,
+                                               sourceHeight: rotated ? header.width : header.height).intrinsics()
+        intrinsics.frames = max(1, header.frames)
+        return intrinsics
     }
 
     /// ``placeholderBlocking(_:)`` on a render thread, in `priority` order with renders.

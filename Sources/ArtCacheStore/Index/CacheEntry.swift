@@ -45,6 +45,8 @@ package struct CacheEntry: Sendable, Equatable, Codable {
     package var color: String? = nil
     /// An original's ThumbHash, once its placeholder is computed.
     package var thumbHash: Data? = nil
+    /// An original's frames (animation), recorded with its placeholder; nil: not known.
+    package var frames: Int? = nil
     /// An original fetched from another URL than its own (a provider
     /// profile's rendition): that URL; nil when fetched as given.
     package var fetchedURL: String? = nil
@@ -125,7 +127,7 @@ extension CacheEntry {
     static let columnNames = ["key", "url", "host", "kind", "parent_key", "spec", "blob", "content_type", "declared_type",
                               "size", "sha256", "source_sha256", "width", "height", "etag", "last_modified", "expires_at",
                               "fresh_for", "created_at", "accessed_at", "hit_count", "color", "thumbhash", "fetched_url", "rendition",
-                              "stale_while_revalidate", "stale_if_error", "directives", "upgrade"]
+                              "stale_while_revalidate", "stale_if_error", "directives", "upgrade", "frames"]
     static let columns = columnNames.joined(separator: ", ")
     static func columns(of table: String) -> String { columnNames.map { "\(table).\($0)" }.joined(separator: ", ") }
 
@@ -164,6 +166,7 @@ extension CacheEntry {
         let upgradeBits: Int = row[28]
         upgrade = UpgradeState(rawValue: upgradeBits & Self.upgradeStateMask) ?? .open
         noGainFormats = upgradeBits >> Self.noGainShift
+        frames = row[29]
     }
 
     /// The row of `key`, live or evicted (below the horizon, not yet reclaimed).
@@ -186,7 +189,7 @@ extension CacheEntry {
         [key, url, host, kind.rawValue, parentKey, spec, blob, contentType, declaredType, size, sha256, sourceSHA256,
          width, height, etag, lastModified, expiresAt?.timeIntervalSince1970, freshFor, createdAt.timeIntervalSince1970,
          accessedAt.timeIntervalSince1970, hitCount, color, thumbHash, fetchedURL, rendition,
-         staleWhileRevalidate, staleIfError, directiveBits, upgrade.rawValue]
+         staleWhileRevalidate, staleIfError, directiveBits, upgrade.rawValue, frames]
     }
 
     /// INSERT, or UPDATE of the row with the same key when `replacing`.

@@ -13,12 +13,15 @@ package struct OriginalIntrinsics: Sendable, Hashable {
     /// `#rrggbb`.
     package let color: String
     package let thumbHash: Data
+    /// Frames of an animation, 1 for a still; nil: not known (left as it is).
+    package let frames: Int?
 
-    package init(width: Int, height: Int, color: String, thumbHash: Data) {
+    package init(width: Int, height: Int, color: String, thumbHash: Data, frames: Int? = nil) {
         self.width = width
         self.height = height
         self.color = color
         self.thumbHash = thumbHash
+        self.frames = frames
     }
 
     /// Into the row of `key` when it holds the bytes `sha256` names and is
@@ -26,9 +29,9 @@ package struct OriginalIntrinsics: Sendable, Hashable {
     @discardableResult
     func record(key: String, sha256: String, db: Database) throws -> Bool {
         try db.cachedStatement(sql: """
-            UPDATE entry SET width = ?, height = ?, color = ?, thumbhash = ?
+            UPDATE entry SET width = ?, height = ?, color = ?, thumbhash = ?, frames = coalesce(?, frames)
             WHERE key = ? AND sha256 = ? AND kind = 'original' AND \(Schema.live())
-            """).execute(arguments: [width, height, color, thumbHash, key, sha256])
+            """).execute(arguments: [width, height, color, thumbHash, frames, key, sha256])
         return db.changesCount > 0
     }
 }

@@ -242,6 +242,12 @@ enum Schema {
                 );
                 """)
         }
+        migrator.registerMigration("v13-frames") { db in
+            // Animated sources (issue 52): an original's frames, recorded
+            // with its size and placeholder (1 for a still); NULL when not
+            // known (rows from before: read as 1).
+            try db.execute(sql: "ALTER TABLE entry ADD COLUMN frames INTEGER")
+        }
         return migrator
     }
 
