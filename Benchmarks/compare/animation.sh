@@ -14,6 +14,7 @@
 #       resized to 100 px by `vips thumbnail`: the encode alone, ms per run
 #       (median of 9) and peak RSS.
 #     Bytes of each output; every output is checked to be 40 frames.
+#     ANIM_CORE: the core they run on (1).
 if want anim; then
 log "anim: a 40-frame 480x480 GIF to a 100 px animated WebP: artcache vs vips thumbnail vs gif2webp"
 . "$ROOT/Benchmarks/quality/photos.sh"
@@ -35,7 +36,7 @@ frames_of() { "$PY" -c 'import sys, pyvips; print(pyvips.Image.new_from_file(sys
 # artcache, in process
 if [ -x "$BENCH" ]; then
   mkdir -p "$ANIM/a"
-  out=$(/usr/bin/time -f "%M" -o "$ANIM/a.rss" taskset -c 1 "$BENCH" render-files "$ANIM/in.gif" --size 100x100 --fit cover \
+  out=$(/usr/bin/time -f "%M" -o "$ANIM/a.rss" taskset -c "${ANIM_CORE:-1}" "$BENCH" render-files "$ANIM/in.gif" --size 100x100 --fit cover \
     --format webp --workers 1 --repeats 20 --out "$ANIM/a" --quiet)
   a_ms=$(echo "$out" | sed -E 's/^([0-9]+) renders in ([0-9.]+) s.*/\2 \1/' | awk '{printf "%.1f", $1 / $2 * 1000}')
   a_file=$(ls "$ANIM"/a/* | head -1); a_bytes=$(stat -c %s "$a_file"); a_frames=$(frames_of "$a_file"); a_rss=$(cat "$ANIM/a.rss")
@@ -46,7 +47,7 @@ fi
 tv=()
 for _ in $(seq 9); do
   t0=$(date +%s.%N)
-  /usr/bin/time -f "%M" -o "$ANIM/v.rss" taskset -c 1 vips thumbnail "$ANIM/in.gif[n=-1]" "$ANIM/v.webp[Q=$ANIM_Q,effort=$ANIM_M,strip]" 100
+  /usr/bin/time -f "%M" -o "$ANIM/v.rss" taskset -c "${ANIM_CORE:-1}" vips thumbnail "$ANIM/in.gif[n=-1]" "$ANIM/v.webp[Q=$ANIM_Q,effort=$ANIM_M,strip]" 100
   t1=$(date +%s.%N); tv+=("$(echo "($t1 - $t0) * 1000" | bc)")
 done
 v_ms=$(printf '%s\n' "${tv[@]}" | med); v_bytes=$(stat -c %s "$ANIM/v.webp"); v_frames=$(frames_of "$ANIM/v.webp"); v_rss=$(cat "$ANIM/v.rss")
@@ -56,7 +57,7 @@ tg=()
 if command -v gif2webp >/dev/null; then
   for _ in $(seq 9); do
     t0=$(date +%s.%N)
-    /usr/bin/time -f "%M" -o "$ANIM/g.rss" taskset -c 1 gif2webp -quiet -lossy -q "$ANIM_Q" -m "$ANIM_M" "$ANIM/small.gif" -o "$ANIM/g.webp"
+    /usr/bin/time -f "%M" -o "$ANIM/g.rss" taskset -c "${ANIM_CORE:-1}" gif2webp -quiet -lossy -q "$ANIM_Q" -m "$ANIM_M" "$ANIM/small.gif" -o "$ANIM/g.webp"
     t1=$(date +%s.%N); tg+=("$(echo "($t1 - $t0) * 1000" | bc)")
   done
   g_ms=$(printf '%s\n' "${tg[@]}" | med); g_bytes=$(stat -c %s "$ANIM/g.webp"); g_frames=$(frames_of "$ANIM/g.webp"); g_rss=$(cat "$ANIM/g.rss")
