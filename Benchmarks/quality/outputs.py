@@ -16,8 +16,9 @@ def write_tsv(path, rows, meta):
                 f"{meta['vips']}.{meta['vips_minor']}.{meta['vips_micro']}, {meta['crops']} crops, effort rule: "
                 f"fastest within {round((meta['slack'] - 1) * 100)}% of the fewest bytes at q{meta['policy_q']}); "
                 f"see Benchmarks/quality/README.md\n")
-        f.write("# effort: JPEG 0, WebP method, AVIF aom speed, JPEG XL libjxl effort. kind=jpeg: the targets; kind=grid: measured codec "
-                "qualities; kind=calibrated: the quality matching jpeg_q (ssimulacra = the JPEG target)\n")
+        f.write("# effort: JPEG 0, WebP method, AVIF aom speed, JPEG XL libjxl effort. kind=jpeg: the targets; "
+                "kind=grid: measured codec qualities; kind=calibrated: the quality matching jpeg_q "
+                "(ssimulacra = the JPEG target)\n")
         f.write("# check_*: means over every other crop at that exact setting (SSIMULACRA, Butteraugli max and "
                 "3-norm), at jpeg q " + "/".join(map(str, meta["check_qs"])) + "\n")
         f.write("\t".join(cols) + "\n")

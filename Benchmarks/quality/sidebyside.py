@@ -8,7 +8,10 @@ format policy's cold rule are timed here in the same minutes. Run through
 ./sidebyside (it cuts the photographs and pins this to one core).
 
 Prints a markdown table: per set and size, ms per encode and mean bytes for
-each setting, and its ratio to AVIF speed 9's time in the same rounds.
+each setting, and its ratio to AVIF speed 9's time in the same rounds; then
+what the format policy (Sources/ArtCacheServer/Negotiation.swift's
+FormatPolicy, with calibrate's effort rules) answers from these numbers:
+Chrome's Accept, and Safari 17's with `[service] jxl` cold or behind.
 """
 import argparse
 import os
@@ -25,6 +28,41 @@ SIZES = (100, 300, 600)
 # efforts of WebP and AVIF, and JPEG itself.
 SETTINGS = [("jpeg", 0), ("webp", 0), ("webp", 2), ("webp", 4), ("avif", 9), ("avif", 5)] \
     + [("jxl", e) for e in range(1, 8)]
+COLD_BUDGET = 1.10     # calibrate.py: a cold effort encodes within 110% of AVIF speed 9's time
+BYTES_SLACK = 1.05     # calibrate.py: the behind effort, the fastest within 5% of the fewest bytes
+UPGRADE_GAIN = 0.85    # FormatPolicy.upgradeGain
+PICKABLE = {"jxl": lambda effort: effort >= 3}   # calibrate.py: libvips jxlsave's efforts
+
+
+def efforts(best, mean_bytes, codec):
+    """(cold effort, behind effort) of `codec` by calibrate's rules, from
+    these rounds' times and bytes."""
+    mine = [e for c, e in SETTINGS if c == codec and PICKABLE.get(c, lambda _: True)(e)]
+    budget = best[("avif", 9)] * COLD_BUDGET
+    affordable = [e for e in mine if best[(codec, e)] <= budget]
+    cold = (min(affordable, key=lambda e: mean_bytes[(codec, e)]) if affordable
+            else min(mine, key=lambda e: best[(codec, e)]))
+    fewest = min(mean_bytes[(codec, e)] for e in mine)
+    behind = min((e for e in mine if mean_bytes[(codec, e)] <= fewest * BYTES_SLACK), key=lambda e: best[(codec, e)])
+    return cold, behind
+
+
+def choice(best, mean_bytes, cold_formats, behind_formats, slack):
+    """FormatPolicy.choice: the cold answer is the cheapest encode among the
+    cold formats (JPEG always) within `slack` of the smallest cold bytes; the
+    better one the smallest at its behind effort, when it is at most 85% of
+    the cold answer's bytes."""
+    tiers = {c: efforts(best, mean_bytes, c) for c in cold_formats + behind_formats}
+    cold = [("jpeg", 0)] + [(c, tiers[c][0]) for c in cold_formats]
+    smallest = min(mean_bytes[k] for k in cold)
+    pick = min((k for k in cold if mean_bytes[k] <= smallest * slack), key=lambda k: best[k])
+    behind = [(c, tiers[c][1]) for c in cold_formats + behind_formats]
+    better = min(behind, key=lambda k: mean_bytes[k])
+    if mean_bytes[better] > mean_bytes[pick] * UPGRADE_GAIN:
+        better = None
+    name = lambda k: f"{k[0]} {k[1]}" if k[0] != "jpeg" else "jpeg"
+    return f"{name(pick)} ({mean_bytes[pick]:.0f} B, {best[pick]:.2f} ms)" + (
+        f" → {name(better)} ({mean_bytes[better]:.0f} B)" if better else "")
 
 
 def q80_rows(path):
@@ -65,6 +103,7 @@ def main():
     os.makedirs(tmp)
     print("| set | size | setting | Q | ms/encode | vs AVIF s9 | bytes |")
     print("|---|---|---|---|---|---|---|")
+    decisions = []
     try:
         for spec in args.set:
             label, photos = spec.split("=", 1)
@@ -85,7 +124,15 @@ def main():
                     quality = 80 if codec == "jpeg" else qualities[(codec, size, effort)]
                     print(f"| {label} | {size} | {codec} {effort} | {quality} | {best[(codec, effort)]:.2f} | "
                           f"{best[(codec, effort)] / base:.2f}x | {mean_bytes[(codec, effort)]:.0f} |", flush=True)
+                for slack in (1.05, 1.10):
+                    decisions.append(f"| {label} | {size} | {round((slack - 1) * 100)}% | "
+                                     + " | ".join(choice(best, mean_bytes, cold, behind, slack) for cold, behind in
+                                                  ((["webp", "avif"], []), (["webp", "avif", "jxl"], []),
+                                                   (["webp", "avif"], ["jxl"]))) + " |")
                 print(f"{label} {size} done", file=sys.stderr)
+        print("\n| set | size | cold slack | Chrome | Safari 17, jxl = cold | Safari 17, jxl = behind |")
+        print("|---|---|---|---|---|---|")
+        print("\n".join(decisions))
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 
