@@ -3,9 +3,9 @@
 photographs and pins this to one core); see README.md beside this file.
 
 For each size (100/300/600 px) and each JPEG q the mean SSIMULACRA distance of
-our JPEG to the resized original is the target; for WebP (methods 0/2/4) and
-AVIF (aom speeds 9/8/6) the quality with the same mean distance is found on a
-grid of measured qualities (linear between the two grid points around it,
+our JPEG to the resized original is the target; for WebP (methods 0/2/4), AVIF
+(aom speeds 9/8/6/5) and JPEG XL (libjxl efforts 1-7, issue 52) the quality
+with the same mean distance is found on a grid of measured qualities (linear between the two grid points around it,
 rounded). At each chosen point: mean bytes, encode CPU ms per image on one core,
 and Butteraugli on a subset as a cross-check.
 """
@@ -25,15 +25,24 @@ from outputs import write_swift, write_tsv
 
 SIZES = (100, 300, 600)
 JPEG_QS = (50, 60, 70, 75, 80, 85, 90, 95)
-EFFORTS = {"webp": (0, 2, 4), "avif": (9, 8, 6, 5)}   # WebP method; AVIF aom speed
+# WebP method; AVIF aom speed; JPEG XL libjxl effort (issue 52: 1-7).
+EFFORTS = {"webp": (0, 2, 4), "avif": (9, 8, 6, 5), "jxl": (1, 2, 3, 4, 5, 6, 7)}
+CODECS = ("webp", "avif", "jxl")
+# The efforts the rules may pick: all measured, but JPEG XL from 3, the
+# least libvips 8.14's jxlsave accepts (its `effort` is 3-9; libjxl's 1 and 2
+# make effort 3's pixels in 2-10% more bytes, no faster: README).
+PICKABLE = {"jxl": lambda effort: effort >= 3}
 # Grids of codec qualities, dense where the JPEG range 50-95 lands (see the
 # README: JPEG q50 ~ WebP 40s / AVIF 30s, JPEG q95 ~ WebP 90s / AVIF 80s).
 # AVIF is 4:2:0 below Q90 and 4:4:4 from it (AVIFEncoder): a step, so the grid
 # has both sides of it (89, 90) and no match is interpolated across it (JUMPS).
+# JPEG XL's quality is libvips jxlsave's Q (distance 0.1 + (100 - Q) * 0.09
+# from Q30, enctime.c's jxl_distance).
 GRID = {"webp": (40, 55, 65, 75, 85, 92, 100),
-        "avif": (25, 40, 50, 60, 70, 80, 89, 90, 95, 100)}
-QUICK_GRID = {"webp": (40, 65, 85, 100), "avif": (25, 50, 70, 89, 90, 95)}
-JUMPS = {"webp": (), "avif": ((89, 90),)}
+        "avif": (25, 40, 50, 60, 70, 80, 89, 90, 95, 100),
+        "jxl": (25, 40, 50, 60, 70, 80, 90, 95, 100)}
+QUICK_GRID = {"webp": (40, 65, 85, 100), "avif": (25, 50, 70, 89, 90, 95), "jxl": (25, 50, 70, 90, 100)}
+JUMPS = {"webp": (), "avif": ((89, 90),), "jxl": ()}
 POLICY_Q = 80          # the default `[thumbnails] quality`: efforts, bytes and ms are judged here
 BYTES_SLACK = 1.05     # the effort rule: fastest effort within 5% of the fewest bytes
 # The cold rule (issue 51): per codec and size, the effort with the fewest
@@ -158,18 +167,19 @@ class Bench:
 
     def encoded(self, codec, size, effort, quality, indices):
         """The bytes of crops `indices` at this setting. AVIF through enctime
-        (AVIFEncoder.swift's libheif calls and options, in C): one process
-        for all of them."""
-        if codec != "avif":
+        (AVIFEncoder.swift's libheif calls and options, in C), JPEG XL too
+        (libvips jxlsave's libjxl calls, one thread): one process for all
+        of them."""
+        if codec not in ("avif", "jxl"):
             return [encode(codec, self.refs[size][i][0], quality, effort) for i in indices]
-        out = os.path.join(self.tmp, "avif")
+        out = os.path.join(self.tmp, codec)
         shutil.rmtree(out, ignore_errors=True)
         os.makedirs(out)
-        run_tool([self.enctime, "avif-files", str(quality), str(effort), str(size), out]
+        run_tool([self.enctime, f"{codec}-files", str(quality), str(effort), str(size), out]
                  + [self.raw[size][i] for i in indices])
         data = []
         for k in range(len(indices)):
-            with open(os.path.join(out, f"{k}.avif"), "rb") as f:
+            with open(os.path.join(out, f"{k}.{codec}"), "rb") as f:
                 data.append(f.read())
         return data
 
@@ -209,12 +219,15 @@ class Bench:
         process CPU clock (other people's load does not count; all of the
         encoder's threads do). JPEG and WebP as the service calls them:
         TurboJPEG, libwebp and libheif directly (enctime.c; libvips' call
-        costs ~0.5 ms more than the encode itself)."""
+        costs ~0.5 ms more than the encode itself); JPEG XL as libvips
+        jxlsave calls libjxl, without its thread pool."""
         key = f"time/{codec}/{size}/{effort}/{quality}/{','.join(self.names)}"
         if key not in self.cache:
             passes = 20 if codec == "jpeg" else 6 if size < 600 else 3
             if codec == "avif":
                 passes = 4 if effort >= 8 and size < 600 else 2
+            if codec == "jxl":
+                passes = 4 if effort <= 4 and size < 600 else 2
             out = run_tool([self.enctime, codec, str(quality), str(effort), str(size), str(passes)]
                            + self.raw[size]).split()
             self.cache[key] = {"ms": float(out[0]), "bytes": float(out[1])}
@@ -257,6 +270,8 @@ def main():
     p.add_argument("--quick", action="store_true")
     p.add_argument("--crops", type=int, default=24, help="sample size (at most 24; --quick: 6)")
     p.add_argument("--fresh", action="store_true", help="ignore the cache of measured points")
+    p.add_argument("--swift-out", help="where the generated Swift goes (default: "
+                   "Sources/ArtCacheRender/Rendering/QualityTable.swift)")
     p.add_argument("--bytes-slack", type=float, default=BYTES_SLACK,
                    help="the effort rule: the fastest effort within this factor of the fewest bytes (1.05)")
     args = p.parse_args()
@@ -271,7 +286,7 @@ def main():
         bench.close()
     minutes = (time.time() - started) / 60
     out_tsv = os.path.join(args.root, "Benchmarks/quality/table.tsv")
-    out_swift = os.path.join(args.root, "Sources/ArtCacheRender/Rendering/QualityTable.swift")
+    out_swift = args.swift_out or os.path.join(args.root, "Sources/ArtCacheRender/Rendering/QualityTable.swift")
     if args.quick:
         out_tsv = os.path.join(args.work, "quick-table.tsv")
         out_swift = os.path.join(args.work, "quick-QualityTable.swift")
@@ -300,7 +315,7 @@ def measure(bench, slack):
             print(f"jpeg {size} q{q}: ssimulacra {pt['ssimulacra']:.5f} bytes {pt['bytes']:.0f} "
                   f"ms {row['ms']:.3f}", file=sys.stderr)
     policy = {}   # (codec, size) -> {effort: the calibrated row at POLICY_Q}
-    for codec in ("webp", "avif"):
+    for codec in CODECS:
         for size in SIZES:
             at_policy = {}
             for effort in EFFORTS[codec]:
@@ -329,7 +344,9 @@ def measure(bench, slack):
             policy[(codec, size)] = at_policy
     chosen = {}
     cold = {}
-    for (codec, size), at_policy in policy.items():
+    for (codec, size), measured in policy.items():
+        pickable = PICKABLE.get(codec, lambda effort: True)
+        at_policy = {e: r for e, r in measured.items() if pickable(e)}
         # The effort rule: among efforts whose bytes at the q80 match are
         # within 5% of the fewest, the fastest.
         fewest = min(r["bytes"] for r in at_policy.values())

@@ -1,5 +1,6 @@
-/* enctime: CPU time of the JPEG, WebP and AVIF encoders as the service calls
- * them directly (no libvips around them), for Benchmarks/quality/calibrate.
+/* enctime: CPU time of the JPEG, WebP, AVIF and JPEG XL encoders as the
+ * service calls them directly (no libvips around them), for
+ * Benchmarks/quality/calibrate.
  *
  *   JPEG: TurboJPEG tjCompress2, RGB, 4:2:0 below quality 90 and 4:4:4 from
  *         90 (TurboJPEG.swift's TurboJPEGEncoder); EFFORT 0 baseline, 1
@@ -11,16 +12,21 @@
  *         service's own conversion, compiled in) below quality 90 and RGB
  *         (libheif converts, 4:4:4) from 90, trellis quantisation off at
  *         speed 9; no metadata
+ *   JPEG XL (issue 52): libjxl 0.7's encoder as libvips 8.14's jxlsave calls
+ *         it, minus its thread pool: 8-bit sRGB, lossy in XYB
+ *         (uses_original_profile false), decoding-speed tier 0, effort
+ *         `effort` (1-9; libvips allows 3-9), distance from `quality` by
+ *         jxlsave's (cjxl's) formula (jxl_distance below), a bare codestream
+ *         (no container, no metadata boxes); no parallel runner: one thread
  *
  *   gcc -O2 -o enctime enctime.c ../../Sources/CPixels/cpixels.c \
- *       -I../../Sources/CPixels/include -lturbojpeg -lwebp -lheif
- *   ./enctime jpeg|webp|avif QUALITY EFFORT SIDE PASSES FILE.rgb...
- *   ./enctime avif-files QUALITY EFFORT SIDE OUTDIR FILE.rgb...
- *   ./enctime webp-files QUALITY EFFORT SIDE OUTDIR FILE.rgb...
+ *       -I../../Sources/CPixels/include -lturbojpeg -lwebp -lheif -ljxl
+ *   ./enctime jpeg|webp|avif|jxl QUALITY EFFORT SIDE PASSES FILE.rgb...
+ *   ./enctime avif-files|webp-files|jxl-files QUALITY EFFORT SIDE OUTDIR FILE.rgb...
  *
- * avif-files / webp-files encode each FILE once into OUTDIR/<index>.avif
- * (.webp) (for the quality measurements) and print each file's bytes, one
- * per line.
+ * avif-files / webp-files / jxl-files encode each FILE once into
+ * OUTDIR/<index>.avif (.webp, .jxl) (for the quality measurements) and
+ * print each file's bytes, one per line.
  *
  * Levers (levers.py), from the environment, default off (the service's
  * settings): ENCTIME_AOM="name=value,..." extra libaom options (libheif
@@ -38,6 +44,8 @@
 #include <turbojpeg.h>
 #include <webp/encode.h>
 #include <libheif/heif.h>
+#include <jxl/encode.h>
+#include <math.h>
 #include "cpixels.h"
 
 static double cpu_now(void) {
@@ -188,15 +196,71 @@ static size_t encode_avif(const unsigned char *rgb, int side, int quality, int s
     return size;
 }
 
+/* libvips 8.14 jxlsave's Q -> butteraugli distance (the formula of cjxl
+ * 0.7): 0.1 at Q100, +0.09 per step down to Q30 (6.4), then steeper. */
+static float jxl_distance(int quality) {
+    return quality >= 30 ? 0.1f + (100 - quality) * 0.09f : 6.4f + powf(2.5f, (30 - quality) / 5.0f) / 6.25f;
+}
+
+static void jxl_ok(JxlEncoderStatus status, const char *step) {
+    if (status != JXL_ENC_SUCCESS) {
+        fprintf(stderr, "libjxl %s failed\n", step);
+        exit(1);
+    }
+}
+
+/* libvips 8.14 jxlsave's calls for an 8-bit sRGB image without alpha or ICC
+ * profile, without JxlEncoderSetParallelRunner (one thread). Writes to
+ * `out` when it is not NULL; returns the codestream's size. */
+static size_t encode_jxl(const unsigned char *rgb, int side, int quality, int effort, FILE *out) {
+    JxlEncoder *encoder = JxlEncoderCreate(NULL);
+    JxlBasicInfo info;
+    JxlEncoderInitBasicInfo(&info);
+    info.xsize = side;
+    info.ysize = side;
+    info.bits_per_sample = 8;
+    info.num_color_channels = 3;
+    info.uses_original_profile = JXL_FALSE;   /* lossy: XYB, not RGB */
+    jxl_ok(JxlEncoderSetBasicInfo(encoder, &info), "SetBasicInfo");
+    JxlColorEncoding colour;
+    JxlColorEncodingSetToSRGB(&colour, JXL_FALSE);
+    jxl_ok(JxlEncoderSetColorEncoding(encoder, &colour), "SetColorEncoding");
+    JxlEncoderFrameSettings *settings = JxlEncoderFrameSettingsCreate(encoder, NULL);
+    jxl_ok(JxlEncoderFrameSettingsSetOption(settings, JXL_ENC_FRAME_SETTING_DECODING_SPEED, 0), "tier");
+    jxl_ok(JxlEncoderSetFrameDistance(settings, jxl_distance(quality)), "distance");
+    jxl_ok(JxlEncoderFrameSettingsSetOption(settings, JXL_ENC_FRAME_SETTING_EFFORT, effort), "effort");
+    jxl_ok(JxlEncoderSetFrameLossless(settings, JXL_FALSE), "lossless");
+    JxlPixelFormat format = {3, JXL_TYPE_UINT8, JXL_NATIVE_ENDIAN, 0};
+    jxl_ok(JxlEncoderAddImageFrame(settings, &format, rgb, (size_t) side * side * 3), "AddImageFrame");
+    JxlEncoderCloseInput(encoder);
+    size_t capacity = 4096, used = 0;
+    uint8_t *buffer = malloc(capacity);
+    JxlEncoderStatus status;
+    do {
+        uint8_t *next = buffer + used;
+        size_t avail = capacity - used;
+        status = JxlEncoderProcessOutput(encoder, &next, &avail);
+        used = (size_t) (next - buffer);
+        if (status == JXL_ENC_NEED_MORE_OUTPUT) {
+            capacity *= 2;
+            buffer = realloc(buffer, capacity);
+        } else jxl_ok(status, "ProcessOutput");
+    } while (status != JXL_ENC_SUCCESS);
+    if (out && fwrite(buffer, 1, used, out) != used) exit(1);
+    free(buffer);
+    JxlEncoderDestroy(encoder);
+    return used;
+}
+
 int main(int argc, char **argv) {
     if (argc < 7) {
-        fprintf(stderr, "usage: enctime jpeg|webp|avif QUALITY EFFORT SIDE PASSES FILE.rgb...\n"
-                        "       enctime avif-files QUALITY EFFORT SIDE OUTDIR FILE.rgb...\n");
+        fprintf(stderr, "usage: enctime jpeg|webp|avif|jxl QUALITY EFFORT SIDE PASSES FILE.rgb...\n"
+                        "       enctime avif-files|webp-files|jxl-files QUALITY EFFORT SIDE OUTDIR FILE.rgb...\n");
         return 1;
     }
     const char *codec = argv[1];
-    int webp_files = strcmp(codec, "webp-files") == 0;
-    int files_mode = strcmp(codec, "avif-files") == 0 || webp_files;
+    int webp_files = strcmp(codec, "webp-files") == 0, jxl_files = strcmp(codec, "jxl-files") == 0;
+    int files_mode = strcmp(codec, "avif-files") == 0 || webp_files || jxl_files;
     int quality = atoi(argv[2]), effort = atoi(argv[3]), side = atoi(argv[4]);
     int passes = files_mode ? 0 : atoi(argv[5]);
     int files = argc - 6;
@@ -215,14 +279,15 @@ int main(int argc, char **argv) {
     if (files_mode) {
         for (int i = 0; i < files; i++) {
             char path[4096];
-            snprintf(path, sizeof path, "%s/%d.%s", argv[5], i, webp_files ? "webp" : "avif");
+            snprintf(path, sizeof path, "%s/%d.%s", argv[5], i, webp_files ? "webp" : jxl_files ? "jxl" : "avif");
             FILE *out = fopen(path, "wb");
             if (!out) {
                 fprintf(stderr, "cannot write %s\n", path);
                 return 1;
             }
             size_t size = webp_files ? encode_webp(rgb[i], side, quality, effort, out)
-                                     : encode_avif(rgb[i], side, quality, effort, out);
+                        : jxl_files ? encode_jxl(rgb[i], side, quality, effort, out)
+                                    : encode_avif(rgb[i], side, quality, effort, out);
             if (fclose(out) != 0) return 1;
             printf("%zu\n", size);
         }
@@ -237,6 +302,7 @@ int main(int argc, char **argv) {
         for (int i = 0; i < files; i++)
             total += strcmp(codec, "jpeg") == 0 ? encode_jpeg(tj, rgb[i], side, quality, effort)
                    : strcmp(codec, "webp") == 0 ? encode_webp(rgb[i], side, quality, effort, NULL)
+                   : strcmp(codec, "jxl") == 0 ? encode_jxl(rgb[i], side, quality, effort, NULL)
                    : encode_avif(rgb[i], side, quality, effort, NULL);
         double took = cpu_now() - start;
         if (took < best) best = took;

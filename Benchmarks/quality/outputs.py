@@ -16,8 +16,9 @@ def write_tsv(path, rows, meta):
                 f"{meta['vips']}.{meta['vips_minor']}.{meta['vips_micro']}, {meta['crops']} crops, effort rule: "
                 f"fastest within {round((meta['slack'] - 1) * 100)}% of the fewest bytes at q{meta['policy_q']}); "
                 f"see Benchmarks/quality/README.md\n")
-        f.write("# effort: JPEG 0, WebP method, AVIF aom speed. kind=jpeg: the targets; kind=grid: measured codec "
-                "qualities; kind=calibrated: the quality matching jpeg_q (ssimulacra = the JPEG target)\n")
+        f.write("# effort: JPEG 0, WebP method, AVIF aom speed, JPEG XL libjxl effort. kind=jpeg: the targets; "
+                "kind=grid: measured codec qualities; kind=calibrated: the quality matching jpeg_q "
+                "(ssimulacra = the JPEG target)\n")
         f.write("# check_*: means over every other crop at that exact setting (SSIMULACRA, Butteraugli max and "
                 "3-norm), at jpeg q " + "/".join(map(str, meta["check_qs"])) + "\n")
         f.write("\t".join(cols) + "\n")
@@ -81,7 +82,7 @@ package enum QualityTable {{
         }}
     }}
 
-    package enum Codec: String, Sendable, CaseIterable {{ case jpeg, webp, avif }}
+    package enum Codec: String, Sendable, CaseIterable {{ case {codec_cases} }}
 
     /// Which effort a row is for: `.cold`, an answer waits for the encode
     /// (the cold rule above: within the cold budget); `.behind`, a format upgrade behind the
@@ -156,7 +157,7 @@ package enum QualityTable {{
         case (.webp, .behind): webp[size]
         case (.avif, .behind): avif[size]
         case (.webp, .cold): webpCold[size]
-        case (.avif, .cold): avifCold[size]
+        case (.avif, .cold): avifCold[size]{jxl_cases}
         }}
     }}
 
@@ -184,8 +185,12 @@ def write_swift(path, rows, chosen, cold, meta):
         lines.append("    )")
         return "\n".join(lines) + "\n"
 
-    effort_doc = ["///", "/// Chosen efforts (WebP method, AVIF speed) per size class, q80 match:"]
-    for codec in ("webp", "avif"):
+    # JPEG XL (issue 52) is in the generated table only when it was measured.
+    codecs = [c for c in ("webp", "avif", "jxl") if c in meta["efforts"]]
+    effort_doc = ["///", "/// Chosen efforts (WebP method, AVIF speed"
+                  + (", JPEG XL effort (libjxl, as libvips jxlsave calls it)" if "jxl" in codecs else "")
+                  + ") per size class, q80 match:"]
+    for codec in codecs:
         for size in meta["sizes"]:
             at80 = {r["effort"]: r for r in rows if r["kind"] == "calibrated" and r["codec"] == codec
                     and r["size"] == size and r["jpeg_q"] == meta["policy_q"]}
@@ -197,7 +202,9 @@ def write_swift(path, rows, chosen, cold, meta):
         vips=f"{meta['vips']}.{meta['vips_minor']}.{meta['vips_micro']}",
         jpeg_qs=", ".join(map(str, meta["jpeg_qs"])), effort_doc="\n".join(effort_doc),
         jpeg_list=", ".join(map(str, meta["jpeg_qs"])),
-        tables=table("jpeg", "jpeg") + "\n" + table("webp", "webp") + "\n" + table("avif", "avif") + "\n"
-        + table("webpCold", "webp", cold) + "\n" + table("avifCold", "avif", cold))
+        codec_cases=", ".join(["jpeg"] + codecs),
+        jxl_cases="\n        case (.jxl, .behind): jxl[size]\n        case (.jxl, .cold): jxlCold[size]" if "jxl" in codecs else "",
+        tables="\n".join([table("jpeg", "jpeg")] + [table(c, c) for c in codecs]
+                         + [table(c + "Cold", c, cold) for c in codecs]))
     with open(path, "w") as f:
         f.write(text)
