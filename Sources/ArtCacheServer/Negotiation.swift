@@ -13,6 +13,7 @@ enum Negotiation {
         let rawValue: UInt8
         static let webp = Accepted(rawValue: 1)
         static let avif = Accepted(rawValue: 2)
+        static let jxl = Accepted(rawValue: 4)
 
         /// Parsed from an `Accept` header: a media range with `q=0` is a
         /// refusal; wildcards (`image/*`, `*/*`) name no format of their own
@@ -28,6 +29,7 @@ enum Negotiation {
                 guard quality > 0 else { continue }
                 if type == "image/avif" { accepted.insert(.avif) }
                 if type == "image/webp" { accepted.insert(.webp) }
+                if type == "image/jxl" { accepted.insert(.jxl) }
             }
             self = accepted
         }
@@ -35,7 +37,7 @@ enum Negotiation {
         init(rawValue: UInt8) { self.rawValue = rawValue }
 
         /// The normalised class a front cache keys on (docs/formats.md; `scripts/scale-out/nginx.conf.template` maps `Accept` the same way).
-        var frontCacheClass: String { contains(.avif) ? "avif" : contains(.webp) ? "webp" : "other" }
+        var frontCacheClass: String { contains(.jxl) ? "jxl" : contains(.avif) ? "avif" : contains(.webp) ? "webp" : "other" }
     }
 
     /// Whether a `Save-Data` header asks for fewer bytes: its first token
@@ -106,6 +108,7 @@ struct FormatPolicy: Sendable {
             switch format {
             case .avif: .avif
             case .webp: .webp
+            case .jxl: .jxl
             case .auto, .jpeg, .png: .jpeg
             }
         }
@@ -125,6 +128,10 @@ struct FormatPolicy: Sendable {
     var webp: Use
     /// This libvips/libheif encodes AVIF.
     var avifEncodes: Bool
+    /// `[service] jxl` (off by default: Benchmarks/quality/README.md,
+    /// "Issue 52: JPEG XL"), and whether this libvips encodes JPEG XL.
+    var jxl: Use = .off
+    var jxlEncodes = false
     var costs: Costs = .measured
 
     func choice(_ accepted: Negotiation.Accepted, size: ImageSize) -> Choice {
@@ -140,6 +147,7 @@ struct FormatPolicy: Sendable {
         }
         if accepted.contains(.webp) { offer(.webp, webp) }
         if accepted.contains(.avif), avifEncodes { offer(.avif, avif) }
+        if accepted.contains(.jxl), jxlEncodes { offer(.jxl, jxl) }
         let coldBytes = { (format: VariantSpec.Format) in self.costs.bytes(format, sizeClass, .cold) }
         let behindBytes = { (format: VariantSpec.Format) in self.costs.bytes(format, sizeClass, .behind) }
         let smallestCold = cold.map(coldBytes).min() ?? 0

@@ -104,7 +104,9 @@ public final class ThumbnailService: Sendable {
         pipeline.background.observe { kind, nanoseconds in metrics.background(kind, nanoseconds: nanoseconds) }
         admission = Admission(maxInflight: settings.maxInflight, queue: settings.queue, onShed: { metrics.shed(priority: $0) })
         avif = await pipeline.canEncode(.avif)
-        formats = FormatPolicy.Memo(FormatPolicy(avif: settings.avif, webp: settings.webp, avifEncodes: avif))
+        let jxl = settings.jxl != .off ? await pipeline.canEncode(.jxl) : false
+        formats = FormatPolicy.Memo(FormatPolicy(avif: settings.avif, webp: settings.webp, avifEncodes: avif, jxl: settings.jxl,
+                                                 jxlEncodes: jxl))
         self.pipeline = pipeline
         self.cancelOnDisconnect = cancelOnDisconnect
         self.logger = logger

@@ -53,6 +53,12 @@ public struct ServiceSettings: Sendable, Equatable {
     public var avif = FormatUse.cold
     /// The same for WebP (`[service] webp`).
     public var webp = FormatUse.cold
+    /// The same for JPEG XL (`[service] jxl`; Safari 17+ asks for it): off
+    /// by default. By the calibrated table it would be Safari's cold answer
+    /// at 600 px only (AVIF's bytes in less encode time, called directly),
+    /// never the one behind; through libvips' `jxlsave` its time ties
+    /// AVIF's (Benchmarks/quality/README.md, "Issue 52: JPEG XL").
+    public var jxl = FormatUse.off
     /// The ring's front door (`[service] front_url`, e.g. `http://front.internal`;
     /// empty: none). With it, a manifest warms its pending items through the
     /// front, as signed `pri=low` requests, so each is stored by the node

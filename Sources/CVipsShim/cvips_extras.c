@@ -76,6 +76,7 @@ int cvips_solid_image(int width, int height, const double rgb[3], int format, in
         saved = vips_heifsave_buffer(t[2], out, out_length, "Q", quality, "strip", TRUE,
                                      "compression", VIPS_FOREIGN_HEIF_COMPRESSION_AV1, NULL);
         break;
+    case CVIPS_FORMAT_JXL: saved = vips_jxlsave_buffer(t[2], out, out_length, "Q", quality, "strip", TRUE, NULL); break;
     default: saved = vips_jpegsave_buffer(t[2], out, out_length, "Q", quality, "strip", TRUE, NULL);
     }
     if (!saved) status = CVIPS_OK;

@@ -338,6 +338,9 @@ int cvips_render_save(cvips_render *r, int format, int quality, int effort, void
     case CVIPS_FORMAT_JPEG:
         saved = vips_jpegsave_buffer(image, out, out_length, "Q", quality, "strip", TRUE, "interlace", effort != 0, NULL);
         break;
+    case CVIPS_FORMAT_JXL:
+        saved = vips_jxlsave_buffer(image, out, out_length, "Q", quality, "effort", effort, "strip", TRUE, NULL);
+        break;
     default:
         return CVIPS_ENCODE;
     }

@@ -8,13 +8,16 @@ import Testing
 /// costs given here so the rule (not the measured table) is what is checked.
 @Suite("Format policy")
 struct FormatPolicyTests {
+    /// The exact image `Accept` of each browser (for an `<img>`).
     static let chrome = "image/avif,image/webp,image/apng,image/svg+xml,image/*,*/*;q=0.8"
+    static let safari17 = "image/webp,image/avif,image/jxl,image/heic,image/heic-sequence,video/*;q=0.8,image/png,image/svg+xml,image/*;q=0.8,*/*;q=0.5"
     static let safari16 = "image/webp,image/avif,video/*;q=0.8,image/png,image/svg+xml,image/*;q=0.8,*/*;q=0.5"
     static let safari14 = "image/webp,image/png,image/svg+xml,image/*;q=0.8,video/*;q=0.8,*/*;q=0.5"
-    static let firefox = "image/avif,image/webp,*/*"
+    static let firefox = "image/avif,image/webp,image/png,image/svg+xml,image/*;q=0.8,*/*;q=0.5"
 
     @Test(arguments: [
         (chrome, Negotiation.Accepted([.avif, .webp]), "avif"),
+        (safari17, [.avif, .webp, .jxl], "jxl"),
         (safari16, [.avif, .webp], "avif"),
         (firefox, [.avif, .webp], "avif"),
         (safari14, [.webp], "webp"),

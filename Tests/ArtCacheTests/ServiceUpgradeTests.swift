@@ -33,6 +33,7 @@ struct ServiceUpgradeTests {
         case .webp: "image/webp"
         case .avif: "image/avif"
         case .png: "image/png"
+        case .jxl: "image/jxl"
         }
     }
 

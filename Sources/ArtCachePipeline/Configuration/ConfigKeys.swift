@@ -96,7 +96,7 @@ package struct ConfigKey: Sendable {
         ConfigKey(section: "download", name: "allowed_sources", kind: .list, defaultValue: .list(download.allowedSources.map(\.description))),
         // [thumbnails]
         ConfigKey(section: "thumbnails", name: "sizes", kind: .list, defaultValue: .list(thumbnails.sizes.map { "\($0.width)x\($0.height)" })),
-        ConfigKey(section: "thumbnails", name: "format", kind: .choice(["auto", "jpeg", "webp", "png", "avif"]), defaultValue: .string(thumbnails.format.rawValue)),
+        ConfigKey(section: "thumbnails", name: "format", kind: .choice(["auto", "jpeg", "webp", "png", "avif", "jxl"]), defaultValue: .string(thumbnails.format.rawValue)),
         ConfigKey(section: "thumbnails", name: "quality", kind: .integer(min: 1, max: 100), defaultValue: .integer(thumbnails.quality)),
         ConfigKey(section: "thumbnails", name: "fit", kind: .choice(["contain", "cover", "smart"]), defaultValue: .string(thumbnails.fit.rawValue)),
         ConfigKey(section: "thumbnails", name: "background", kind: .color, defaultValue: .string(ThumbnailSettings.colorText(thumbnails.background))),
@@ -141,6 +141,8 @@ package struct ConfigKey: Sendable {
                   defaultValue: .integer(service.maxConnections)),
         ConfigKey(section: "service", name: "avif", kind: .choice(ServiceSettings.FormatUse.allCases.map(\.rawValue)),
                   defaultValue: .string(service.avif.rawValue)),
+        ConfigKey(section: "service", name: "jxl", kind: .choice(ServiceSettings.FormatUse.allCases.map(\.rawValue)),
+                  defaultValue: .string(service.jxl.rawValue)),
         ConfigKey(section: "service", name: "webp", kind: .choice(ServiceSettings.FormatUse.allCases.map(\.rawValue)),
                   defaultValue: .string(service.webp.rawValue)),
         ConfigKey(section: "service", name: "front_url", kind: .string, defaultValue: .string(service.frontURL)),

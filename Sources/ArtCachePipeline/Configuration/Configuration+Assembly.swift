@@ -169,6 +169,7 @@ extension Configuration {
         service.allowUnsigned = read.bool("service.allow_unsigned")
         service.fallback = Configuration.expandTilde(read.string("service.fallback"))
         service.avif = ServiceSettings.FormatUse(rawValue: read.string("service.avif")) ?? service.avif
+        service.jxl = ServiceSettings.FormatUse(rawValue: read.string("service.jxl")) ?? service.jxl
         service.webp = ServiceSettings.FormatUse(rawValue: read.string("service.webp")) ?? service.webp
         service.maxInflight = read.integer("service.max_inflight")
         service.queue = read.integer("service.queue")

@@ -16,6 +16,7 @@ package struct EncoderSetting: Sendable, Equatable {
     ///   `webpsave` `effort` is the same number.
     /// - AVIF: libaom's `speed`, 0 (slowest, smallest) ... 9 (fastest);
     ///   libvips' `heifsave` `effort` is `9 - speed`.
+    /// - JPEG XL: libjxl's effort, 1 (fastest) ... 9; libvips' `jxlsave` `effort`.
     /// - JPEG, PNG: unused.
     package var effort: Int
     /// JPEG only: an output whose longer side is at least this is progressive
@@ -39,18 +40,22 @@ package struct EncoderSetting: Sendable, Equatable {
     /// libvips' `heifsave` default effort (4) as libaom's speed: what AVIF
     /// outputs were encoded with before the fast path made them.
     package static let defaultAVIFSpeed = 5
+    /// libvips' `jxlsave` default effort.
+    package static let defaultJXLEffort = 7
 
     /// The range `effort` is clamped to for `format`.
     package static func effortRange(_ format: VariantSpec.Format) -> ClosedRange<Int> {
         switch format {
         case .webp: 0...6
         case .avif: 0...9
+        case .jxl: 1...9
         case .auto, .jpeg, .png: 0...0
         }
     }
 
     /// `effort` as libvips' saver option of the same name (`webpsave`:
-    /// the method; `heifsave`: `9 - speed`), clamped to its range.
+    /// the method; `heifsave`: `9 - speed`; `jxlsave`: libjxl's effort),
+    /// clamped to its range.
     package func vipsEffort(_ format: VariantSpec.Format) -> Int {
         let effort = min(max(effort, Self.effortRange(format).lowerBound), Self.effortRange(format).upperBound)
         return format == .avif ? 9 - effort : effort
@@ -65,6 +70,7 @@ extension RenderPlan {
         let effort = switch format {
         case .webp: EncoderSetting.defaultWebPMethod
         case .avif: EncoderSetting.defaultAVIFSpeed
+        case .jxl: EncoderSetting.defaultJXLEffort
         case .auto, .jpeg, .png: 0
         }
         return EncoderSetting(quality: spec.quality, effort: effort)
@@ -83,6 +89,7 @@ extension RenderPlan {
         switch format {
         case .webp: codec = .webp
         case .avif: codec = .avif
+        case .jxl: codec = .jxl
         case .auto, .jpeg, .png: return EncoderSetting(quality: spec.quality, effort: 0)
         }
         let size = QualityTable.SizeClass(longEdge: max(spec.width, spec.height))

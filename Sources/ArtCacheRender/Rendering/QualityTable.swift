@@ -31,13 +31,16 @@
 /// per format (WebP method 4 at 100 px costs what AVIF speed 9 does, for ~10%
 /// fewer bytes at equal SSIMULACRA; Benchmarks/quality/README.md).
 ///
-/// Chosen efforts (WebP method, AVIF speed) per size class, q80 match:
+/// Chosen efforts (WebP method, AVIF speed, JPEG XL effort (libjxl, as libvips jxlsave calls it)) per size class, q80 match:
 /// - webp 100 px → 4, cold 4 (0: 1799 B 0.4 ms, 2: 1422 B 0.5 ms, 4: 1318 B 0.9 ms)
 /// - webp 300 px → 4, cold 2 (0: 9699 B 1.6 ms, 2: 7074 B 2.6 ms, 4: 6162 B 5.9 ms)
 /// - webp 600 px → 4, cold 0 (0: 27824 B 6.8 ms, 2: 25377 B 9.7 ms, 4: 20628 B 22.0 ms)
 /// - avif 100 px → 5, cold 9 (9: 1436 B 0.9 ms, 8: 1276 B 2.6 ms, 6: 1103 B 5.9 ms, 5: 1046 B 20.6 ms)
 /// - avif 300 px → 5, cold 9 (9: 5553 B 2.8 ms, 8: 5060 B 11.4 ms, 6: 3954 B 24.6 ms, 5: 3681 B 108.4 ms)
 /// - avif 600 px → 5, cold 9 (9: 16560 B 8.6 ms, 8: 16735 B 32.8 ms, 6: 12708 B 97.7 ms, 5: 10615 B 390.1 ms)
+/// - jxl 100 px → 5, cold 4 (1: 1549 B 1.7 ms, 2: 1549 B 1.8 ms, 3: 1511 B 1.8 ms, 4: 1511 B 1.8 ms, 5: 1212 B 2.5 ms, 6: 1199 B 2.9 ms, 7: 1207 B 3.0 ms)
+/// - jxl 300 px → 5, cold 3 (1: 6921 B 2.6 ms, 2: 6916 B 2.7 ms, 3: 6536 B 2.9 ms, 4: 6565 B 2.2 ms, 5: 4805 B 8.6 ms, 6: 4911 B 11.0 ms, 7: 4917 B 11.9 ms)
+/// - jxl 600 px → 5, cold 4 (1: 18524 B 9.6 ms, 2: 18512 B 9.7 ms, 3: 16836 B 11.2 ms, 4: 16771 B 4.8 ms, 5: 12402 B 30.4 ms, 6: 13263 B 38.6 ms, 7: 12758 B 47.1 ms)
 package enum QualityTable {
     /// Size classes by the thumbnail's longest edge: up to 150 px → .small
     /// (measured at 100), up to 450 → .medium (300), else .large (600).
@@ -53,7 +56,7 @@ package enum QualityTable {
         }
     }
 
-    package enum Codec: String, Sendable, CaseIterable { case jpeg, webp, avif }
+    package enum Codec: String, Sendable, CaseIterable { case jpeg, webp, avif, jxl }
 
     /// Which effort a row is for: `.cold`, an answer waits for the encode
     /// (the cold rule above: within the cold budget); `.behind`, a format upgrade behind the
@@ -129,6 +132,8 @@ package enum QualityTable {
         case (.avif, .behind): avif[size]
         case (.webp, .cold): webpCold[size]
         case (.avif, .cold): avifCold[size]
+        case (.jxl, .behind): jxl[size]
+        case (.jxl, .cold): jxlCold[size]
         }
     }
 
@@ -151,6 +156,12 @@ package enum QualityTable {
         large: Row(effort: 5, qualities: [48, 54, 63, 69, 75, 82, 90, 92], meanBytes: 10615, encodeMillis: 390.142)
     )
 
+    private static let jxl = Rows(
+        small: Row(effort: 5, qualities: [54, 58, 66, 69, 74, 79, 90, 95], meanBytes: 1212, encodeMillis: 2.538),
+        medium: Row(effort: 5, qualities: [50, 56, 65, 70, 76, 82, 91, 95], meanBytes: 4805, encodeMillis: 8.570),
+        large: Row(effort: 5, qualities: [46, 56, 68, 75, 80, 85, 91, 95], meanBytes: 12402, encodeMillis: 30.359)
+    )
+
     private static let webpCold = Rows(
         small: Row(effort: 4, qualities: [52, 60, 75, 78, 81, 85, 94, 100], meanBytes: 1318, encodeMillis: 0.900),
         medium: Row(effort: 2, qualities: [65, 76, 82, 84, 87, 90, 97, 100], meanBytes: 7074, encodeMillis: 2.627),
@@ -161,5 +172,11 @@ package enum QualityTable {
         small: Row(effort: 9, qualities: [49, 53, 57, 59, 64, 71, 89, 90], meanBytes: 1436, encodeMillis: 0.914),
         medium: Row(effort: 9, qualities: [52, 56, 62, 66, 72, 79, 90, 92], meanBytes: 5553, encodeMillis: 2.756),
         large: Row(effort: 9, qualities: [53, 58, 69, 75, 80, 85, 90, 93], meanBytes: 16560, encodeMillis: 8.637)
+    )
+
+    private static let jxlCold = Rows(
+        small: Row(effort: 4, qualities: [64, 69, 75, 78, 82, 85, 93, 97], meanBytes: 1511, encodeMillis: 1.816),
+        medium: Row(effort: 3, qualities: [68, 73, 79, 82, 85, 88, 94, 96], meanBytes: 6536, encodeMillis: 2.870),
+        large: Row(effort: 4, qualities: [67, 74, 81, 84, 86, 90, 94, 96], meanBytes: 16771, encodeMillis: 4.820)
     )
 }

@@ -27,7 +27,8 @@ package struct RenderedImage: Sendable {
     /// Bytes rendered before (by another node: the shared tier), by media type;
     /// nil for a type no render makes.
     package init?(stored data: Data, contentType: String, width: Int, height: Int) {
-        let formats: [String: VariantSpec.Format] = ["image/jpeg": .jpeg, "image/webp": .webp, "image/png": .png, "image/avif": .avif]
+        let formats: [String: VariantSpec.Format] = ["image/jpeg": .jpeg, "image/webp": .webp, "image/png": .png, "image/avif": .avif,
+                                                       "image/jxl": .jxl]
         guard let format = formats[contentType] else { return nil }
         self.init(data: data, width: width, height: height, format: format, hasAlpha: format != .jpeg)
     }
@@ -39,6 +40,7 @@ package struct RenderedImage: Sendable {
         case .webp: "image/webp"
         case .png: "image/png"
         case .avif: "image/avif"
+        case .jxl: "image/jxl"
         }
     }
 }

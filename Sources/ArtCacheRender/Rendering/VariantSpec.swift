@@ -18,6 +18,8 @@ public struct VariantSpec: Sendable, Hashable, Codable {
         /// JPEG for opaque images, PNG when there is alpha.
         case auto
         case jpeg, webp, png, avif
+        /// JPEG XL (libvips' `jxlsave`, libjxl): only where `[service] jxl` lets the format policy pick it.
+        case jxl
     }
 
     public var width: Int

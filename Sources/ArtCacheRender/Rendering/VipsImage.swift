@@ -220,6 +220,7 @@ extension VipsImage {
         case .webp: CVIPS_FORMAT_WEBP
         case .png: CVIPS_FORMAT_PNG
         case .avif: CVIPS_FORMAT_AVIF
+        case .jxl: CVIPS_FORMAT_JXL
         }
     }
 }

@@ -64,7 +64,7 @@ enum {
     CVIPS_TIMEOUT = 5,       /* past the render's deadline: stopped with libvips' kill flag */
 };
 
-enum { CVIPS_FORMAT_JPEG = 0, CVIPS_FORMAT_WEBP = 1, CVIPS_FORMAT_PNG = 2, CVIPS_FORMAT_AVIF = 3 };
+enum { CVIPS_FORMAT_JPEG = 0, CVIPS_FORMAT_WEBP = 1, CVIPS_FORMAT_PNG = 2, CVIPS_FORMAT_AVIF = 3, CVIPS_FORMAT_JXL = 4 };
 
 /* One encoded image opened by libvips: header read, no pixel decoded. It
  * owns a copy of the bytes (libvips reads them lazily). */
@@ -154,10 +154,10 @@ int cvips_render_profile_to_srgb(cvips_render *render);
 int cvips_render_flatten(cvips_render *render, const double background[3]);
 /* Computes the image into memory under the deadline (decode errors surface
  * here, not inside the encoder), then encodes it as CVIPS_FORMAT_JPEG,
- * _WEBP, _PNG or _AVIF (never _AUTO) with metadata stripped. `effort` is
+ * _WEBP, _PNG, _AVIF or _JXL (never _AUTO) with metadata stripped. `effort` is
  * the saver's option of that name (webpsave: the method 0..6; heifsave:
- * 0..9, libaom speed 9 - effort; jpegsave: 1 progressive (`interlace`),
- * 0 baseline); PNG ignores it. *out is
+ * 0..9, libaom speed 9 - effort; jxlsave: libjxl's effort 1..9;
+ * jpegsave: 1 progressive (`interlace`), 0 baseline); PNG ignores it. *out is
  * g_malloc'd: free it with cvips_free. */
 int cvips_render_save(cvips_render *render, int format, int quality, int effort, void **out, size_t *out_length);
 
