@@ -60,9 +60,13 @@ struct ServiceAnimationTests {
         try await s.close()
     }
 
-    /// Past `max_frames`: Chrome gets the first frame as a WebP, and says why.
+    /// Past `max_frames`: Chrome gets the first frame as a WebP, and says
+    /// why — again when it is read from disk (no memory tier here).
     @Test func pastTheFrameLimitAStillThatSaysSo() async throws {
-        let s = try await ServiceHarness { $0.thumbnails.maxFrames = 2 }
+        let s = try await ServiceHarness {
+            $0.thumbnails.maxFrames = 2
+            $0.memory.maxEntries = 0
+        }
         s.origin.register("b.gif", .init(body: try SyntheticImage.animation(width: 200, height: 200, delays: Self.delays, webp: false),
                                          contentType: "image/gif"))
         let path = try s.path("/img/b.gif", "100x100,fit=cover")
@@ -70,6 +74,9 @@ struct ServiceAnimationTests {
             let answer = try await Self.get(client, path, accept: FormatPolicyTests.chrome)
             #expect(answer.type == "image/webp" && answer.animation == nil && answer.still == "frames")
             #expect(Fixtures.header(answer.body)?.frames == 1)
+            await s.harness.store.waitForWritesBehind()
+            let stored = try await Self.get(client, path, accept: FormatPolicyTests.chrome)
+            #expect(stored.source == "disk" && stored.body == answer.body && stored.still == "frames")
         }
         try await s.close()
     }

@@ -53,7 +53,8 @@ extension ImagePipeline {
                    hit.entry.sourceSHA256 == nil || hit.entry.sourceSHA256 == parent.sha256 {
                     return VariantOutcome(source: .disk, rendered: false, entry: hit.entry, data: hit.data,
                                           contentType: hit.entry.contentType, width: hit.entry.width ?? 0,
-                                          height: hit.entry.height ?? 0, freshUntil: parent.expiresAt, parent: parent)
+                                          height: hit.entry.height ?? 0, freshUntil: parent.expiresAt, parent: parent,
+                                          still: Self.stillReason(hit.entry, hit.data, of: parent))
                 }
                 // Its original expired: answered stale (within its windows) or
                 // revalidated first; a 304 keeps this variant, new bytes replace it.
@@ -67,7 +68,8 @@ extension ImagePipeline {
                     return VariantOutcome(source: source, rendered: false,
                                           entry: hit.entry, data: hit.data, contentType: hit.entry.contentType,
                                           width: hit.entry.width ?? 0, height: hit.entry.height ?? 0,
-                                          freshUntil: entry.expiresAt, parent: entry)
+                                          freshUntil: entry.expiresAt, parent: entry,
+                                          still: Self.stillReason(hit.entry, hit.data, of: entry))
                 }
                 original = confirmed  // new bytes: render from them
             }
@@ -110,6 +112,16 @@ extension ImagePipeline {
                                   contentType: rendered.contentType, width: rendered.width, height: rendered.height,
                                   freshUntil: source.entry?.expiresAt, parent: source.entry, still: rendered.still?.rawValue)
         }
+    }
+
+    /// Why a stored WebP variant of an animated original (its row says
+    /// frames) is one frame: `frames` (made past the frame limits); nil
+    /// for anything else. Read from the bytes' own header (a WebP without
+    /// `ANIM`), so a disk hit says it as the render did.
+    static func stillReason(_ variant: CacheEntry, _ data: Data, of original: CacheEntry) -> String? {
+        guard let frames = original.frames, frames > 1, variant.contentType == "image/webp",
+              !Sniffer.sniff(data).isAnimated else { return nil }
+        return RenderedImage.StillReason.frames.rawValue
     }
 
     /// The source a variant rendered from an original obtained so is answered with.
