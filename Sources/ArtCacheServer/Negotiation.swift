@@ -45,11 +45,7 @@ enum Negotiation {
     /// Hints draft has them). Anything else, or no header, is no.
     static func savesData(_ header: String?) -> Bool {
         guard let header else { return false }
-        let token = header.utf8.prefix { $0 != UInt8(ascii: ";") }
-        let trimmed = token.drop { $0 == 0x20 || $0 == 0x09 }.reversed().drop { $0 == 0x20 || $0 == 0x09 }
-        guard trimmed.count == 2 else { return false }
-        let bytes = Array(trimmed.reversed())
-        return bytes[0] | 0x20 == UInt8(ascii: "o") && bytes[1] | 0x20 == UInt8(ascii: "n")
+        return String(header.prefix { $0 != ";" }).trimmingWhitespace().lowercased() == "on"
     }
 
     /// ``Accepted`` of an `Accept` header, remembered: browsers send a few

@@ -25,20 +25,19 @@ extension ImagePipeline {
     /// instead of the negotiated format; nil when nothing changes.
     static func animatedSpec(_ spec: VariantSpec, animated: Bool, as format: VariantSpec.Format?) -> VariantSpec? {
         guard animated, let format, spec.format != format else { return nil }
-        return VariantSpec(width: spec.width, height: spec.height, fit: spec.fit, format: format,
-                           quality: spec.quality, background: spec.background)
+        var moved = spec
+        moved.format = format
+        return moved
     }
 
-    /// Whether this process has seen the source of `request` animated.
-    func isKnownAnimated(_ request: ImageRequest) -> Bool {
-        guard request.animatedFormat != nil, request.size != nil, let resolved = try? resolve(request) else { return false }
-        return animatedSources[resolved.url.key.hex] == true
-    }
-
-    /// `request` in its animated format when its source is known to be
-    /// animated (a memory hit never fetches: unknown is no).
+    /// The request that answers `request` when this process has seen its
+    /// source animated: `request` in its animated format (itself when it
+    /// asks for that format already); nil when not known animated, or not a
+    /// request with an animated format (a memory hit never fetches: unknown
+    /// is no).
     func knownAnimatedRequest(_ request: ImageRequest) -> ImageRequest? {
-        guard let format = request.animatedFormat, request.format != format, isKnownAnimated(request) else { return nil }
+        guard let format = request.animatedFormat, request.size != nil, let resolved = try? resolve(request),
+              animatedSources[resolved.url.key.hex] == true else { return nil }
         var moved = request
         moved.format = format
         return moved

@@ -80,7 +80,7 @@ extension ImagePipeline {
         }
         let cold = try await image(request)
         // Animated (learnt from its bytes just now): answered as it is, nothing behind it.
-        if isKnownAnimated(request) { return NegotiatedImage(response: cold, upgrading: false) }
+        if knownAnimatedRequest(request) != nil { return NegotiatedImage(response: cold, upgrading: false) }
         return NegotiatedImage(response: cold, upgrading: upgrade(cold, of: request, to: better))
     }
 
@@ -91,8 +91,8 @@ extension ImagePipeline {
     /// is closed (no gain, or upgraded already) with no upgrade queued.
     package func cachedNegotiatedImage(_ request: ImageRequest, better: VariantSpec.Format?) -> NegotiatedImage? {
         let now = Date()
-        if request.animatedFormat != nil, isKnownAnimated(request) {
-            return cachedHeld(for: knownAnimatedRequest(request) ?? request, now: now).map {
+        if let moved = knownAnimatedRequest(request) {
+            return cachedHeld(for: moved, now: now).map {
                 NegotiatedImage(response: $0.image, upgrading: false, ticket: MemoryTicket(node: $0.node, shadowing: nil))
             }
         }

@@ -14,15 +14,17 @@ extension Renderer {
     /// from one decode of the first frame, animations one by one.
     func renderMaybeAnimated(_ data: Data, format sniffed: SniffedFormat, loaders: Int32, specs: [VariantSpec],
                              encoding: (VariantSpec, VariantSpec.Format) -> EncoderSetting) throws(RenderError) -> [RenderedImage] {
-        let header = try openChecked(data, format: sniffed).header
+        let image = try openChecked(data, format: sniffed)
+        let header = image.header
         guard header.frames > 1 else {
-            return try renderStills(data, format: sniffed, loaders: loaders, specs: specs, encoding: encoding)
+            return try renderStills(data, format: sniffed, loaders: loaders, specs: specs, opened: image, encoding: encoding)
         }
         let animates = settings.renderLimits.animates(header)
         var outputs = [RenderedImage?](repeating: nil, count: specs.count)
         let stills = specs.indices.filter { specs[$0].format != .webp || !animates }
         if !stills.isEmpty {
-            let made = try renderStills(data, format: sniffed, loaders: loaders, specs: stills.map { specs[$0] }, encoding: encoding)
+            let made = try renderStills(data, format: sniffed, loaders: loaders, specs: stills.map { specs[$0] }, opened: image,
+                                        encoding: encoding)
             for (index, image) in zip(stills, made) {
                 var image = image
                 if specs[index].format == .webp { image.still = .frames }

@@ -214,8 +214,9 @@ package final class Renderer: Sendable {
     }
 
     /// The libvips path: one decode of the first frame (of an animation too),
-    /// every output from it.
-    func renderStills(_ data: Data, format sniffed: SniffedFormat, loaders: Int32, specs: [VariantSpec],
+    /// every output from it. `opened`: the bytes already opened and checked
+    /// (``openChecked(_:format:)``), not read again.
+    func renderStills(_ data: Data, format sniffed: SniffedFormat, loaders: Int32, specs: [VariantSpec], opened: VipsImage? = nil,
                       encoding: (VariantSpec, VariantSpec.Format) -> EncoderSetting) throws(RenderError) -> [RenderedImage] {
         guard let first = specs.first else { return [] }
         let render = VipsRender(timeout: settings.renderTimeout, format: sniffed)
@@ -238,7 +239,7 @@ package final class Renderer: Sendable {
             }
             return [try result.get()]
         }
-        let image = try openChecked(data, format: sniffed)
+        let image = if let opened { opened } else { try openChecked(data, format: sniffed) }
         if specs.count == 1, first.fit != .smart {
             // libvips' thumbnail does the fit (and the centre crop) itself.
             try render.thumbnail(image, width: first.width, height: first.height, centreCrop: first.fit == .cover)
