@@ -49,12 +49,14 @@ for url in sys.stdin.read().split():
     print(base + "/" + b64(hmac.new(key, rest.encode(), hashlib.sha256).digest()) + rest)
 PYEOF
 
-# fetch_accept LIST ACCEPT -> prints "SECONDS BYTES"; content types counted in $WORK/types.txt
+# fetch_accept LIST ACCEPT [HEADER] -> prints "SECONDS BYTES"; content types counted in $WORK/types.txt.
+# HEADER ("Save-Data: on"): one more request header, sent once per request.
 fetch_accept() {
-  local t0 t1
+  local t0 t1 extra=()
+  [ -n "${3:-}" ] && extra=(-H "$3")   # on the command line: a config file's headers add up per URL
   awk '{print "url = \"" $0 "\"\noutput = \"/dev/null\""}' "$1" > "$WORK/urls.cfg"
   t0=$(date +%s.%N)
-  curl -s -Z --parallel-max 16 -H "Accept: $2" -K "$WORK/urls.cfg" \
+  curl -s -Z --parallel-max 16 -H "Accept: $2" "${extra[@]}" -K "$WORK/urls.cfg" \
     -w '%{http_code} %{time_total} %{size_download} %{content_type}\n' > "$WORK/lat.raw" 2>/dev/null
   t1=$(date +%s.%N)
   local bad; bad=$(grep -vc '^200 ' "$WORK/lat.raw" || true)

@@ -19,22 +19,9 @@ chmod -R a+rX "$WORK/www/heldout"
 ls "$WORK/www/heldout" | sed "s|^|http://127.0.0.1:$NGINX_PORT/heldout/|" > "$WORK/heldout.txt"
 n_held=$(wc -l < "$WORK/heldout.txt")
 rm -rf "$WORK/cache-savedata"; start_serve "$WORK/cache-savedata"
-rm -f "$WORK/savedata.lists"
 for side in 100 300; do
   "$PY" "$WORK/sign-auto.py" "$KEY" "${side}x${side},fit=cover" "http://127.0.0.1:$SERVE_PORT" < "$WORK/heldout.txt" > "$WORK/savedata-$side.txt"
 done
-cat "$WORK/savedata-100.txt" "$WORK/savedata-300.txt" > "$WORK/savedata-all.txt"
-# fetch_saver LIST ACCEPT SAVE_DATA -> "SECONDS BYTES" (as fetch_accept, with the header when SAVE_DATA is on)
-fetch_saver() {
-  awk '{print "url = \"" $0 "\"\noutput = \"/dev/null\""}' "$1" > "$WORK/urls.cfg"
-  local saver=(); [ "$3" = on ] && saver=(-H "Save-Data: on")   # once: a config file's headers add up per URL
-  curl -s -Z --parallel-max 16 -H "Accept: $2" "${saver[@]}" -K "$WORK/urls.cfg" \
-    -w '%{http_code} %{time_total} %{size_download} %{content_type}\n' > "$WORK/lat.raw" 2>/dev/null
-  local bad; bad=$(grep -vc '^200 ' "$WORK/lat.raw" || true)
-  [ "$bad" = 0 ] || echo "non-200 answers: $(cut -d' ' -f1 "$WORK/lat.raw" | sort | uniq -c | tr '\n' ' ')" >&2
-  awk '{print $4}' "$WORK/lat.raw" | sort | uniq -c | awk '{printf "%s %s, ", $1, $2}' > "$WORK/types.txt"
-  awk '{b += $3} END {print b}' "$WORK/lat.raw"
-}
 declare -A SD_BYTES SD_TYPES
 for phase in cold upgraded; do
   [ "$phase" = upgraded ] && upgrades_idle
@@ -42,7 +29,8 @@ for phase in cold upgraded; do
     a=$CHROME_ACCEPT; [ "$acc" = jpeg ] && a=image/jpeg
     for sd in off on; do
       for side in 100 300; do
-        SD_BYTES[$phase.$acc.$sd.$side]=$(fetch_saver "$WORK/savedata-$side.txt" "$a" "$sd")
+        header=""; [ "$sd" = on ] && header="Save-Data: on"
+        SD_BYTES[$phase.$acc.$sd.$side]=$(fetch_accept "$WORK/savedata-$side.txt" "$a" "$header" | cut -d' ' -f2)
         SD_TYPES[$phase.$acc.$sd.$side]=$(cat "$WORK/types.txt")
       done
     done
