@@ -20,20 +20,20 @@ struct HitRouteTests {
     /// channel handlers answer memory hits; a request with
     /// `Connection: close`, as the test client's, goes to the router).
     struct Connection {
-        let channel: EmbeddedChannel
+        let channel: NIOAsyncTestingChannel
 
-        init(_ s: ServiceHarness) throws { channel = try RawHitHandlerTests.channel(s) }
+        init(_ s: ServiceHarness) async throws { channel = try await RawHitHandlerTests.channel(s) }
 
         /// The memory hit's answer; nil when the request went on to the router.
-        func get(_ path: String, accept: String = FormatPolicyTests.chrome, _ extra: String = "") throws -> RawHitHandlerTests.Answer? {
-            try channel.writeInbound(ByteBuffer(string: "GET \(path) HTTP/1.1\r\nHost: 127.0.0.1\r\nAccept: \(accept)\r\n\(extra)\r\n"))
-            let answers = try RawHitHandlerTests.answers(channel)
+        func get(_ path: String, accept: String = FormatPolicyTests.chrome, _ extra: String = "") async throws -> RawHitHandlerTests.Answer? {
+            try await channel.writeInbound(ByteBuffer(string: "GET \(path) HTTP/1.1\r\nHost: 127.0.0.1\r\nAccept: \(accept)\r\n\(extra)\r\n"))
+            let answers = try await RawHitHandlerTests.answers(channel)
             #expect(answers.count <= 1)
-            if answers.isEmpty { #expect(try RawHitHandlerTests.passed(channel).count == 1, "not answered: went on") }
+            if answers.isEmpty { #expect(try await RawHitHandlerTests.passed(channel).count == 1, "not answered: went on") }
             return answers.first
         }
 
-        func close() { _ = try? channel.finish() }
+        func close() async { _ = try? await channel.finish() }
     }
 
     /// Everything but `Date`, which is the second's.
@@ -45,43 +45,43 @@ struct HitRouteTests {
         let (s, path, warm) = try await RawHitHandlerTests.warm()
         #expect(s.service.hitRoutes.count == 1, "the router's memory hit left its route")
         s.service.hitRoutes.remove(.init(path: path, accept: FormatPolicyTests.chrome, saveData: false))  // the next hit is looked up
-        let connection = try Connection(s)
-        let looked = try #require(try connection.get(path))
+        let connection = try await Connection(s)
+        let looked = try #require(try await connection.get(path))
         #expect(s.service.hitRoutes.count == 1, "a final memory hit leaves its route")
         let hits = s.pipeline.memory.stats.hits
-        let routed = try #require(try connection.get(path))
+        let routed = try #require(try await connection.get(path))
         #expect(s.pipeline.memory.stats.hits == hits + 1, "a routed hit is counted (and marked used) in the memory tier")
         #expect(routed.body == warm.body && routed.headers["content-type"] == warm.type)
         #expect(Self.withoutDate(routed) == Self.withoutDate(looked), "the lookup's answer")
         // If-None-Match is answered from the route's ETag; another Accept is another route.
         let etag = try #require(routed.headers["etag"])
-        let revalidated = try #require(try connection.get(path, "If-None-Match: \(etag)\r\n"))
+        let revalidated = try #require(try await connection.get(path, "If-None-Match: \(etag)\r\n"))
         #expect(revalidated.statusLine == "HTTP/1.1 304 Not Modified" && revalidated.body.isEmpty && revalidated.headers["etag"] == etag)
         try await s.app().test(.router) { client in _ = try await client.execute(uri: path, method: .get, headers: [.accept: "image/jpeg"]) }
-        #expect(try connection.get(path, accept: "image/jpeg")?.headers["content-type"] == "image/jpeg")
+        #expect(try await connection.get(path, accept: "image/jpeg")?.headers["content-type"] == "image/jpeg")
         #expect(s.service.hitRoutes.count == 2)
-        connection.close()
+        await connection.close()
         try await s.close()
     }
 
     @Test func aRouteEndsWithItsImageInMemory() async throws {
         let (s, path, warm) = try await RawHitHandlerTests.warm()
-        let connection = try Connection(s)
-        _ = try connection.get(path)
+        let connection = try await Connection(s)
+        _ = try await connection.get(path)
         #expect(s.service.hitRoutes.count == 1)
         // Dropped from the tier (evicted, replaced, purged: the same removal).
         s.pipeline.memory.removeAll()
-        #expect(try connection.get(path) == nil, "not answered by the route of an image no longer kept")
+        #expect(try await connection.get(path) == nil, "not answered by the route of an image no longer kept")
         #expect(s.service.hitRoutes.count == 0, "and the route let go")
-        connection.close()
+        await connection.close()
         try await s.app().test(.router) { client in
             try await client.execute(uri: path, method: .get, headers: Self.chrome) { response in
                 #expect(response.headers[.artcacheSource] == "disk" && Array(buffer: response.body) == warm.body)
             }
         }
-        let again = try Connection(s)
-        #expect(try again.get(path)?.headers["x-artcache-source"] == "memory", "back in memory")
-        again.close()
+        let again = try await Connection(s)
+        #expect(try await again.get(path)?.headers["x-artcache-source"] == "memory", "back in memory")
+        await again.close()
         try await s.close()
     }
 
@@ -100,9 +100,9 @@ struct HitRouteTests {
             // The cold answer left memory with its upgrade's end: from disk, into memory again.
             _ = try await client.execute(uri: path, method: .get, headers: Self.chrome)
         }
-        let connection = try Connection(s)
+        let connection = try await Connection(s)
         for _ in 0..<2 {  // looked up (its route kept), then by the route
-            #expect(try connection.get(path)?.headers["content-type"] == cold)
+            #expect(try await connection.get(path)?.headers["content-type"] == cold)
         }
         #expect(s.service.hitRoutes.count == 1, "a cold answer that will not be upgraded is final")
         // The better format asked for by name: now kept, and a lookup answers it first.
@@ -113,9 +113,9 @@ struct HitRouteTests {
                 #expect(response.headers[.contentType] == type)
             }
         }
-        let answer = try connection.get(path)
+        let answer = try await connection.get(path)
         #expect(answer?.headers["content-type"] == type, "the route's cold answer is shadowed by the better one")
-        connection.close()
+        await connection.close()
         try await s.close()
     }
 
@@ -137,12 +137,12 @@ struct HitRouteTests {
         #expect(s.pipeline.cachedNegotiatedImage(parsed.request, better: parsed.better) == nil)
         #expect(s.pipeline.cachedNegotiatedImage(parsed.request, better: nil)?.response.entry?.upgrade == .open,
                 "the cold bytes are in memory, their row open")
-        let connection = try Connection(s)
+        let connection = try await Connection(s)
         for _ in 0..<2 {
-            #expect(try connection.get(path) == nil, "not answered from memory: on to the router, which asks the index")
+            #expect(try await connection.get(path) == nil, "not answered from memory: on to the router, which asks the index")
         }
         #expect(s.service.hitRoutes.count == 0, "an open row: every hit is looked up")
-        connection.close()
+        await connection.close()
         try await s.close()
     }
 

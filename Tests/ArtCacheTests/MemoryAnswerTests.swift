@@ -73,9 +73,9 @@ struct MemoryAnswerTests {
     /// and the bytes handler's come from the same route.
     @Test func theRouterAndTheConnectionsBytesGiveTheSameAnswer() async throws {
         let (s, path, warm) = try await RawHitHandlerTests.warm()
-        let connection = try HitRouteTests.Connection(s)
-        let raw = try #require(try connection.get(path, accept: Self.accept))
-        connection.close()
+        let connection = try await HitRouteTests.Connection(s)
+        let raw = try #require(try await connection.get(path, accept: Self.accept))
+        await connection.close()
         #expect(s.service.hitRoutes.count == 1)
         let hits = s.pipeline.memory.stats.hits
         let (head, get) = try await s.app().test(.router) { client in
@@ -131,29 +131,29 @@ struct MemoryAnswerTests {
     /// on the connection is answered from its bytes again.
     @Test func hitsBehindARequestPassedOnWaitForItThenAreAnsweredFromBytesAgain() async throws {
         let (s, path, warm) = try await RawHitHandlerTests.warm()
-        let channel = try RawHitHandlerTests.channel(s)
+        let channel = try await RawHitHandlerTests.channel(s)
         let elsewhere = try s.path("/img/elsewhere.jpg", "40x40")  // valid, not in memory
-        try channel.writeInbound(ByteBuffer(string: RawHitHandlerTests.get(elsewhere) + RawHitHandlerTests.get(path)))
-        #expect(try RawHitHandlerTests.answers(channel).isEmpty, "the hit is not answered before the request ahead of it")
-        #expect(try RawHitHandlerTests.passed(channel).map(\.path) == [elsewhere, path], "both on to the router, in order")
+        try await channel.writeInbound(ByteBuffer(string: RawHitHandlerTests.get(elsewhere) + RawHitHandlerTests.get(path)))
+        #expect(try await RawHitHandlerTests.answers(channel).isEmpty, "the hit is not answered before the request ahead of it")
+        #expect(try await RawHitHandlerTests.passed(channel).map(\.path) == [elsewhere, path], "both on to the router, in order")
         // The router answers the first: the second is still with it.
-        try channel.writeOutbound(HTTPResponsePart.head(HTTPResponse(status: .notFound, headerFields: [.contentLength: "0"])))
-        try channel.writeOutbound(HTTPResponsePart.end(nil))
-        try channel.writeInbound(ByteBuffer(string: RawHitHandlerTests.get(path)))
-        #expect(try RawHitHandlerTests.answers(channel).map(\.statusLine) == ["HTTP/1.1 404 Not Found"])
-        #expect(try RawHitHandlerTests.passed(channel).map(\.path) == [path], "behind the one still with the router")
+        try await channel.writeOutbound(HTTPResponsePart.head(HTTPResponse(status: .notFound, headerFields: [.contentLength: "0"])))
+        try await channel.writeOutbound(HTTPResponsePart.end(nil))
+        try await channel.writeInbound(ByteBuffer(string: RawHitHandlerTests.get(path)))
+        #expect(try await RawHitHandlerTests.answers(channel).map(\.statusLine) == ["HTTP/1.1 404 Not Found"])
+        #expect(try await RawHitHandlerTests.passed(channel).map(\.path) == [path], "behind the one still with the router")
         for _ in 0..<2 {
-            try channel.writeOutbound(HTTPResponsePart.head(HTTPResponse(status: .ok, headerFields: [.contentLength: "0"])))
-            try channel.writeOutbound(HTTPResponsePart.end(nil))
+            try await channel.writeOutbound(HTTPResponsePart.head(HTTPResponse(status: .ok, headerFields: [.contentLength: "0"])))
+            try await channel.writeOutbound(HTTPResponsePart.end(nil))
         }
-        #expect(try RawHitHandlerTests.answers(channel).count == 2)
+        #expect(try await RawHitHandlerTests.answers(channel).count == 2)
         let hits = s.service.channelHits.load(ordering: .relaxed)
-        try channel.writeInbound(ByteBuffer(string: RawHitHandlerTests.get(path)))
-        let answers = try RawHitHandlerTests.answers(channel)
+        try await channel.writeInbound(ByteBuffer(string: RawHitHandlerTests.get(path)))
+        let answers = try await RawHitHandlerTests.answers(channel)
         #expect(answers.count == 1 && answers.first?.body == warm.body && answers.first?.headers["x-artcache-source"] == "memory")
         #expect(s.service.channelHits.load(ordering: .relaxed) == hits + 1, "answered from its bytes")
-        #expect(try RawHitHandlerTests.passed(channel).isEmpty)
-        _ = try? channel.finish()
+        #expect(try await RawHitHandlerTests.passed(channel).isEmpty)
+        _ = try? await channel.finish()
         try await s.close()
     }
 }

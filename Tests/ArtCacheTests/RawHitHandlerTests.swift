@@ -45,14 +45,27 @@ struct RawHitHandlerTests {
     }
 
     /// The server's pipeline for one connection, minus Hummingbird's router.
-    static func channel(_ s: ServiceHarness) throws -> EmbeddedChannel {
-        let channel = EmbeddedChannel()
-        try channel.pipeline.syncOperations.addHandlers([
-            ByteToMessageHandler(HTTPRequestDecoder()), HTTPResponseEncoder(), HTTP1ToHTTPServerCodec(secure: false),
-            ConnectionGuard(service: s.service),
-        ])
-        try channel.connect(to: SocketAddress(ipAddress: "127.0.0.1", port: 1)).wait()
+    /// On NIO's async testing channel: a test's awaits resume on any
+    /// thread, and its event loop may be used from all of them (an
+    /// `EmbeddedChannel` only from the thread that made it).
+    static func channel(_ s: ServiceHarness) async throws -> NIOAsyncTestingChannel {
+        let channel = NIOAsyncTestingChannel()
+        let service = s.service
+        try await channel.testingEventLoop.executeInContext {
+            try channel.pipeline.syncOperations.addHandlers([
+                ByteToMessageHandler(HTTPRequestDecoder()), HTTPResponseEncoder(), HTTP1ToHTTPServerCodec(secure: false),
+                ConnectionGuard(service: service),
+            ])
+        }
+        try await channel.connect(to: SocketAddress(ipAddress: "127.0.0.1", port: 1)).get()
         return channel
+    }
+
+    /// Whether the connection's guard is reading a request (its read deadline runs).
+    static func guardIsReading(_ channel: NIOAsyncTestingChannel) async throws -> Bool {
+        try await channel.testingEventLoop.executeInContext {
+            try channel.pipeline.syncOperations.handler(type: ConnectionGuard.self).reading
+        }
     }
 
     /// A browser's (the thumbnail was warmed with it: the answer depends on it).
@@ -63,9 +76,9 @@ struct RawHitHandlerTests {
     }
 
     /// The answers written so far, parsed by their Content-Length.
-    static func answers(_ channel: EmbeddedChannel) throws -> [Answer] {
+    static func answers(_ channel: NIOAsyncTestingChannel) async throws -> [Answer] {
         var bytes: [UInt8] = []
-        while let buffer = try channel.readOutbound(as: ByteBuffer.self) { bytes += Array(buffer: buffer) }
+        while let buffer = try await channel.readOutbound(as: ByteBuffer.self) { bytes += Array(buffer: buffer) }
         var answers: [Answer] = []
         let separator: [UInt8] = [13, 10, 13, 10]
         while let end = bytes.indices.first(where: { bytes[$0...].starts(with: separator) }) {
@@ -80,9 +93,9 @@ struct RawHitHandlerTests {
     }
 
     /// The request heads that went on to the router.
-    static func passed(_ channel: EmbeddedChannel) throws -> [HTTPRequest] {
+    static func passed(_ channel: NIOAsyncTestingChannel) async throws -> [HTTPRequest] {
         var heads: [HTTPRequest] = []
-        while let part = try channel.readInbound(as: HTTPRequestPart.self) {
+        while let part = try await channel.readInbound(as: HTTPRequestPart.self) {
             if case .head(let head) = part { heads.append(head) }
         }
         return heads
@@ -110,18 +123,18 @@ struct RawHitHandlerTests {
     @Test func pipelinedHitsAndOneInPiecesAreAnsweredInOrderAsTheRouterWould() async throws {
         let (s, path, cold) = try await Self.warm()
         let body = cold.body
-        let channel = try Self.channel(s)
+        let channel = try await Self.channel(s)
         let before = s.service.channelHits.load(ordering: .relaxed)
-        try channel.writeInbound(ByteBuffer(string: Self.get(path) + Self.get(path)))
-        var answers = try Self.answers(channel)
+        try await channel.writeInbound(ByteBuffer(string: Self.get(path) + Self.get(path)))
+        var answers = try await Self.answers(channel)
         #expect(answers.count == 2)
         // One more, a byte at a time: nothing is answered before its blank line.
         let third = Array(Self.get(path, "If-None-Match: \"nope\"\r\nConnection: keep-alive\r\n").utf8)
         for (index, byte) in third.enumerated() {
-            try channel.writeInbound(ByteBuffer(bytes: [byte]))
-            if index < third.count - 1 { #expect(try Self.answers(channel).isEmpty, "answered at byte \(index)") }
+            try await channel.writeInbound(ByteBuffer(bytes: [byte]))
+            if index < third.count - 1 { #expect(try await Self.answers(channel).isEmpty, "answered at byte \(index)") }
         }
-        answers += try Self.answers(channel)
+        answers += try await Self.answers(channel)
         #expect(answers.count == 3)
         for answer in answers {
             #expect(answer.statusLine == "HTTP/1.1 200 OK")
@@ -131,16 +144,16 @@ struct RawHitHandlerTests {
             #expect(answer.headers["server"] == "artcache" && answer.headers["date"] != nil)
             #expect(answer.headers["cache-control"]?.hasPrefix("public, max-age=") == true)
         }
-        #expect(try Self.passed(channel).isEmpty, "nothing reached the router")
+        #expect(try await Self.passed(channel).isEmpty, "nothing reached the router")
         #expect(s.service.channelHits.load(ordering: .relaxed) == before + 3)
 
         // A revalidation that matches: 304, no body.
         let etag = try #require(answers[0].headers["etag"])
-        try channel.writeInbound(ByteBuffer(string: Self.get(path, "If-None-Match: \(etag)\r\n")))
-        let revalidated = try Self.answers(channel)
+        try await channel.writeInbound(ByteBuffer(string: Self.get(path, "If-None-Match: \(etag)\r\n")))
+        let revalidated = try await Self.answers(channel)
         #expect(revalidated.map(\.statusLine) == ["HTTP/1.1 304 Not Modified"])
         #expect(revalidated.first?.body.isEmpty == true && revalidated.first?.headers["etag"] == etag)
-        _ = try? channel.finish()
+        _ = try? await channel.finish()
         try await s.close()
     }
 
@@ -170,15 +183,15 @@ struct RawHitHandlerTests {
     func anythingElseGoesToTheDecoderFromThatRequestOn(_ index: Int) async throws {
         let other = Self.others[index]
         let (s, path, _) = try await Self.warm()
-        let channel = try Self.channel(s)
-        try channel.writeInbound(ByteBuffer(string: Self.get(path) + other.request(path) + (other.then ? Self.get(path) : "")))
-        let answers = try Self.answers(channel)
+        let channel = try await Self.channel(s)
+        try await channel.writeInbound(ByteBuffer(string: Self.get(path) + other.request(path) + (other.then ? Self.get(path) : "")))
+        let answers = try await Self.answers(channel)
         #expect(answers.first?.statusLine == "HTTP/1.1 200 OK" && answers.first?.headers["x-artcache-source"] == "memory")
         #expect(answers.count == (other.refused ? 2 : 1), "\(other.name): only the first answered from bytes")
-        let passed = try Self.passed(channel)
+        let passed = try await Self.passed(channel)
         #expect(passed.count == (other.refused ? 0 : other.then ? 2 : 1), "\(other.name): \(passed)")
         if other.then { #expect(passed.last?.path == path && passed.last?.method == .get, "\(other.name)") }
-        _ = try? channel.finish()
+        _ = try? await channel.finish()
         try await s.close()
     }
 
@@ -186,12 +199,12 @@ struct RawHitHandlerTests {
     /// after a hit is the decoder's error, the hit before it answered.
     @Test func whatTheDecoderRefusesIsItsError() async throws {
         let (s, path, _) = try await Self.warm()
-        let channel = try Self.channel(s)
-        #expect(throws: HTTPParserError.self) {  // NIO's decoder's own error
-            try channel.writeInbound(ByteBuffer(string: Self.get(path) + Self.get(path, "X-Long: a\r\n b\r\n")))
+        let channel = try await Self.channel(s)
+        await #expect(throws: HTTPParserError.self) {  // NIO's decoder's own error
+            try await channel.writeInbound(ByteBuffer(string: Self.get(path) + Self.get(path, "X-Long: a\r\n b\r\n")))
         }
-        #expect(try Self.answers(channel).count == 1)
-        _ = try? channel.finish()
+        #expect(try await Self.answers(channel).count == 1)
+        _ = try? await channel.finish()
         try await s.close()
     }
 
@@ -200,12 +213,12 @@ struct RawHitHandlerTests {
     /// reading), none is answered from bytes.
     @Test func aConnectionNotReadingItsAnswersStepsAside() async throws {
         let (s, path, _) = try await Self.warm()
-        let channel = try Self.channel(s)
+        let channel = try await Self.channel(s)
         channel.isWritable = false
-        try channel.writeInbound(ByteBuffer(string: Self.get(path) + Self.get(path)))
-        #expect(try Self.answers(channel).isEmpty)
-        #expect(try Self.passed(channel).count == 2)
-        _ = try? channel.finish()
+        try await channel.writeInbound(ByteBuffer(string: Self.get(path) + Self.get(path)))
+        #expect(try await Self.answers(channel).isEmpty)
+        #expect(try await Self.passed(channel).count == 2)
+        _ = try? await channel.finish()
         try await s.close()
     }
 
@@ -214,18 +227,17 @@ struct RawHitHandlerTests {
     /// keep-alive connection), and one is while half a head has come.
     @Test func theGuardSeesHitsAnsweredFromBytes() async throws {
         let (s, path, _) = try await Self.warm()
-        let channel = try Self.channel(s)
-        let guarding = try channel.pipeline.syncOperations.handler(type: ConnectionGuard.self)
-        try channel.writeInbound(ByteBuffer(string: Self.get(path)))
-        #expect(try Self.answers(channel).count == 1)
-        #expect(!guarding.reading, "idle after a hit")
-        try channel.writeInbound(ByteBuffer(string: Self.get(path) + String(Self.get(path).prefix(20))))
-        #expect(try Self.answers(channel).count == 1)
-        #expect(guarding.reading, "half a head: its read deadline runs")
-        try channel.writeInbound(ByteBuffer(string: String(Self.get(path).dropFirst(20))))
-        #expect(try Self.answers(channel).count == 1)
-        #expect(!guarding.reading)
-        _ = try? channel.finish()
+        let channel = try await Self.channel(s)
+        try await channel.writeInbound(ByteBuffer(string: Self.get(path)))
+        #expect(try await Self.answers(channel).count == 1)
+        #expect(try await !Self.guardIsReading(channel), "idle after a hit")
+        try await channel.writeInbound(ByteBuffer(string: Self.get(path) + String(Self.get(path).prefix(20))))
+        #expect(try await Self.answers(channel).count == 1)
+        #expect(try await Self.guardIsReading(channel), "half a head: its read deadline runs")
+        try await channel.writeInbound(ByteBuffer(string: String(Self.get(path).dropFirst(20))))
+        #expect(try await Self.answers(channel).count == 1)
+        #expect(try await !Self.guardIsReading(channel))
+        _ = try? await channel.finish()
         try await s.close()
     }
 }

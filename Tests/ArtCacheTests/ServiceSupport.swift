@@ -244,8 +244,7 @@ struct PatientClient {
 
     func execute(uri: String, method: HTTPRequest.Method = .get, headers: HTTPFields = [:]) async throws -> Answer {
         let head = TestClient.head(uri: uri, method: method, headers: headers, port: port, bodyLength: nil, keepAlive: true)
-        try await exchange.writer.write(.head(head))
-        try await exchange.writer.write(.end(nil))
+        try await exchange.writer.write(contentsOf: [.head(head), .end(nil)])
         let response = try await TestClient.read(&exchange.parts)
         return Answer(status: response.status, headers: response.headers, body: response.body)
     }

@@ -55,9 +55,13 @@ struct TestClient: Sendable {
         defer { deadline.cancel() }
         do {
             return try await channel.executeThenClose { inbound, outbound in
-                try await outbound.write(.head(head))
-                if let body { try await outbound.write(.body(.byteBuffer(body))) }
-                try await outbound.write(.end(nil))
+                // The whole request in one write: the server may answer (and
+                // close, as asked) once it has the head; a second write after
+                // its answer would be I/O on a closed channel, not a failure.
+                var request: [HTTPClientRequestPart] = [.head(head)]
+                if let body { request.append(.body(.byteBuffer(body))) }
+                request.append(.end(nil))
+                try await outbound.write(contentsOf: request)
                 var parts = inbound.makeAsyncIterator()
                 return try await Self.read(&parts)
             }
