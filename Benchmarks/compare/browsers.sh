@@ -21,6 +21,7 @@
 #     measured in 3 x ROUNDS pairs of 4 s runs in turn, each ratio taken
 #     within its pair (the median and the range of the pairs are reported).
 # CHROME_ACCEPT: set by run.
+source "$(dirname "${BASH_SOURCE[0]}")/helpers.sh"   # upgrades_idle, wrk_accept_lua
 
 # The e2e photographs (as P2 makes them, if P2 did not run).
 browsers_photos() {
@@ -64,16 +65,6 @@ fetch_accept() {
   awk '{print $4}' "$WORK/lat.raw" | sort | uniq -c | awk '{printf "%s %s, ", $1, $2}' > "$WORK/types.txt"
   awk '{printf "%.1f\n", $2 * 1000}' "$WORK/lat.raw" | sort -n > "$WORK/lat.txt"
   echo "$(echo "$t1 - $t0" | bc) $(awk '{b += $3} END {print b}' "$WORK/lat.raw")"
-}
-
-# upgrades_idle: waits (at most 300 s) until serve has no format_upgrade job queued or running.
-upgrades_idle() {
-  for _ in $(seq 3000); do
-    n=$(curl -s "http://127.0.0.1:$SERVE_PORT/metrics" | awk '/^artcache_background_jobs\{/ && /format_upgrade/ {s += $2} END {print s + 0}')
-    [ "$n" = 0 ] && return 0
-    sleep 0.1
-  done
-  echo "format upgrades still running after 300 s" >&2
 }
 
 if want P2b; then
@@ -209,12 +200,6 @@ N_HOT=100
 PAIRS=$((ROUNDS * 3))
 rm -rf "$WORK/cache-hotb"; start_serve "$WORK/cache-hotb"
 head -$N_HOT "$WORK/e2e-photos.txt" | "$PY" "$WORK/sign-auto.py" "$KEY" "100x100,fit=cover" "" > "$WORK/hotb-paths.txt"
-wrk_accept_lua() {  # round-robin over the paths in $1 with Accept $2
-  { echo 'local paths = {}'; echo 'local i = 0'
-    while read -r p; do echo "paths[#paths + 1] = \"$p\""; done < "$1"
-    echo "local headers = { [\"Accept\"] = \"$2\" }"
-    echo 'request = function() i = i % #paths + 1; return wrk.format("GET", paths[i], headers) end'; } > "$3"
-}
 wrk_accept_lua "$WORK/hotb-paths.txt" "$CHROME_ACCEPT" "$WORK/wrk-chrome.lua"
 wrk_accept_lua "$WORK/hotb-paths.txt" "image/jpeg" "$WORK/wrk-jpeg.lua"
 PCB_PORT=$((NGINX_PORT + 3))
