@@ -131,12 +131,14 @@ let package = Package(
         // Twitter): pure parsing of untrusted JSON, fuzzed.
         .target(name: "ArtCacheResultSets", dependencies: ["ArtCacheCore"], swiftSettings: fuzzing),
         // The service's contract with its clients: its settings, the URL
-        // grammar (`ThumbnailOptions`) and the signer; no I/O. Below
+        // grammar (`ThumbnailOptions`) and the signer; no I/O, and no codec
+        // or libcurl (its value types live in Core): a front that only signs
+        // URLs links neither libvips nor libcurl. Below
         // the pipeline, whose manifests sign URLs (and warm a ring through its
         // front door with them), and the server, which checks them.
         .target(
             name: "ArtCacheServiceGrammar",
-            dependencies: ["ArtCacheCore", "ArtCacheFetch", "ArtCacheRender", .product(name: "Crypto", package: "swift-crypto")],
+            dependencies: ["ArtCacheCore", .product(name: "Crypto", package: "swift-crypto")],
             swiftSettings: fuzzing
         ),
         // The shared second tier: originals in an S3-compatible bucket (Ceph

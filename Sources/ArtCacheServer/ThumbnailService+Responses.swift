@@ -84,6 +84,12 @@ extension ThumbnailService {
             headers[.artcacheError] = error.reason
             headers[.cacheControl] = "no-store"
             metrics.refused(reason: error.reason)
+        } else if let notKept = image.notKept {
+            // Kept nowhere here: nor downstream (never a 304 either: no validator of it is kept).
+            headers[.artcacheNotKept] = notKept.rawValue
+            headers[.cacheControl] = "no-store"
+            headers[.contentLength] = String(image.data.count)
+            return Prepared(status: .ok, headers: headers, body: ByteBuffer(bytes: image.data))
         } else {
             headers[.cacheControl] = cacheControl(for: image, now: Date(), upgrading: upgrading)
             if let modified = Self.lastModified(of: image, now: Date()) { headers[.lastModified] = modified }

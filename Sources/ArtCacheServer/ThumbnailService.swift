@@ -365,6 +365,8 @@ extension HTTPField.Name {
     static let artcacheSource = HTTPField.Name("X-ArtCache-Source")!
     /// An animated source answered with its first frame past the limits: `frames`.
     static let artcacheStill = HTTPField.Name("X-ArtCache-Still")!
+    /// An answer kept nowhere (`Cache-Control: no-store`), and why: `undersized`, `no-store`.
+    static let artcacheNotKept = HTTPField.Name("X-ArtCache-Not-Kept")!
     /// A browser in data-saver mode sends `Save-Data: on`.
     static let saveData = HTTPField.Name("Save-Data")!
 }

@@ -1,5 +1,4 @@
 import ArtCacheCore
-import ArtCacheFetch
 import Foundation
 
 /// `[service]`: the thumbnail HTTP service (`artcache serve`) and the

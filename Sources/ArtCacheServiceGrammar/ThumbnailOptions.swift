@@ -1,5 +1,4 @@
 import ArtCacheCore
-import ArtCacheRender
 import Foundation
 
 /// The options segment of a service URL: what to make of the source image.

@@ -269,6 +269,37 @@ int cvips_render_flatten(cvips_render *r, const double background[3]) {
     return CVIPS_OK;
 }
 
+int cvips_render_drop_opaque_alpha(cvips_render *r, int *dropped) {
+    *dropped = 0;
+    if (!r->current) return CVIPS_DECODE;
+    if (!vips_image_hasalpha(r->current)) return CVIPS_OK;
+    int status = cvips_render_materialize(r);
+    if (status != CVIPS_OK) return status;
+    VipsImage *image = r->current;
+    int bands = vips_image_get_bands(image);
+    if (image->BandFmt != VIPS_FORMAT_UCHAR || (bands != 2 && bands != 4)) return CVIPS_OK;
+    VipsImage **alpha = next_slot(r);
+    double least = 0;
+    if (vips_extract_band(image, alpha, bands - 1, NULL) || vips_min(*alpha, &least, NULL)) return CVIPS_DECODE;
+    if (least < 255) return CVIPS_OK;
+    VipsImage **opaque = next_slot(r);
+    if (vips_extract_band(image, opaque, 0, "n", bands - 1, NULL)) return CVIPS_DECODE;
+    r->current = *opaque;
+    *dropped = 1;
+    return CVIPS_OK;
+}
+
+/* `in` without its ICC profile (a copy sharing its pixels; `in` itself when it has none). */
+static int without_profile(cvips_render *r, VipsImage *in, VipsImage **out) {
+    *out = in;
+    if (!vips_image_get_typeof(in, VIPS_META_ICC_NAME)) return 0;
+    VipsImage **copy = next_slot(r);
+    if (vips_copy(in, copy, NULL)) return -1;
+    vips_image_remove(*copy, VIPS_META_ICC_NAME);
+    *out = *copy;
+    return 0;
+}
+
 static uint32_t le32(const unsigned char *p) {
     return (uint32_t) p[0] | (uint32_t) p[1] << 8 | (uint32_t) p[2] << 16 | (uint32_t) p[3] << 24;
 }
@@ -321,7 +352,8 @@ int cvips_render_save(cvips_render *r, int format, int quality, int effort, void
     int status = cvips_render_materialize(r);
     if (status != CVIPS_OK) return status;
     if (past_deadline(r)) return CVIPS_TIMEOUT;
-    VipsImage *image = r->current;
+    VipsImage *image;
+    if (without_profile(r, r->current, &image)) return CVIPS_ENCODE;
     int saved;
     switch (format) {
     case CVIPS_FORMAT_WEBP:

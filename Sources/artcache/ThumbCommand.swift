@@ -1,3 +1,4 @@
+import ArtCacheCore
 import ArgumentParser
 import ArtCachePipeline
 import ArtCacheRender

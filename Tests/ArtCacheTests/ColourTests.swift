@@ -1,3 +1,4 @@
+import ArtCacheCore
 import ArtCacheFixtures
 import CVipsShim
 import Foundation

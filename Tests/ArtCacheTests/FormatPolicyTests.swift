@@ -1,5 +1,6 @@
 @testable import ArtCacheRender
 @testable import ArtCacheServer
+import ArtCacheCore
 import Foundation
 import Testing
 

@@ -1,5 +1,6 @@
 @testable import ArtCacheRender
 @testable import ArtCacheServiceGrammar
+import ArtCacheCore
 import Foundation
 import Testing
 @testable import artcache

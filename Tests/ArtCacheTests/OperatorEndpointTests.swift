@@ -1,3 +1,4 @@
+import ArtCacheCore
 import Foundation
 import Testing
 @testable import ArtCacheFetch

@@ -1,3 +1,4 @@
+import ArtCacheCore
 import Testing
 @testable import ArtCacheRender
 

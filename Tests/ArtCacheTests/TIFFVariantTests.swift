@@ -1,3 +1,4 @@
+import ArtCacheCore
 import ArtCacheFixtures
 import Foundation
 import Testing

@@ -12,7 +12,10 @@ For every Swift target of the package (sources, executables, tests):
   depend on an executable only to run it);
 - no target depends on a re-exporting module (a target with an
   `@_exported import`): such a module is for embedders (`import ArtCache`),
-  and depending on it would hide who uses what.
+  and depending on it would hide who uses what;
+- a target kept light (LIGHT) reaches none of the heavy modules named for
+  it, directly or through its dependencies (issue 58: a front that only
+  signs URLs links no libvips, libheif or libcurl).
 Prints each violation as `Target: …` and exits 1 if there is any.
 """
 import json
@@ -24,6 +27,9 @@ import sys
 TOOLCHAIN = {"Foundation", "FoundationEssentials", "FoundationInternationalization", "FoundationNetworking",
              "FoundationXML", "Glibc", "Musl", "Darwin", "Dispatch", "Synchronization", "_Concurrency",
              "Testing", "XCTest", "RegexBuilder", "Observation", "os", "CoreFoundation"}
+# Targets and the modules they must not reach, even transitively.
+LIGHT = {"ArtCacheServiceGrammar": {"ArtCacheRender", "ArtCacheFetch", "CVipsShim", "CVipsSystem", "CCurlShim", "CCurlSystem",
+                                    "CHeif", "CHeifAOM", "CTurboJPEG", "CWebP"}}
 # A product whose module has another name, or which has several modules.
 PRODUCT_MODULES = {}
 
@@ -104,6 +110,15 @@ def main():
             if module in reexporting:
                 problems.append("%s: depends on %s, which re-exports other modules (for embedders only)"
                                 % (name, module))
+    for name, heavy in sorted(LIGHT.items()):
+        reached, stack = set(), [name]
+        while stack:
+            for dep in declared.get(stack.pop(), set()):
+                if dep not in reached:
+                    reached.add(dep)
+                    stack.append(dep)
+        for module in sorted(reached & heavy):
+            problems.append("%s: reaches %s, which it must not link" % (name, module))
     for line in problems:
         print(line)
     swift_targets = [n for n in declared if files[n]]
@@ -111,7 +126,8 @@ def main():
         print("imports: %d problem(s) in %d Swift targets" % (len(problems), len(swift_targets)), file=sys.stderr)
         sys.exit(1)
     print("imports: %d Swift targets; every import is a declared dependency and every dependency is imported;"
-          " no target depends on a re-exporting module (%s)" % (len(swift_targets), ", ".join(sorted(reexporting)) or "none"))
+          " no target depends on a re-exporting module (%s); %s reach no codec or libcurl"
+          % (len(swift_targets), ", ".join(sorted(reexporting)) or "none", ", ".join(sorted(LIGHT))))
 
 
 if __name__ == "__main__":

@@ -1,3 +1,4 @@
+import ArtCacheCore
 import ArtCacheRender
 import ArtCacheResultSets
 import Foundation

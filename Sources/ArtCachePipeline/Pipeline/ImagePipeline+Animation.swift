@@ -7,17 +7,36 @@ import Foundation
 /// known; an animated GIF or WebP is answered instead in the animated
 /// format the client takes (``ImageRequest/animatedFormat``: WebP), whatever
 /// the cold format would have been (AVIF from 300 px for Chrome), with no
-/// upgrade behind it (an AVIF of it would be a still). Whether a source is
-/// animated is read from the original's bytes when a variant is rendered
-/// from them (``Sniffer``: 2+ GIF frames, a WebP `ANIM`), and remembered by
-/// URL (``animatedSources``): a later request goes to the animated variant
-/// directly, from memory too.
+/// upgrade behind it (an AVIF of it would be a still).
+///
+/// Whether a source is animated is a fact of the index (issue 58): the
+/// original's row records its `frames` with its placeholder, and its bytes
+/// say it before that (``Sniffer``: 2+ GIF frames, a WebP `ANIM`).
+/// ``animatedSources`` is only a cache of those, by URL: after a restart or
+/// once it was emptied, the async path reads the row (or the stored bytes)
+/// again before it decides, and a memory hit whose source is not known
+/// there goes the async way once.
 extension ImagePipeline {
     /// Notes whether the original of `url` is animated, from its bytes.
     func noteAnimation(of url: NormalizedURL, _ data: Data) -> Bool {
         let animated = Sniffer.sniff(data).isAnimated
         animatedSources.store(animated, for: url.key.hex)
         return animated
+    }
+
+    /// Whether the stored original of `url` is animated: the memo, else its
+    /// index row's frames, else its stored bytes (then kept in the memo);
+    /// nil when no original is stored (nothing is known yet).
+    func isAnimated(_ url: NormalizedURL) async -> Bool? {
+        if let known = animatedSources[url.key.hex] { return known }
+        guard let entry = try? await store.entry(forKey: url.key) else { return nil }
+        if let frames = entry.frames {
+            animatedSources.store(frames > 1, for: url.key.hex)
+            return frames > 1
+        }
+        // Not measured yet (its placeholder is computed behind): the bytes say it.
+        guard let stored = try? await store.lookup(key: url.key, counting: false) else { return nil }
+        return noteAnimation(of: url, stored.data)
     }
 
     /// The spec an answer to `spec` is made as, once its source is known
@@ -30,16 +49,34 @@ extension ImagePipeline {
         return moved
     }
 
-    /// The request that answers `request` when this process has seen its
-    /// source animated: `request` in its animated format (itself when it
-    /// asks for that format already); nil when not known animated, or not a
-    /// request with an animated format (a memory hit never fetches: unknown
-    /// is no).
-    func knownAnimatedRequest(_ request: ImageRequest) -> ImageRequest? {
-        guard let format = request.animatedFormat, request.size != nil, let resolved = try? resolve(request),
-              animatedSources[resolved.url.key.hex] == true else { return nil }
+    /// What this process knows of `request`'s source without asking the
+    /// index: animated (`true`), not (`false`), or not known (nil, also for
+    /// a request with no animated format, for which it does not matter).
+    func memoizedAnimation(_ request: ImageRequest) -> Bool? {
+        guard request.animatedFormat != nil, request.size != nil, let resolved = try? resolve(request) else { return nil }
+        return animatedSources[resolved.url.key.hex]
+    }
+
+    /// `request` in its animated format (itself when it asks for that
+    /// format already); nil when it has none.
+    static func animatedRequest(_ request: ImageRequest) -> ImageRequest? {
+        guard let format = request.animatedFormat, request.size != nil else { return nil }
         var moved = request
         moved.format = format
         return moved
+    }
+
+    /// The request that answers `request` when this process has seen its
+    /// source animated (the memo only: a memory hit never reads the index;
+    /// ``cachedNegotiatedImage(_:better:)`` leaves a source not known there
+    /// to the async path).
+    func knownAnimatedRequest(_ request: ImageRequest) -> ImageRequest? {
+        memoizedAnimation(request) == true ? Self.animatedRequest(request) : nil
+    }
+
+    /// ``knownAnimatedRequest(_:)`` from the index when the memo does not know.
+    func animatedRequest(of request: ImageRequest) async -> ImageRequest? {
+        guard let moved = Self.animatedRequest(request), let resolved = try? resolve(request) else { return nil }
+        return await isAnimated(resolved.url) == true ? moved : nil
     }
 }

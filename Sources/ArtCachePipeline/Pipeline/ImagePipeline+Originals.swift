@@ -39,6 +39,11 @@ package struct FetchOutcome: Sendable {
     /// serves this answer. What is rendered from it is not stored: the next
     /// request tries the larger rendition again.
     package var undersized = false
+
+    /// Why what is made from it is answered but not kept (nil: kept).
+    var notKept: ImageResponse.NotKept? {
+        undersized ? .undersized : entry == nil ? .noStore : nil
+    }
 }
 
 extension ImagePipeline {
@@ -93,11 +98,14 @@ extension ImagePipeline {
         }
         let (width, height) = try await dimensions(of: outcome.data, priority: priority)
         if let entry = outcome.entry { computeIntrinsicsBehind(of: entry) }
-        return ImageResponse(data: outcome.data, contentType: outcome.entry?.contentType ?? Sniffer.sniff(outcome.data).mimeType,
-                             width: width, height: height, source: source, cacheKey: outcome.entry?.cacheKey,
-                             entry: outcome.entry, repaired: outcome.repaired, freshUntil: outcome.entry?.expiresAt)
+        var response = ImageResponse(data: outcome.data,
+                                     contentType: outcome.entry?.contentType ?? Sniffer.sniff(outcome.data).mimeType,
+                                     width: width, height: height, source: source, cacheKey: outcome.entry?.cacheKey,
+                                     entry: outcome.entry, repaired: outcome.repaired, freshUntil: outcome.entry?.expiresAt)
             .with(info: outcome.entry.flatMap(ImageInfo.init(entry:)))
             .with(original: outcome.entry)
+        response.notKept = outcome.notKept
+        return response
     }
 
     /// Width and height from the header (no pixel decoded), read on a render

@@ -66,7 +66,8 @@ extension ImagePipeline {
     /// (`request.animatedFormat`) is answered in its animated format, with
     /// nothing behind it (ImagePipeline+Animation).
     package func negotiatedImage(_ request: ImageRequest, better: VariantSpec.Format?) async throws(ArtCacheError) -> NegotiatedImage {
-        if let moved = knownAnimatedRequest(request) {
+        // Animated or not is the index's to say (the memo is its cache).
+        if let moved = await animatedRequest(of: request) {
             return NegotiatedImage(response: try await image(moved), upgrading: false)
         }
         guard let better, request.size != nil else {
@@ -75,12 +76,16 @@ extension ImagePipeline {
         if better != request.format {
             var upgraded = request
             upgraded.format = better
-            if let hit = cachedImage(for: upgraded) { return NegotiatedImage(response: hit, upgrading: false) }
-            if try await isStored(upgraded) { return NegotiatedImage(response: try await image(upgraded), upgrading: false) }
+            // Only an upgrade's bytes are better: a variant of that format
+            // stored at its cold effort (an explicit `f=avif`) is not.
+            if let hit = cachedImage(for: upgraded), Self.isUpgrade(hit.entry) {
+                return NegotiatedImage(response: hit, upgrading: false)
+            }
+            if try await isUpgradeStored(upgraded) { return NegotiatedImage(response: try await image(upgraded), upgrading: false) }
         }
         let cold = try await image(request)
         // Animated (learnt from its bytes just now): answered as it is, nothing behind it.
-        if knownAnimatedRequest(request) != nil { return NegotiatedImage(response: cold, upgrading: false) }
+        if await animatedRequest(of: request) != nil { return NegotiatedImage(response: cold, upgrading: false) }
         return NegotiatedImage(response: cold, upgrading: upgrade(cold, of: request, to: better))
     }
 
@@ -91,10 +96,15 @@ extension ImagePipeline {
     /// is closed (no gain, or upgraded already) with no upgrade queued.
     package func cachedNegotiatedImage(_ request: ImageRequest, better: VariantSpec.Format?) -> NegotiatedImage? {
         let now = Date()
-        if let moved = knownAnimatedRequest(request) {
-            return cachedHeld(for: moved, now: now).map {
+        switch memoizedAnimation(request) {
+        case true?:
+            return cachedHeld(for: Self.animatedRequest(request)!, now: now).map {
                 NegotiatedImage(response: $0.image, upgrading: false, ticket: MemoryTicket(node: $0.node, shadowing: nil))
             }
+        case nil where request.animatedFormat != nil && request.size != nil:
+            return nil  // not known here: the async path asks the index once
+        default:
+            break
         }
         guard let better, request.size != nil else {
             return cachedHeld(for: request, now: now).map {
@@ -105,7 +115,7 @@ extension ImagePipeline {
         if better != request.format {
             var upgraded = request
             upgraded.format = better
-            if let hit = cachedHeld(for: upgraded, now: now) {
+            if let hit = cachedHeld(for: upgraded, now: now), Self.isUpgrade(hit.image.entry) {
                 return NegotiatedImage(response: hit.image, upgrading: false, ticket: MemoryTicket(node: hit.node, shadowing: nil))
             }
             shadowing = try? resolve(upgraded).memoryKey
@@ -128,11 +138,12 @@ extension ImagePipeline {
         return NegotiatedImage(response: cold.image, upgrading: upgrading, ticket: ticket)
     }
 
-    /// Whether the variant `request` names has a live row (no bytes read).
-    private func isStored(_ request: ImageRequest) async throws(ArtCacheError) -> Bool {
+    /// Whether the variant `request` names has a live row that an upgrade
+    /// wrote (no bytes read).
+    private func isUpgradeStored(_ request: ImageRequest) async throws(ArtCacheError) -> Bool {
         let resolved = try resolve(request)
         do {
-            return try await store.entry(forKey: resolved.cacheKey) != nil
+            return Self.isUpgrade(try await store.entry(forKey: resolved.cacheKey))
         } catch {
             throw ArtCacheError(any: error, context: request.url)
         }
@@ -190,12 +201,20 @@ extension ImagePipeline {
                                                                    "bytes": "\(rendered.data.count)", "cold_bytes": "\(cold.size)"])
             }
             memory.remove(forKey: memoryKey)
+            // A cold variant of the better format kept in memory (an explicit `f=`) is replaced too.
+            memory.remove(forKey: CacheKey(parent: url.key, spec: target.canonical).hex)
         } catch is CancellationError {
             return
         } catch {
             upgrades.withLock { $0.failed += 1 }
             logger.debug("format upgrade failed", metadata: ["url": "\(url)", "error": "\(error)"])
         }
+    }
+
+    /// Whether `entry` is the kept bytes of a format upgrade (the better
+    /// answer to a negotiated request), not a variant stored cold.
+    static func isUpgrade(_ entry: CacheEntry?) -> Bool {
+        entry?.upgrade == .upgraded
     }
 
     /// Whether the cold variant `entry` leaves an upgrade to `better` to

@@ -23,6 +23,8 @@ struct VariantOutcome: Sendable {
     var parent: CacheEntry?
     /// Why a WebP of an animated source is a still (rendered now only).
     var still: String?
+    /// Why it is answered but not kept (nil: kept).
+    var notKept: ImageResponse.NotKept?
 }
 
 extension ImagePipeline {
@@ -110,7 +112,8 @@ extension ImagePipeline {
             let from = Self.variantSource(of: source.source)
             return VariantOutcome(source: shared == nil ? from : .tier2, rendered: shared == nil, entry: entry, data: rendered.data,
                                   contentType: rendered.contentType, width: rendered.width, height: rendered.height,
-                                  freshUntil: source.entry?.expiresAt, parent: source.entry, still: rendered.still?.rawValue)
+                                  freshUntil: source.entry?.expiresAt, parent: source.entry, still: rendered.still?.rawValue,
+                                  notKept: source.notKept)
         }
     }
 
@@ -147,6 +150,7 @@ extension ImagePipeline {
             .with(info: outcome.parent.flatMap(ImageInfo.init(entry:)))
             .with(original: outcome.parent)
         response.still = outcome.still
+        response.notKept = outcome.notKept
         return response
     }
 }

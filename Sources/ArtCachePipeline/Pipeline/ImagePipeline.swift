@@ -36,12 +36,12 @@ public final class ImagePipeline: Sendable {
     static let placeholderMemoLimit = 64
     /// Requests already resolved (URL normalized, key hashed): a hot set of
     /// memory hits skips that work. Bounded; emptied when full.
-    let resolvedRequests = BoundedMemo<ImageRequest, Resolved>(capacity: ImagePipeline.resolvedMemoLimit)
-    static let resolvedMemoLimit = 4096
+    let resolvedRequests: BoundedMemo<ImageRequest, Resolved>
     /// Whether an original is animated (a GIF or WebP of 2+ frames), by its
     /// URL's key: asked of negotiated requests (ImagePipeline+Animation).
-    /// Bounded; emptied when full.
-    let animatedSources = BoundedMemo<String, Bool>(capacity: ImagePipeline.resolvedMemoLimit)
+    /// A cache of the index (the original's `frames`, or its bytes);
+    /// bounded by `[memory]` memo entries; emptied when full.
+    let animatedSources: BoundedMemo<String, Bool>
     /// The one owner of work behind answers: revalidations, placeholders,
     /// warm-ups, and the store's fold and reclaimer (docs/background.md). Closed first by ``close()``.
     package let background: BackgroundScheduler
@@ -68,6 +68,9 @@ public final class ImagePipeline: Sendable {
         self.downloader = downloader
         self.renderer = Renderer(settings: configuration.thumbnails)
         self.memory = MemoryCache(settings: configuration.memory)
+        let memo = max(1, configuration.memory.memoEntries)
+        resolvedRequests = BoundedMemo(capacity: memo)
+        animatedSources = BoundedMemo(capacity: memo)
         self.logger = logger
         tier2 = configuration.tier2.isEnabled ? Tier2(settings: configuration.tier2, downloader: downloader, logger: logger) : nil
     }

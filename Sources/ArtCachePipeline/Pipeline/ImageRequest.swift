@@ -126,6 +126,20 @@ public struct ImageResponse: Sendable {
     /// `max_animation_pixels`), for `X-ArtCache-Still`. Known when rendered
     /// for this request or kept in memory since; nil otherwise.
     package internal(set) var still: String?
+    /// Why these bytes are answered but kept nowhere (nil: they are kept):
+    /// nobody downstream may keep them either (`Cache-Control: no-store`).
+    /// Decided with the answer, from the original it was made from.
+    package internal(set) var notKept: NotKept?
+
+    /// Why an answer is not kept.
+    package enum NotKept: String, Sendable {
+        /// Made from a stored original smaller than the size asked (its
+        /// provider's larger rendition could not be fetched now): the next
+        /// request tries the larger one again.
+        case undersized
+        /// Its original's origin said `no-store`.
+        case noStore = "no-store"
+    }
 
     public init(data: Data, contentType: String, width: Int, height: Int, source: Source, cacheKey: CacheKey?,
                 error: ArtCacheError? = nil, repaired: Bool = false, rendered: Bool = false) {

@@ -1,3 +1,4 @@
+import ArtCacheCore
 import Foundation
 
 /// How one output is encoded: the quality and the effort the encoder is

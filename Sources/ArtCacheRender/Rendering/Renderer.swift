@@ -269,12 +269,15 @@ package final class Renderer: Sendable {
         return outputs
     }
 
-    /// The end of every output: sRGB, the output format (auto: PNG with
-    /// alpha, else JPEG), alpha flattened when the format has none, encode.
+    /// The end of every output: sRGB, opaque alpha dropped (an alpha band
+    /// that is 255 everywhere is not alpha: an opaque GIF, an RGBA PNG),
+    /// then the output format (auto: PNG with alpha, else JPEG), alpha
+    /// flattened when the format has none, encode (no ICC profile kept).
     func finish(_ render: VipsRender, _ spec: VariantSpec,
                         _ encoding: (VariantSpec, VariantSpec.Format) -> EncoderSetting) throws(RenderError) -> RenderedImage {
         try render.toSRGB()
-        let hasAlpha = render.info.hasAlpha
+        var hasAlpha = render.info.hasAlpha
+        if hasAlpha, try render.dropOpaqueAlpha() { hasAlpha = false }
         let format = RenderPlan.outputFormat(spec.format, hasAlpha: hasAlpha)
         let flatten = RenderPlan.flattens(format, hasAlpha: hasAlpha)
         if flatten { try render.flatten(onto: spec.background) }

@@ -176,6 +176,14 @@ final class VipsRender {
         return Array(UnsafeRawBufferPointer(start: data, count: length))
     }
 
+    /// Drops an alpha band that is opaque everywhere (every frame; libvips
+    /// loads each GIF as RGBA): computes the image first. True when dropped.
+    func dropOpaqueAlpha() throws(RenderError) -> Bool {
+        var dropped: Int32 = 0
+        try check(cvips_render_drop_opaque_alpha(handle, &dropped))
+        return dropped != 0
+    }
+
     func flatten(onto background: [Double]) throws(RenderError) {
         let rgb = Array((background + [255, 255, 255]).prefix(3))
         try check(rgb.withUnsafeBufferPointer { cvips_render_flatten(handle, $0.baseAddress) })

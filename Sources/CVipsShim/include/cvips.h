@@ -152,13 +152,22 @@ void cvips_render_profile(const cvips_render *render, const void **data, size_t 
 int cvips_render_profile_to_srgb(cvips_render *render);
 /* Flattens alpha onto `background` (0..255 RGB). */
 int cvips_render_flatten(cvips_render *render, const double background[3]);
+/* Computes the current 8-bit image into memory under the deadline and, when
+ * its alpha band is 255 everywhere (every frame: libvips loads each GIF as
+ * RGBA), drops that band: opaque alpha is not alpha. *dropped is 1 when it
+ * was dropped. An image without alpha is left as it is (not computed). */
+int cvips_render_drop_opaque_alpha(cvips_render *render, int *dropped);
 /* Computes the image into memory under the deadline (decode errors surface
  * here, not inside the encoder), then encodes it as CVIPS_FORMAT_JPEG,
  * _WEBP, _PNG, _AVIF or _JXL (never _AUTO) with metadata stripped. `effort` is
  * the saver's option of that name (webpsave: the method 0..6; heifsave:
  * 0..9, libaom speed 9 - effort; jxlsave: libjxl's effort 1..9;
  * jpegsave: 1 progressive (`interlace`), 0 baseline); PNG ignores it. *out is
- * g_malloc'd: free it with cvips_free. */
+ * g_malloc'd: free it with cvips_free. The output carries no ICC profile:
+ * it is sRGB (converted from another profile first where the source had
+ * one), what a browser assumes of an untagged image, and libvips 8.14's
+ * savers would otherwise write the image's profile despite "strip" (lcms'
+ * ~7 KB sRGB after icc_transform). */
 int cvips_render_save(cvips_render *render, int format, int quality, int effort, void **out, size_t *out_length);
 
 /* Computes the current image (8-bit sRGB: call cvips_render_srgb first)

@@ -1,3 +1,4 @@
+import ArtCacheCore
 import CTurboJPEG
 import CVipsShim
 import Foundation
