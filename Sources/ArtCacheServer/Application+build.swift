@@ -105,7 +105,12 @@ package func runThumbnailService(
     let service = try await ThumbnailService(pipeline: pipeline, logger: logger, cancelOnDisconnect: true,
                                              healthMaxAge: .seconds(2), logWriter: logWriter)
     let group = makeServiceGroup(service: service, signals: [.sigterm, .sigint], onServerRunning: onServerRunning)
-    try await group.run()
+    do {
+        try await group.run()
+    } catch {
+        let settings = service.settings
+        throw ListenFailure(error, host: settings.host, port: settings.port) ?? error
+    }
 }
 
 /// The service group `runThumbnailService` runs (exposed so a test can
@@ -133,10 +138,12 @@ struct PipelineCloser: Service {
     let logger: Logger
 
     func run() async throws {
-        try? await gracefulShutdown()  // only throws when cancelled: close anyway
+        // Only throws when cancelled (another service failed: the listener's
+        // bind, said by `serve` in one line): close anyway, quietly then.
+        let graceful = (try? await gracefulShutdown()) != nil
         do {
             try await pipeline.close()
-            logger.info("cache closed")
+            logger.log(level: graceful ? .info : .debug, "cache closed")
         } catch {
             logger.error("closing the cache failed", metadata: ["error": "\(error)"])
             throw error

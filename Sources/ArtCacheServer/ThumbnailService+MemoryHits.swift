@@ -51,15 +51,16 @@ extension ThumbnailService {
             return .miss(parsed)
         }
         let image = hit.response
-        guard let kept = kept(image, negotiated: parsed.negotiated, signed: parsed.signed, upgrading: hit.upgrading, now: now) else {
+        let lifetime = hit.lifetime
+        guard let kept = kept(image, negotiated: parsed.negotiated, signed: parsed.signed, lifetime: lifetime, now: now) else {
             return .hit(build(image, ifNoneMatch: ifNoneMatch, negotiated: parsed.negotiated, signed: parsed.signed,
-                              upgrading: hit.upgrading))
+                              lifetime: lifetime))
         }
         let prepared: Prepared
         if let route, route.answer == kept.answer {
             prepared = route.prepared  // the same bytes and headers: not built again
         } else {
-            var built = build(image, ifNoneMatch: nil, negotiated: parsed.negotiated, signed: parsed.signed, upgrading: hit.upgrading)
+            var built = build(image, ifNoneMatch: nil, negotiated: parsed.negotiated, signed: parsed.signed, lifetime: lifetime)
             built.head = built.serializedHead()
             prepared = built
         }
@@ -132,7 +133,7 @@ extension ThumbnailService {
         var contentType: String
         var negotiated: Bool
         var signed: Bool
-        var upgrading: Bool
+        var lifetime: AnswerLifetime
         var created: Date
         /// What `Last-Modified` is made of (``lastModified(of:now:)``).
         var originModified: String?
@@ -146,16 +147,16 @@ extension ThumbnailService {
     /// Whether a memory hit's `200` is kept built (in its ``HitRoute``):
     /// what it is made of, and until when it stays exact — the end of this
     /// second once its `max-age` counts down (it is built again each second
-    /// then). Nil for an answer not kept: not from memory, an error, a body
-    /// over ``preparedBodyMax``.
-    func kept(_ image: ImageResponse, negotiated: Bool, signed: Bool, upgrading: Bool,
+    /// then). Nil for an answer not kept: not from memory, not kept anywhere
+    /// (``AnswerLifetime/notKept``), a body over ``preparedBodyMax``.
+    func kept(_ image: ImageResponse, negotiated: Bool, signed: Bool, lifetime: AnswerLifetime,
               now: Date) -> (answer: PreparedKey, exactUntil: Date)? {
-        guard image.source == .memory, image.error == nil, image.data.count <= Self.preparedBodyMax,
+        guard image.source == .memory, lifetime != .notKept, image.data.count <= Self.preparedBodyMax,
               let entry = image.entry, !entry.sha256.isEmpty else { return nil }
-        let cap = upgrading ? min(settings.cacheMaxAge, Self.upgradingMaxAge) : settings.cacheMaxAge
+        let cap = maxAgeCap(lifetime)
         let countsDown = image.freshUntil.map { $0.timeIntervalSince(now) < cap } ?? false
         let answer = PreparedKey(sha256: entry.sha256, contentType: image.contentType, negotiated: negotiated, signed: signed,
-                                 upgrading: upgrading, created: entry.createdAt, originModified: image.originRules?.lastModified,
+                                 lifetime: lifetime, created: entry.createdAt, originModified: image.originRules?.lastModified,
                                  originStored: image.originStoredAt, second: countsDown ? Int(now.timeIntervalSince1970) : 0)
         // Counting down, it is the answer of this second only.
         let exactUntil = countsDown ? Date(timeIntervalSince1970: Double(answer.second + 1))

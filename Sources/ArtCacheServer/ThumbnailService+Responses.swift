@@ -12,9 +12,9 @@ extension ThumbnailService {
     /// validators and caching headers. A placeholder answer carries the
     /// error's reason and is not cached. The `answer` stage is timed from
     /// `answering` (the image in hand) to the body written to the connection.
-    func success(_ image: ImageResponse, request: Request, negotiated: Bool, signed: Bool, upgrading: Bool = false,
+    func success(_ image: ImageResponse, request: Request, negotiated: Bool, signed: Bool, lifetime: AnswerLifetime,
                  answering: ContinuousClock.Instant) -> Response {
-        response(build(image, ifNoneMatch: request.headers[.ifNoneMatch], negotiated: negotiated, signed: signed, upgrading: upgrading),
+        response(build(image, ifNoneMatch: request.headers[.ifNoneMatch], negotiated: negotiated, signed: signed, lifetime: lifetime),
                  answering: answering)
     }
 
@@ -69,9 +69,10 @@ extension ThumbnailService {
         }
     }
 
-    /// The answer to `image`, built from scratch.
+    /// The answer to `image`, built from scratch: its headers from the
+    /// pipeline's decision (`lifetime`, ``AnswerLifetime``), the same on every path.
     func build(_ image: ImageResponse, ifNoneMatch: String?, negotiated: Bool, signed: Bool,
-               upgrading: Bool) -> Prepared {
+               lifetime: AnswerLifetime) -> Prepared {
         var headers = HTTPFields()
         let etag = "\"" + (image.entry?.sha256.prefix(32).description ?? Self.digest(image.data)) + "\""
         headers[.eTag] = etag
@@ -80,21 +81,20 @@ extension ThumbnailService {
         if negotiated { headers[.vary] = "Accept, Save-Data" }
         headers[.artcacheSource] = image.source.rawValue
         if let still = image.still { headers[.artcacheStill] = still }
-        if let error = image.error {
-            headers[.artcacheError] = error.reason
-            headers[.cacheControl] = "no-store"
-            metrics.refused(reason: error.reason)
-        } else if let notKept = image.notKept {
-            // Kept nowhere here: nor downstream (never a 304 either: no validator of it is kept).
-            headers[.artcacheNotKept] = notKept.rawValue
+        if let error = image.error { metrics.refused(reason: error.reason) }
+        switch lifetime {
+        case .notKept:
+            // Kept nowhere here: nor downstream, and never a 304 (no validator of it is kept).
+            if let error = image.error { headers[.artcacheError] = error.reason }
+            if let notKept = image.notKept { headers[.artcacheNotKept] = notKept.rawValue }
             headers[.cacheControl] = "no-store"
             headers[.contentLength] = String(image.data.count)
             return Prepared(status: .ok, headers: headers, body: ByteBuffer(bytes: image.data))
-        } else {
-            headers[.cacheControl] = cacheControl(for: image, now: Date(), upgrading: upgrading)
+        case .final, .upgrading:
+            headers[.cacheControl] = cacheControl(for: image, now: Date(), lifetime: lifetime)
             if let modified = Self.lastModified(of: image, now: Date()) { headers[.lastModified] = modified }
         }
-        if image.error == nil, let asked = ifNoneMatch, Self.matches(asked, etag: etag) {
+        if let asked = ifNoneMatch, Self.matches(asked, etag: etag) {
             return Prepared(status: .notModified, headers: headers, body: nil)
         }
         headers[.contentLength] = String(image.data.count)
@@ -131,11 +131,12 @@ extension ThumbnailService {
     /// when the origin said so. Signed or not, the same: a signature names
     /// the request, not the bytes (avatars change behind one URL).
     ///
-    /// `upgrading`: a cold answer that a better format will replace gets at
-    /// most ``upgradingMaxAge`` (browsers and front caches come back for the
-    /// better bytes); the final answer gets the normal lifetime.
-    func cacheControl(for image: ImageResponse, now: Date, upgrading: Bool = false) -> String {
-        let cap = upgrading ? min(settings.cacheMaxAge, Self.upgradingMaxAge) : settings.cacheMaxAge
+    /// `lifetime` ``AnswerLifetime/upgrading``: a cold answer that a better
+    /// format will replace gets at most ``upgradingMaxAge`` (browsers and
+    /// front caches come back for the better bytes); the final answer gets
+    /// the normal lifetime.
+    func cacheControl(for image: ImageResponse, now: Date, lifetime: AnswerLifetime = .final) -> String {
+        let cap = maxAgeCap(lifetime)
         let left = image.source == .stale ? 0 : image.freshUntil.map { max(0, $0.timeIntervalSince(now)) } ?? cap
         var value = "public, max-age=\(Int(min(left, cap)))"
         let rules = image.originRules ?? HTTPValidators()
@@ -151,6 +152,11 @@ extension ThumbnailService {
 
     /// The longest `max-age` of an answer a format upgrade will replace.
     static let upgradingMaxAge: TimeInterval = 60
+
+    /// The longest `max-age` of an answer of `lifetime`.
+    func maxAgeCap(_ lifetime: AnswerLifetime) -> TimeInterval {
+        lifetime == .upgrading ? min(settings.cacheMaxAge, Self.upgradingMaxAge) : settings.cacheMaxAge
+    }
 
     /// The error status with a one-line body naming the reason.
     /// `closing`: the answer says `Connection: close` and the connection is

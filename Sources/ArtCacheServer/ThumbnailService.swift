@@ -173,7 +173,7 @@ public final class ThumbnailService: Sendable {
             let tier = image.source == .placeholder ? "placeholder" : image.source.rawValue
             metrics.served(tier: tier)
             return (success(image, request: request, negotiated: parsed.negotiated, signed: parsed.signed,
-                            upgrading: negotiated.upgrading, answering: answering), tier)
+                            lifetime: negotiated.lifetime, answering: answering), tier)
         } catch let error as ServiceFailure {
             return (failure(error), "refused")
         } catch let error as ArtCacheError {

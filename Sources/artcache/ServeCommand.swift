@@ -38,7 +38,6 @@ struct ServeCommand: AsyncParsableCommand {
                 configuration.service.host = parsed.host
                 configuration.service.port = parsed.port
             }
-            try Self.checkListen(host: configuration.service.host, port: configuration.service.port)
             // The open-file limit raised to the hard one, max_connections fitted under it.
             let descriptors = DescriptorLimit.fit(&configuration.service, downloads: configuration.download.concurrency)
             if let warning = descriptors.warning { Output.warning(warning) }

@@ -18,7 +18,7 @@ struct BoundsTests {
                                                                    options: .placeholderOnFailure))
             #expect(response.source == .placeholder && response.width == side)
         }
-        #expect(h.pipeline.placeholders.count <= ImagePipeline.placeholderMemoLimit)
+        #expect(h.pipeline.requests.placeholders.count <= Requests.placeholderMemoLimit)
         try await h.pipeline.close()
     }
 

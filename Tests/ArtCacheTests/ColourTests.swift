@@ -81,7 +81,8 @@ struct ColourTests {
     }
 
     /// PNGs carry the profile in an iCCP chunk; a 16-bit one and one with
-    /// alpha (kept: a PNG output) are converted too.
+    /// an alpha band are converted too (that band is opaque here, so the
+    /// PNG output drops it: issue 58, opaque alpha is not alpha).
     @Test(arguments: [(SyntheticImage.ColourSpace.p3, 8, false), (.adobe, 8, false), (.p3, 16, false), (.p3, 8, true)])
     func wideGamutPNGsAreConverted(space: SyntheticImage.ColourSpace, depth: Int, alpha: Bool) async throws {
         let png = try SyntheticImage.tagged(space, depth: depth, alpha: alpha, suffix: ".png")
@@ -91,7 +92,7 @@ struct ColourTests {
         if alpha {
             let rendered = try await vips.render(png, spec: VariantSpec(width: 120, height: 120, format: .png))
             let bands = try SyntheticImage.pixels(rendered.data).bands
-            #expect(rendered.hasAlpha && bands == 4)
+            #expect(!rendered.hasAlpha && bands == 3)
         }
     }
 

@@ -320,11 +320,11 @@ struct DimensionsTests {
         let h = try await LoopbackHarness()
         let jpeg = try Fixtures.image(width: 120, height: 90, suffix: ".jpg")
         let before = h.pipeline.renderer.activity.started
-        #expect(try await h.pipeline.dimensions(of: jpeg, priority: PriorityHandle(.normal)) == (120, 90))
+        #expect(try await h.pipeline.originals.dimensions(of: jpeg, priority: PriorityHandle(.normal)) == (120, 90))
         #expect(h.pipeline.renderer.activity.started == before + 1)
         let cancelled = Task {
             withUnsafeCurrentTask { $0?.cancel() }
-            return try await h.pipeline.dimensions(of: jpeg, priority: PriorityHandle(.normal))
+            return try await h.pipeline.originals.dimensions(of: jpeg, priority: PriorityHandle(.normal))
         }
         await #expect(throws: CancellationError.self) { _ = try await cancelled.value }
         try await h.pipeline.close()

@@ -124,7 +124,7 @@ struct ServiceUpgradeTests {
             #expect(variants.count == 1 && variants.first?.upgrade == .noGain)
         } else {
             // Another format: its own no-gain bit on the cold row.
-            let bit = 1 << ImagePipeline.noGainBit(try #require(choice.better))
+            let bit = 1 << Answers.noGainBit(try #require(choice.better))
             #expect(variants.count == 1 && variants.first.map { $0.noGainFormats & bit != 0 } == true)
         }
         try await s.close()
@@ -208,17 +208,17 @@ struct ServiceUpgradeTests {
         let key = try #require(response.entry?.key)
         func row() async throws -> CacheEntry { try #require(try await s.pipeline.store.entry(forKey: CacheKey(hex: key))) }
         let cold = try await row()
-        #expect(ImagePipeline.format(of: cold) == .webp)
-        #expect(ImagePipeline.leavesUpgrade(cold, to: .webp) && ImagePipeline.leavesUpgrade(cold, to: .avif))
+        #expect(Answers.format(of: cold) == .webp)
+        #expect(Answers.leavesUpgrade(cold, to: .webp) && Answers.leavesUpgrade(cold, to: .avif))
         try await s.pipeline.store.setUpgrade(key: key, sha256: cold.sha256, .noGain)
         let sameTried = try await row()
-        #expect(!ImagePipeline.leavesUpgrade(sameTried, to: .webp), "WebP at the slower effort: tried")
-        #expect(ImagePipeline.leavesUpgrade(sameTried, to: .avif), "AVIF: still to try")
-        try await s.pipeline.store.setNoGain(key: key, sha256: cold.sha256, format: ImagePipeline.noGainBit(.avif))
+        #expect(!Answers.leavesUpgrade(sameTried, to: .webp), "WebP at the slower effort: tried")
+        #expect(Answers.leavesUpgrade(sameTried, to: .avif), "AVIF: still to try")
+        try await s.pipeline.store.setNoGain(key: key, sha256: cold.sha256, format: Answers.noGainBit(.avif))
         try await s.pipeline.store.setUpgrade(key: key, sha256: cold.sha256, .upgraded)
         let both = try await row()
-        #expect(both.upgrade == .upgraded && !ImagePipeline.leavesUpgrade(both, to: .avif), "AVIF's no gain kept across the other write")
-        #expect(ImagePipeline.leavesUpgrade(both, to: .jpeg) && both.noGainFormats == 1 << ImagePipeline.noGainBit(.avif))
+        #expect(both.upgrade == .upgraded && !Answers.leavesUpgrade(both, to: .avif), "AVIF's no gain kept across the other write")
+        #expect(Answers.leavesUpgrade(both, to: .jpeg) && both.noGainFormats == 1 << Answers.noGainBit(.avif))
         try await s.close()
     }
 }

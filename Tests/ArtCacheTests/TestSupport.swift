@@ -174,7 +174,7 @@ extension ImagePipeline {
     }
 
     func variant(_ url: String, spec: VariantSpec) async throws -> VariantOutcome {
-        try await variant(try NormalizedURL(url), spec: spec, priority: PriorityHandle(.normal))
+        try await variants.variant(try NormalizedURL(url), spec: spec, priority: PriorityHandle(.normal))
     }
 }
 

@@ -109,7 +109,7 @@ struct Tier2StoreTests {
         await a.waitForIntrinsicsJobs()
         let made = try #require(try await a.store.lookup(key: key, counting: false)?.entry)
         let hash = try #require(made.thumbHash)
-        a.writeToTier2Behind(url: try NormalizedURL(url), data: fetched.data, sha256: made.sha256,
+        a.tier.writeToTier2Behind(url: try NormalizedURL(url), data: fetched.data, sha256: made.sha256,
                              contentType: made.contentType, declaredType: made.declaredType, repaired: false,
                              validators: made.validators, now: Date())
         await a.background.waitUntilIdle(.tier2Write)

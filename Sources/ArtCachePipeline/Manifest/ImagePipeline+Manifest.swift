@@ -155,7 +155,7 @@ extension ImagePipeline {
             for density in [1, 2] {
                 let scaled = Self.scaled(size, density, maxOutput: maxOutput)
                 guard let spec = try? resolve(ImageRequest(url: url.string, size: scaled, fit: fit)).spec else { continue }
-                if let failure = await rememberedRenderFailure(url, spec: spec, parent: entry) { return failure.reason }
+                if let failure = await variants.rememberedRenderFailure(url, spec: spec, parent: entry) { return failure.reason }
             }
         }
         return nil

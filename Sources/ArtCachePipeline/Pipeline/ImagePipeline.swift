@@ -19,60 +19,51 @@ import Logging
 /// admitted by priority) → render (by priority), and comes back as an
 /// `ImageResponse`; every failure is an `ArtCacheError`. The pipeline owns
 /// the store, downloader, renderer and memory tier it builds.
+/// It is a facade over parts that own their state (docs/architecture.md):
+/// ``Requests`` (resolving, the memory tier, placeholders), ``Originals``
+/// (loads, leases, provider profiles), ``Freshness`` (RFC 9111:
+/// revalidation, stale answers, remembered failures), ``Variants``
+/// (renders, their store, intrinsics), ``Answers`` (negotiation, the one
+/// decision of an answer's lifetime, format upgrades), ``SourceFacts``
+/// (what the index says of a source: animated) and ``TierLink`` (the second
+/// tier). They share one ``PipelineContext``.
 public final class ImagePipeline: Sendable {
     public let configuration: Configuration
-    let store: CacheStore
-    let downloader: Downloader
-    let renderer: Renderer
-    let memory: MemoryCache
-    let logger: Logger
-    /// Loads of originals and renders of variants, one per key; one whose
-    /// requesters all left is finished by ``background`` (`orphaned_flight`).
-    let originals: Coalescer<OriginalFlight, FetchOutcome>
-    let variants: Coalescer<VariantFlight, VariantOutcome>
-    /// Placeholders made, by size and format (bounded by
-    /// ``placeholderMemoLimit``; emptied when full: sizes come from requests).
-    let placeholders = BoundedMemo<String, ImageResponse>(capacity: ImagePipeline.placeholderMemoLimit)
-    static let placeholderMemoLimit = 64
-    /// Requests already resolved (URL normalized, key hashed): a hot set of
-    /// memory hits skips that work. Bounded; emptied when full.
-    let resolvedRequests: BoundedMemo<ImageRequest, Resolved>
-    /// Whether an original is animated (a GIF or WebP of 2+ frames), by its
-    /// URL's key: asked of negotiated requests (ImagePipeline+Animation).
-    /// A cache of the index (the original's `frames`, or its bytes);
-    /// bounded by `[memory]` memo entries; emptied when full.
-    let animatedSources: BoundedMemo<String, Bool>
+    let context: PipelineContext
+    let requests: Requests
+    let originals: Originals
+    let freshness: Freshness
+    let variants: Variants
+    let answers: Answers
+    let facts: SourceFacts
+    let tier: TierLink
+
+    var store: CacheStore { context.store }
+    var downloader: Downloader { context.downloader }
+    var renderer: Renderer { context.renderer }
+    var memory: MemoryCache { context.memory }
+    var logger: Logger { context.logger }
     /// The one owner of work behind answers: revalidations, placeholders,
     /// warm-ups, and the store's fold and reclaimer (docs/background.md). Closed first by ``close()``.
-    package let background: BackgroundScheduler
-    /// Originals whose intrinsics this process tried (ImagePipeline+Info).
-    /// Bounded (``intrinsicsMemoLimit``; emptied when full).
-    let intrinsicsAttempts = BoundedMemo<String, Bool>(capacity: ImagePipeline.intrinsicsMemoLimit)
-    /// Format upgrades ended, by outcome (``upgradeCounts``).
-    let upgrades = Locked(UpgradeCounts())
-    static let intrinsicsMemoLimit = 65_536
-    /// Profiles left out for a host after a rendition failed, until when
-    /// (by "profile host"; ImagePipeline+Profiles).
-    let profileFallbacks = Locked<[String: Date]>([:])
-    /// Revalidations and stale answers so far (ImagePipeline+Freshness).
-    let freshness = Locked(FreshnessCounters())
-    /// The shared second tier, when `[tier2] endpoint` is set (ImagePipeline+Tier2).
-    package let tier2: Tier2?
+    package var background: BackgroundScheduler { context.background }
+    /// The shared second tier, when `[tier2] endpoint` is set.
+    package var tier2: Tier2? { tier.tier2 }
 
     init(configuration: Configuration, store: CacheStore, downloader: Downloader, logger: Logger) {
         self.configuration = configuration
-        self.store = store
-        self.background = store.background
-        originals = Coalescer(adopt: Self.adopter(store.background))
-        variants = Coalescer(adopt: Self.adopter(store.background))
-        self.downloader = downloader
-        self.renderer = Renderer(settings: configuration.thumbnails)
-        self.memory = MemoryCache(settings: configuration.memory)
-        let memo = max(1, configuration.memory.memoEntries)
-        resolvedRequests = BoundedMemo(capacity: memo)
-        animatedSources = BoundedMemo(capacity: memo)
-        self.logger = logger
-        tier2 = configuration.tier2.isEnabled ? Tier2(settings: configuration.tier2, downloader: downloader, logger: logger) : nil
+        let context = PipelineContext(configuration: configuration, store: store, downloader: downloader,
+                                      renderer: Renderer(settings: configuration.thumbnails),
+                                      memory: MemoryCache(settings: configuration.memory), background: store.background,
+                                      logger: logger)
+        self.context = context
+        tier = TierLink(context: context, tier2: configuration.tier2.isEnabled
+                        ? Tier2(settings: configuration.tier2, downloader: downloader, logger: logger) : nil)
+        freshness = Freshness(context: context, tier: tier)
+        originals = Originals(context: context, freshness: freshness, tier: tier)
+        facts = SourceFacts(context: context)
+        variants = Variants(context: context, originals: originals, tier: tier, facts: facts)
+        requests = Requests(context: context, originals: originals, variants: variants)
+        answers = Answers(context: context, requests: requests, facts: facts)
     }
 
     /// Opens the cache in `configuration.cache.directory` (creating it) and
@@ -129,11 +120,7 @@ public final class ImagePipeline: Sendable {
     /// The image for `request`: original or thumbnail, from the fastest tier
     /// that has it. Cancelling the calling task cancels this request.
     public func image(_ request: ImageRequest) async throws(ArtCacheError) -> ImageResponse {
-        do {
-            return try await load(request, priority: PriorityHandle(request.priority))
-        } catch {
-            throw ArtCacheError(any: error, context: request.url)
-        }
+        try await requests.image(request)
     }
 
     /// A task for `request`, started now: its priority can be raised or
@@ -146,106 +133,6 @@ public final class ImagePipeline: Sendable {
     /// suspends, never touches disk or network (for a cell that can show a
     /// hit right away).
     public func cachedImage(for request: ImageRequest) -> ImageResponse? {
-        guard !request.options.contains(.reloadIgnoringCache), let resolved = try? resolve(request) else { return nil }
-        return memory.image(forKey: resolved.memoryKey, freshAt: Date())?.with(source: .memory)
+        requests.cachedImage(for: request)
     }
-
-    /// What a request names, once checked: the normalized URL and, for a
-    /// thumbnail, the full variant spec.
-    struct Resolved: Sendable {
-        let url: NormalizedURL
-        let spec: VariantSpec?
-        let cacheKey: CacheKey
-        /// `cacheKey.hex`, made once (resolved requests are memoized: a
-        /// memory hit reads it without writing 64 characters).
-        let memoryKey: String
-
-        init(url: NormalizedURL, spec: VariantSpec?) {
-            self.url = url
-            self.spec = spec
-            cacheKey = spec.map { CacheKey(parent: url.key, spec: $0.canonical) } ?? url.key
-            memoryKey = cacheKey.hex
-        }
-    }
-
-    func resolve(_ request: ImageRequest) throws(ArtCacheError) -> Resolved {
-        try resolvedRequests.value(for: request) { () throws(ArtCacheError) in try resolveUncached(request) }
-    }
-
-    private func resolveUncached(_ request: ImageRequest) throws(ArtCacheError) -> Resolved {
-        let url = try NormalizedURL(request.url)
-        guard let size = request.size else { return Resolved(url: url, spec: nil) }
-        let settings = configuration.thumbnails
-        guard size.width >= 1, size.height >= 1 else {
-            throw ArtCacheError(.invalidRequest, "\(request.url): size \(size) must be at least 1x1")
-        }
-        guard size.width <= settings.maxOutput, size.height <= settings.maxOutput else {
-            throw ArtCacheError(.tooLarge, "\(request.url): size \(size) is larger than thumbnails.max_output (\(settings.maxOutput))")
-        }
-        let quality = request.quality ?? settings.quality
-        guard (1...100).contains(quality) else {
-            throw ArtCacheError(.invalidRequest, "\(request.url): quality \(quality) must be from 1 to 100")
-        }
-        let spec = VariantSpec(width: size.width, height: size.height, fit: request.fit ?? settings.fit,
-                               format: request.format ?? settings.format, quality: quality, background: settings.background)
-        return Resolved(url: url, spec: spec)
-    }
-
-    /// One request through the tiers, with a priority that may change.
-    /// A memory hit is served only while its original is fresh; an expired
-    /// one goes to the disk tier, which revalidates. The request counts once
-    /// in the cache's `hits` / `misses` when it reaches the disk tier (a hit
-    /// when the disk answered it as stored).
-    package func load(_ request: ImageRequest, priority: PriorityHandle) async throws(ArtCacheError) -> ImageResponse {
-        var reachedDisk = false
-        do {
-            let resolved = try resolve(request)
-            let reload = request.options.contains(.reloadIgnoringCache)
-            if !reload, let hit = memory.image(forKey: resolved.memoryKey, freshAt: Date()) { return hit.with(source: .memory) }
-            // An answer someone waits for: format upgrades wait until none is left.
-            if !priority.background { background.foregroundBegan() }
-            defer { if !priority.background { background.foregroundEnded() } }
-            let mode = FetchMode(request.options)
-            reachedDisk = mode != .reload
-            let response: ImageResponse
-            if let spec = resolved.spec {
-                response = try await variantResponse(resolved.url, spec: spec, mode: mode, animated: request.animatedFormat,
-                                                     priority: priority)
-            } else {
-                response = try await originalResponse(resolved.url, mode: mode, priority: priority)
-            }
-            if reachedDisk { count(response) }
-            // (Under its own key: an animated source's answer is another variant than the one asked for.)
-            if let key = response.cacheKey { memory.store(response, forKey: key == resolved.cacheKey ? resolved.memoryKey : key.hex) }
-            return response
-        } catch {
-            if reachedDisk, !(error is CancellationError), (error as? ArtCacheError)?.code != .cancelled {
-                store.recordRequest(hit: false)
-            }
-            let failure = ArtCacheError(any: error, context: request.url)
-            guard request.options.contains(.placeholderOnFailure), failure.code != .cancelled else { throw failure }
-            logger.debug("placeholder", metadata: ["url": "\(request.url)", "reason": "\(failure.reason)"])
-            return try await placeholder(for: request, error: failure)
-        }
-    }
-}
-
-extension ImagePipeline {
-    /// Counts one request answered past the memory tier in the cache's
-    /// `hits` / `misses`: a hit when the disk answered it as stored (fresh or stale).
-    func count(_ response: ImageResponse) {
-        store.recordRequest(hit: (response.source == .disk || response.source == .stale) && !response.rendered)
-    }
-}
-
-/// How a request may use the tiers.
-enum FetchMode: Sendable, Hashable {
-    case normal
-    case cacheOnly
-    case reload
-
-    init(_ options: ImageRequest.Options) {
-        self = options.contains(.cacheOnly) ? .cacheOnly : options.contains(.reloadIgnoringCache) ? .reload : .normal
-    }
-
 }

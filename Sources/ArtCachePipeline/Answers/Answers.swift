@@ -12,6 +12,36 @@ import Foundation
 /// remembers "no gain" (`upgrade`, schema v11) and it is never encoded
 /// again. The better format may be the cold one at a slower effort: the
 /// better bytes then replace the cold ones under the same variant key.
+/// Negotiated answers and the format upgrades behind them: which stored
+/// variant answers a negotiated request (animated, an upgrade kept, else
+/// the cold one) and whether an upgrade is queued behind it
+/// (``AnswerLifetime``). Owns the upgrades' counters.
+final class Answers: PipelinePart {
+    let context: PipelineContext
+    let requests: Requests
+    let facts: SourceFacts
+    /// Format upgrades ended, by outcome (``upgradeCounts``).
+    let upgrades = Locked(UpgradeCounts())
+
+    init(context: PipelineContext, requests: Requests, facts: SourceFacts) {
+        self.context = context
+        self.requests = requests
+        self.facts = facts
+    }
+
+    /// The answer to `request` through the tiers (memory, disk, network).
+    func image(_ request: ImageRequest) async throws(ArtCacheError) -> ImageResponse {
+        try await requests.image(request)
+    }
+
+    func cachedImage(for request: ImageRequest) -> ImageResponse? { requests.cachedImage(for: request) }
+
+    func resolve(_ request: ImageRequest) throws(ArtCacheError) -> Requests.Resolved { try requests.resolve(request) }
+
+    typealias NegotiatedImage = ImagePipeline.NegotiatedImage
+    typealias MemoryTicket = ImagePipeline.MemoryTicket
+}
+
 extension ImagePipeline {
     /// Kept when the better bytes are at most this fraction of the cold ones.
     package static let upgradeGain = 0.85
@@ -44,7 +74,9 @@ extension ImagePipeline {
         fileprivate let node: MemoryCache.Node
         fileprivate let shadowing: String?
     }
+}
 
+extension Answers {
     /// Whether `ticket`'s image is still the memory tier's answer to the
     /// request it was given for (still kept, fresh at `now`, nothing better
     /// kept before it): then it is marked used and counted as a hit, as
@@ -180,7 +212,7 @@ extension ImagePipeline {
                 try await renderer.render(original.data, spec: target, priority: PriorityHandle(.veryLow), tier: .behind)
             }
             try Task.checkCancellation()
-            if Double(rendered.data.count) <= Double(cold.size) * Self.upgradeGain {
+            if Double(rendered.data.count) <= Double(cold.size) * ImagePipeline.upgradeGain {
                 // The same format: these bytes replace the cold ones under its key.
                 let stored = try await store.putVariant(parent: original.entry.cacheKey, spec: target.canonical, data: rendered.data,
                                                         contentType: rendered.contentType, width: rendered.width,

@@ -4,7 +4,7 @@ import ArtCacheRender
 import ArtCacheStore
 import Foundation
 
-extension ImagePipeline {
+extension Requests {
     /// A placeholder for a failed request: the configured image
     /// (`[thumbnails] placeholder`) or a generated neutral grey, at the
     /// requested size (the first configured size for originals), with the

@@ -16,7 +16,22 @@ import Foundation
 /// once it was emptied, the async path reads the row (or the stored bytes)
 /// again before it decides, and a memory hit whose source is not known
 /// there goes the async way once.
-extension ImagePipeline {
+/// Facts about sources that answers depend on, read from the index:
+/// whether an original is animated (its row's `frames`, else its stored
+/// bytes). Owns ``animatedSources``, only a cache of those facts.
+final class SourceFacts: PipelinePart {
+    let context: PipelineContext
+    /// Whether an original is animated (a GIF or WebP of 2+ frames), by its
+    /// URL's key. Bounded by `[memory]` memo entries; emptied when full.
+    let animatedSources: BoundedMemo<String, Bool>
+
+    init(context: PipelineContext) {
+        self.context = context
+        animatedSources = BoundedMemo(capacity: max(1, context.configuration.memory.memoEntries))
+    }
+}
+
+extension SourceFacts {
     /// Notes whether the original of `url` is animated, from its bytes.
     func noteAnimation(of url: NormalizedURL, _ data: Data) -> Bool {
         let animated = Sniffer.sniff(data).isAnimated
@@ -47,36 +62,5 @@ extension ImagePipeline {
         var moved = spec
         moved.format = format
         return moved
-    }
-
-    /// What this process knows of `request`'s source without asking the
-    /// index: animated (`true`), not (`false`), or not known (nil, also for
-    /// a request with no animated format, for which it does not matter).
-    func memoizedAnimation(_ request: ImageRequest) -> Bool? {
-        guard request.animatedFormat != nil, request.size != nil, let resolved = try? resolve(request) else { return nil }
-        return animatedSources[resolved.url.key.hex]
-    }
-
-    /// `request` in its animated format (itself when it asks for that
-    /// format already); nil when it has none.
-    static func animatedRequest(_ request: ImageRequest) -> ImageRequest? {
-        guard let format = request.animatedFormat, request.size != nil else { return nil }
-        var moved = request
-        moved.format = format
-        return moved
-    }
-
-    /// The request that answers `request` when this process has seen its
-    /// source animated (the memo only: a memory hit never reads the index;
-    /// ``cachedNegotiatedImage(_:better:)`` leaves a source not known there
-    /// to the async path).
-    func knownAnimatedRequest(_ request: ImageRequest) -> ImageRequest? {
-        memoizedAnimation(request) == true ? Self.animatedRequest(request) : nil
-    }
-
-    /// ``knownAnimatedRequest(_:)`` from the index when the memo does not know.
-    func animatedRequest(of request: ImageRequest) async -> ImageRequest? {
-        guard let moved = Self.animatedRequest(request), let resolved = try? resolve(request) else { return nil }
-        return await isAnimated(resolved.url) == true ? moved : nil
     }
 }

@@ -27,7 +27,39 @@ struct VariantOutcome: Sendable {
     var notKept: ImageResponse.NotKept?
 }
 
-extension ImagePipeline {
+/// Variants: one render per variant key at a time (a flight, coalesced),
+/// from the stored variant while its original is fresh, else from the
+/// original (``Originals``), from another node's render (``TierLink``), or
+/// rendered here and stored; and the originals' intrinsics their renders
+/// give. Owns the render flights and the intrinsics memo.
+final class Variants: PipelinePart {
+    let context: PipelineContext
+    let originals: Originals
+    let tier: TierLink
+    let facts: SourceFacts
+    /// Renders of variants, one per key; one whose requesters all left is
+    /// finished by the background scheduler (`orphaned_flight`).
+    let flights: Coalescer<VariantFlight, VariantOutcome>
+    /// Originals whose intrinsics this process tried (Variants+Intrinsics).
+    /// Bounded (``intrinsicsMemoLimit``; emptied when full).
+    let intrinsicsAttempts = BoundedMemo<String, Bool>(capacity: Variants.intrinsicsMemoLimit)
+    static let intrinsicsMemoLimit = 65_536
+
+    init(context: PipelineContext, originals: Originals, tier: TierLink, facts: SourceFacts) {
+        self.context = context
+        self.originals = originals
+        self.tier = tier
+        self.facts = facts
+        flights = Coalescer(adopt: ImagePipeline.adopter(context.background))
+    }
+
+    /// Renders in flight now (tests).
+    var inFlight: Int { flights.inFlight }
+    /// Requesters that joined a render (tests).
+    var joins: Watched<Int> { flights.joins }
+}
+
+extension Variants {
     /// The variant `spec` of `url`: from the cache while its original is
     /// fresh, else rendered from the original (downloaded first when
     /// missing). A variant is valid exactly while its original is: a stored
@@ -44,11 +76,11 @@ extension ImagePipeline {
                  animated: VariantSpec.Format? = nil, priority: PriorityHandle) async throws -> VariantOutcome {
         let canonical = spec.canonical
         let key = CacheKey(parent: url.key, spec: canonical)
-        return try await variants.run(key: VariantFlight(key: key, mode: mode), priority: priority) { [self] priority in
+        return try await flights.run(key: VariantFlight(key: key, mode: mode), priority: priority) { [self] priority in
             var original: FetchOutcome?
             if mode != .reload, let hit = try await store.lookup(key: key, counting: false) {
                 var parent = try await store.entry(forKey: url.key)
-                if let stored = parent { parent = await dated(stored) }
+                if let stored = parent { parent = await originals.freshness.dated(stored) }
                 // (A variant rendered from other bytes than its original's can
                 // only be seen while the new original is still written behind.)
                 if let parent, parent.isFresh(at: Date()) || mode == .cacheOnly,
@@ -60,7 +92,7 @@ extension ImagePipeline {
                 }
                 // Its original expired: answered stale (within its windows) or
                 // revalidated first; a 304 keeps this variant, new bytes replace it.
-                let confirmed = try await self.original(url, mode: mode, behind: behind, pixels: spec.longerSide, priority: priority)
+                let confirmed = try await originals.original(url, mode: mode, behind: behind, pixels: spec.longerSide, priority: priority)
                 if let entry = confirmed.entry, entry.sha256 == hit.entry.sourceSHA256 {
                     let source: ImageResponse.Source = switch confirmed.source {
                     case .revalidated: .revalidated
@@ -79,9 +111,9 @@ extension ImagePipeline {
             if let original {
                 source = original
             } else {
-                source = try await self.original(url, mode: mode, behind: behind, pixels: spec.longerSide, priority: priority)
+                source = try await originals.original(url, mode: mode, behind: behind, pixels: spec.longerSide, priority: priority)
             }
-            if animated != nil, let moved = Self.animatedSpec(spec, animated: noteAnimation(of: url, source.data), as: animated) {
+            if animated != nil, let moved = SourceFacts.animatedSpec(spec, animated: facts.noteAnimation(of: url, source.data), as: animated) {
                 // The original is stored (or pending behind) now: the other variant reads it from there.
                 var other = try await variant(url, spec: moved, mode: mode == .cacheOnly ? .cacheOnly : .normal, behind: behind,
                                               priority: priority)
@@ -90,7 +122,7 @@ extension ImagePipeline {
             }
             var rendered: RenderedImage
             var intrinsics: Intrinsics?
-            let shared = try await variantFromTier2(key, of: source, priority: priority)
+            let shared = try await tier.variantFromTier2(key, of: source, priority: priority)
             if let shared {
                 rendered = shared
             } else if let parent = source.entry, claimIntrinsics(parent) {
@@ -107,7 +139,7 @@ extension ImagePipeline {
             if let parent = source.entry, !source.undersized {
                 entry = try await storeVariant(rendered, spec: canonical, of: parent, url: url, behind: behind,
                                                intrinsics: intrinsics)
-                if shared == nil { writeVariantToTier2Behind(key, rendered, of: parent) }
+                if shared == nil { tier.writeVariantToTier2Behind(key, rendered, of: parent) }
             }
             let from = Self.variantSource(of: source.source)
             return VariantOutcome(source: shared == nil ? from : .tier2, rendered: shared == nil, entry: entry, data: rendered.data,
@@ -155,7 +187,7 @@ extension ImagePipeline {
     }
 }
 
-extension ImagePipeline {
+extension Variants {
     /// The variants `specs` of an original just fetched, as prefetch makes
     /// them: those not cached yet are rendered from one decode (at the scale
     /// the largest needs; the smaller ones are resized from it) and stored.
@@ -205,7 +237,7 @@ extension ImagePipeline {
                 // The original's intrinsics ride on its first variant's write.
                 _ = try await storeVariant(image, spec: specs[index].canonical, of: parent, url: url,
                                            intrinsics: number == 0 ? intrinsics : nil)
-                writeVariantToTier2Behind(CacheKey(parent: url.key, spec: specs[index].canonical), image, of: parent)
+                tier.writeVariantToTier2Behind(CacheKey(parent: url.key, spec: specs[index].canonical), image, of: parent)
                 results[index] = .success(true)
             } catch {
                 results[index] = .failure(ArtCacheError(any: error, context: url.string))

@@ -1,5 +1,6 @@
 import ArtCacheCore
 import ArtCacheFetch
+import ArtCacheRender
 import ArtCacheStore
 import Foundation
 
@@ -59,9 +60,28 @@ package struct FreshnessCounters: Sendable, Equatable {
     package init() {}
 }
 
-extension ImagePipeline {
+/// Freshness by RFC 9111: what a response is kept with (``keep(_:url:now:behind:fetched:)``),
+/// when a stored original is answered stale or revalidated (one
+/// revalidation flight per URL), and the failures remembered
+/// (`negative_ttl`) and queued for retry. Owns the revalidation flights and
+/// the counters of revalidations and stale answers.
+final class Freshness: PipelinePart {
+    let context: PipelineContext
+    let tier: TierLink
+    /// Revalidations behind stale answers, one per key.
+    let revalidations: Coalescer<OriginalFlight, FetchOutcome>
+    let counters = Locked(FreshnessCounters())
+
+    init(context: PipelineContext, tier: TierLink) {
+        self.context = context
+        self.tier = tier
+        revalidations = Coalescer(adopt: ImagePipeline.adopter(context.background))
+    }
+}
+
+extension Freshness {
     /// The counters of revalidations and stale answers (for `/metrics`).
-    package var freshnessCounters: FreshnessCounters { freshness.withLock { $0 } }
+    var snapshot: FreshnessCounters { counters.withLock { $0 } }
 
     func staleRules(for entry: CacheEntry) -> StaleRules {
         StaleRules(entry: entry, settings: configuration.cache)
@@ -130,7 +150,7 @@ extension ImagePipeline {
             response = try await download(hit.entry.fetchedURL ?? url.string, validators: hit.entry.validators,
                                           priority: priority)
         } catch {
-            if error.code != .cancelled { freshness.withLock { $0.revalidationErrors += 1 } }
+            if error.code != .cancelled { counters.withLock { $0.revalidationErrors += 1 } }
             if rules.offline, error.isNetworkFailure {
                 // Stale beats nothing while the origin cannot be reached.
                 logger.debug("revalidation failed, serving stale", metadata: ["url": "\(url)", "reason": "\(error.reason)"])
@@ -152,7 +172,7 @@ extension ImagePipeline {
             let validators = HTTPCachePolicy.afterNotModified(response.headers, stored: hit.entry.validators, now: now,
                                                               heuristics: heuristics)
             try await store.refresh(key: url.key, validators: validators, now: now)
-            freshness.withLock { $0.revalidated304 += 1 }
+            counters.withLock { $0.revalidated304 += 1 }
             let entry = try await store.entry(forKey: url.key) ?? hit.entry
             return FetchOutcome(source: .revalidated, entry: entry, data: hit.data, repaired: false, downloadedBytes: 0)
         }
@@ -160,7 +180,7 @@ extension ImagePipeline {
             CacheStore.FetchedRendition(url: $0, rendition: hit.entry.rendition ?? CacheEntry.originalRendition)
         }
         let outcome = try await keep(response, url: url, now: now, behind: behind, fetched: fetched)
-        freshness.withLock { $0.revalidated200 += 1 }
+        counters.withLock { $0.revalidated200 += 1 }
         if outcome.source == .uncacheable {
             // The origin no longer lets the image be stored (`no-store`,
             // `private`): the copy kept from before goes, or it would be
@@ -186,7 +206,7 @@ extension ImagePipeline {
     }
 
     private func stale(_ hit: CachedImage, cause: StaleCause) -> FetchOutcome {
-        freshness.withLock { $0.stale[cause, default: 0] += 1 }
+        counters.withLock { $0.stale[cause, default: 0] += 1 }
         return FetchOutcome(source: .stale, entry: hit.entry, data: hit.data, repaired: false, downloadedBytes: 0)
     }
 
@@ -206,7 +226,7 @@ extension ImagePipeline {
     private func revalidateStored(_ url: NormalizedURL) async {
         do {
             let handle = PriorityHandle(.low, background: true)
-            _ = try await originals.run(key: OriginalFlight(key: url.key, purpose: .revalidation), priority: handle) { [self] priority in
+            _ = try await revalidations.run(key: OriginalFlight(key: url.key, purpose: .revalidation), priority: handle) { [self] priority in
                 guard let stored = try await store.lookup(key: url.key, counting: false) else {
                     throw ArtCacheError(.notCached, "\(url): evicted before its revalidation")
                 }
@@ -238,7 +258,7 @@ extension ImagePipeline {
     func refuseIfRemembered(_ url: NormalizedURL, now: Date) async throws {
         guard configuration.download.negativeTTL > 0,
               let answer = try await store.negatives.answer(forKey: url.key, now: now) else { return }
-        freshness.withLock { $0.negativeHits += 1 }
+        counters.withLock { $0.negativeHits += 1 }
         let until = ISO8601DateFormatter().string(from: answer.until)
         let message = "\(answer.message) (remembered until \(until); `artcache purge --failures` forgets it)"
         let code: ArtCacheError.Code = answer.status.map { .httpStatus($0) }
@@ -314,5 +334,56 @@ extension ImagePipeline {
                 logger.debug("negative cleanup failed; the next recorded failure retries", metadata: ["error": "\(error)"])
             }
         }
+    }
+}
+
+extension Freshness {
+    /// Sniffs a 2xx body and stores it (or only checks it, under
+    /// `no-store`). Refusing a body that is not an image is the pipeline's
+    /// job, before anything is stored: the store keeps what it is given.
+    func keep(_ response: HTTPResponse, url: NormalizedURL, now: Date, behind: Bool,
+                      fetched: CacheStore.FetchedRendition? = nil) async throws -> FetchOutcome {
+        let declared = response.headers["content-type"]
+        let policy = HTTPCachePolicy(headers: response.headers, now: now, heuristics: heuristics)
+        // Sniffed, then hashed for the store (`sniff_hash`): the store takes the hash.
+        let sniffing = ContinuousClock.now
+        let checked: Sniffer.Checked
+        do {
+            checked = try await Self.check(response.body, declaredType: declared)
+        } catch let refusal as Sniffer.Refusal {
+            stages.record(.sniffHash, since: sniffing)
+            // An image in a format not taken is `unsupported` (not remembered
+            // as "not an image": the origin is right, this build is not).
+            throw ArtCacheError(refusal.isUnsupportedImage ? .unsupported : .notAnImage, "\(url): \(refusal.message)",
+                                underlying: refusal)
+        }
+        if policy.noStore {
+            stages.record(.sniffHash, since: sniffing)
+            return FetchOutcome(source: .uncacheable, entry: nil, data: response.body, repaired: checked.repaired,
+                                downloadedBytes: response.body.count)
+        }
+        let sha256 = try await CacheStore.hash(response.body)
+        stages.record(.sniffHash, since: sniffing)
+        let validators = policy.validators(response.headers)
+        let entry = behind
+            ? try await store.putBehind(url: url.string, data: response.body, contentType: checked.sniffed.mimeType,
+                                        declaredType: checked.declared, repaired: checked.repaired, validators: validators,
+                                        fetched: fetched, sha256: sha256, now: now)
+            : try await store.put(url: url.string, data: response.body, contentType: checked.sniffed.mimeType,
+                                  declaredType: checked.declared, repaired: checked.repaired, validators: validators,
+                                  fetched: fetched, sha256: sha256, now: now)
+        tier.writeToTier2Behind(url: url, data: response.body, sha256: sha256, contentType: checked.sniffed.mimeType,
+                           declaredType: checked.declared, repaired: checked.repaired, validators: validators, now: now)
+        return FetchOutcome(source: .downloaded, entry: entry, data: response.body, repaired: checked.repaired,
+                            downloadedBytes: response.body.count)
+    }
+
+    /// ``Sniffer/check(_:declaredType:)`` off Swift's cooperative threads
+    /// when it may inflate an svgz (up to 32 MiB): gzip bodies go to the
+    /// blocking pool; everything else is a bounded look at the first bytes.
+    static func check(_ body: Data, declaredType: String?) async throws -> Sniffer.Checked {
+        let gzip = body.count >= 2 && body[body.startIndex] == 0x1F && body[body.startIndex + 1] == 0x8B
+        guard gzip else { return try Sniffer.check(body, declaredType: declaredType) }
+        return try await Blocking.run { try Sniffer.check(body, declaredType: declaredType) }
     }
 }

@@ -9,7 +9,7 @@ import Foundation
 /// again from the same bytes within that time, so the next prefetch does
 /// not decode the image again. New bytes (a later download of the
 /// original) are rendered again; `purge --failures` forgets them all.
-extension ImagePipeline {
+extension Variants {
     /// The render of `spec` from `parent`'s bytes that failed for good and
     /// is remembered, as the error it failed with; nil when none is.
     func rememberedRenderFailure(_ url: NormalizedURL, spec: VariantSpec, parent: CacheEntry,
@@ -25,7 +25,7 @@ extension ImagePipeline {
               let code = RenderError.Code(rawValue: String(answer.reason.dropFirst(RenderError.reasonPrefix.count))) else {
             return nil
         }
-        freshness.withLock { $0.negativeHits += 1 }
+        originals.freshness.counters.withLock { $0.negativeHits += 1 }
         let until = ISO8601DateFormatter().string(from: answer.until)
         return ArtCacheError(RenderError(code, "\(answer.message) (remembered until \(until); "
                                          + "`artcache purge --failures` forgets it)"))
@@ -45,7 +45,7 @@ extension ImagePipeline {
                 try await store.negatives.record(key: CacheKey(parent: url.key, spec: spec.canonical), url: url.string,
                                                  reason: render.reason, message: render.message, ttl: ttl)
             }
-            scheduleNegativeCleanup()
+            originals.freshness.scheduleNegativeCleanup()
         } catch {
             logger.error("cannot record a failed render", metadata: ["url": "\(url)", "error": "\(error)"])
         }

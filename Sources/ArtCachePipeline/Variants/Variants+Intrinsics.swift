@@ -24,7 +24,7 @@ import Foundation
 /// the bytes they were computed from. Storing bytes alone (`prefetch
 /// --no-thumbnails`, `get`) decodes nothing: that path runs at the
 /// network's speed (Benchmarks/RESULTS.md, P3).
-extension ImagePipeline {
+extension Variants {
     /// The size and placeholder of the image at `url` (fetched first when not
     /// cached, unless `options` has `.cacheOnly`). Computed now when the
     /// index does not hold them yet, and recorded.
@@ -32,7 +32,7 @@ extension ImagePipeline {
                      options: ImageRequest.Options = []) async throws(ArtCacheError) -> ImageInfo {
         do {
             let normalized = try NormalizedURL(url)
-            let outcome = try await original(normalized, mode: FetchMode(options), behind: true,
+            let outcome = try await originals.original(normalized, mode: FetchMode(options), behind: true,
                                              priority: PriorityHandle(priority))
             if let entry = outcome.entry, let known = ImageInfo(entry: entry) { return known }
             let intrinsics = try await renderer.intrinsics(of: outcome.data, priority: PriorityHandle(priority))

@@ -7,7 +7,7 @@ import Foundation
 /// index's lease (``DownloadLeases``) names the process downloading a URL;
 /// another one that misses the same URL meanwhile waits for that result —
 /// the original it stores, or its failure — instead of asking the origin too.
-extension ImagePipeline {
+extension Originals {
     /// The lease a load took, if any: given up by ``original(_:mode:behind:pixels:staleOK:priority:)``
     /// once the result is recorded (the original committed, the failure queued).
     final class LeaseHold: Sendable {

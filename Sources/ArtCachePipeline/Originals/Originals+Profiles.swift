@@ -15,7 +15,7 @@ import Foundation
 /// (its key) for `[profiles] fallback_ttl`: one deleted avatar does not turn
 /// the profile off for every image of its host. At most
 /// ``profileFallbackMax`` URLs are remembered (expired ones go first).
-extension ImagePipeline {
+extension Originals {
     /// What a request for `url` needing `pixels` fetches through a profile.
     struct RenditionPlan: Sendable {
         let profile: ProviderProfile
@@ -58,7 +58,7 @@ extension ImagePipeline {
         do {
             let response = try await download(plan.rendition.url, validators: nil, priority: priority)
             if (200..<300).contains(response.status) {
-                _ = try await Self.check(response.body, declaredType: response.headers["content-type"])
+                _ = try await Freshness.check(response.body, declaredType: response.headers["content-type"])
                 return response
             }
             fallBack(plan.profile, for: url, reason: "HTTP \(response.status)", url: plan.rendition.url)
