@@ -4,7 +4,6 @@ import ArtCacheOrigin
 @testable import ArtCachePipeline
 @testable import ArtCacheRender
 @testable import ArtCacheServer
-import Crypto
 import Foundation
 import HTTPTypes
 import Hummingbird
@@ -91,7 +90,7 @@ struct PathEquivalenceTests {
         let maxAge = control.range(of: "max-age=").flatMap { Int(control[$0.upperBound...].prefix { $0.isNumber }) }
         let lifetime = control.contains("no-store") ? "no-store" : (maxAge ?? 0) <= Int(ThumbnailService.upgradingMaxAge)
             ? "upgrading" : "final"
-        let digest = body.map { SHA256.hash(data: $0).map { String(format: "%02x", $0) }.joined() }
+        let digest = body.map(ThumbnailService.digest)
         return Answer(status: status, type: headers[.contentType], vary: headers[.vary], lifetime: lifetime, etag: headers[.eTag],
                       frames: body.flatMap { Fixtures.header($0)?.frames }, still: headers[.artcacheStill],
                       notKept: headers[.artcacheNotKept], digest: digest)

@@ -152,11 +152,11 @@ package final class CacheStore: Sendable {
         guard index >= 0 else { throw StoreError.io("cannot open \(directory.path)/index.sqlite", errno: errno) }
         Glibc.close(index)
         do {
-            db = try Self.openIndex(in: directory.path, configuration: config)
+            db = try Schema.openIndex(in: directory.path, configuration: config)
         } catch {
             // A full disk: the reserve makes room for the WAL and shared memory.
             guard error.code != .incompatibleSchema, blobs.releaseReserveIfFull() else { throw error }
-            db = try Self.openIndex(in: directory.path, configuration: config)
+            db = try Schema.openIndex(in: directory.path, configuration: config)
         }
         checkpointer = Checkpointer.start(for: db, path: directory.path + "/index.sqlite", logger: logger)
         negatives = NegativeAnswers(db: db)
@@ -181,35 +181,6 @@ package final class CacheStore: Sendable {
         blobs.ensureReserve()
         logger.debug("cache opened", metadata: ["directory": "\(directory.path)"])
         withExtendedLifetime(lock) {}
-    }
-
-    /// Opens the index and brings its schema up to date.
-    private static func openIndex(in directory: String, configuration: GRDB.Configuration) throws(StoreError) -> DatabasePool {
-        do {
-            let db = try DatabasePool(path: directory + "/index.sqlite", configuration: configuration)
-            let migrator = Schema.migrator
-            if try db.read({ try migrator.hasBeenSuperseded($0) }) {
-                throw StoreError(.incompatibleSchema, "\(directory) was written by a newer artcache (unknown schema version)")
-            }
-            try migrator.migrate(db)
-            try enableIncrementalVacuum(db)
-            return db
-        } catch let error as StoreError {
-            throw error
-        } catch {
-            throw storeError(error, writing: nil, opening: directory)
-        }
-    }
-
-    /// A cache made before v2 has `auto_vacuum = NONE`: switch it (VACUUM
-    /// rewrites the file once), so evicted inline blobs give space back.
-    private static func enableIncrementalVacuum(_ db: DatabasePool) throws {
-        let mode = try db.read { try Int.fetchOne($0, sql: "PRAGMA auto_vacuum") } ?? 0
-        guard mode != 2 else { return }
-        try db.writeWithoutTransaction { db in
-            try db.execute(sql: "PRAGMA auto_vacuum = INCREMENTAL")
-            try db.execute(sql: "VACUUM")
-        }
     }
 
     /// No I/O here: the last reference may go on any thread, Swift's

@@ -338,3 +338,34 @@ struct Totals: Sendable, Equatable {
                        arguments: [entries, originals, bytes, inlineBytes])
     }
 }
+
+extension Schema {
+    /// Opens the index and brings its schema up to date.
+    static func openIndex(in directory: String, configuration: GRDB.Configuration) throws(StoreError) -> DatabasePool {
+        do {
+            let db = try DatabasePool(path: directory + "/index.sqlite", configuration: configuration)
+            let migrator = Schema.migrator
+            if try db.read({ try migrator.hasBeenSuperseded($0) }) {
+                throw StoreError(.incompatibleSchema, "\(directory) was written by a newer artcache (unknown schema version)")
+            }
+            try migrator.migrate(db)
+            try enableIncrementalVacuum(db)
+            return db
+        } catch let error as StoreError {
+            throw error
+        } catch {
+            throw CacheStore.storeError(error, writing: nil, opening: directory)
+        }
+    }
+
+    /// A cache made before v2 has `auto_vacuum = NONE`: switch it (VACUUM
+    /// rewrites the file once), so evicted inline blobs give space back.
+    private static func enableIncrementalVacuum(_ db: DatabasePool) throws {
+        let mode = try db.read { try Int.fetchOne($0, sql: "PRAGMA auto_vacuum") } ?? 0
+        guard mode != 2 else { return }
+        try db.writeWithoutTransaction { db in
+            try db.execute(sql: "PRAGMA auto_vacuum = INCREMENTAL")
+            try db.execute(sql: "VACUUM")
+        }
+    }
+}
