@@ -77,6 +77,11 @@ extension OriginServer {
                 return send(fd, status: 304, headers: resource.bare304 ? [("ETag", etag)] : headers)
             }
             if let type = resource.contentType { headers.append(("Content-Type", type)) }
+            if resource.cutShort {
+                _ = send(fd, status: 200, headers: headers, contentLength: resource.body.count)
+                _ = write(fd, resource.body.prefix(resource.body.count / 2))
+                return false  // close with the body half sent
+            }
             return send(fd, status: 200, headers: headers, body: resource.body)
         }
         switch (parts.first ?? "", parts.count) {

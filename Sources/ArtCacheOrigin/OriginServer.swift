@@ -46,6 +46,10 @@ public final class OriginServer: Sendable {
         /// More response headers (`Age`, `Date`, `Expires`, `Last-Modified`...),
         /// sent with every answer for this resource.
         public var headers: [String: String] = [:]
+        /// Its transfer breaks on every path that serves it as an image:
+        /// the full Content-Length declared, half the body sent, the
+        /// connection closed (as `/truncated/NAME` does).
+        public var cutShort = false
 
         public init(body: Data, contentType: String?, cacheControl: String? = nil, etag: String? = nil, bare304: Bool = false,
                     status: Int = 200, headers: [String: String] = [:]) {
