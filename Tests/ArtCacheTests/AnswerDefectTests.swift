@@ -194,10 +194,7 @@ struct AnswerDefectTests {
         await s.pipeline.waitForUpgrades()
         await s.harness.store.waitForWritesBehind()
         try await s.close()
-        var logger = Logger(label: "artcache.test.restart")
-        logger.logLevel = .warning
-        let pipeline = try await ImagePipeline.open(configuration: s.pipeline.configuration, logger: logger)
-        let service = try await ThumbnailService(pipeline: pipeline, logger: logger, cancelOnDisconnect: false, healthMaxAge: .zero)
+        let (pipeline, service) = try await s.restarted()
         try await buildApplication(service: service).test(.router) { client in
             for round in 1...3 {  // disk, then memory
                 let answer = try await ServiceAnimationTests.get(client, path, accept: Self.chrome)

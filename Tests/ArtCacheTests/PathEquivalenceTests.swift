@@ -203,15 +203,12 @@ struct PathEquivalenceTests {
         try await s.close()
         // A restart, then a restart with every memo one entry and no memory tier.
         for churned in [false, true] {
-            var configuration = s.pipeline.configuration
-            if churned {
-                configuration.memory.memoEntries = 1
-                configuration.memory.maxEntries = 0
+            let (pipeline, service) = try await s.restarted { configuration in
+                if churned {
+                    configuration.memory.memoEntries = 1
+                    configuration.memory.maxEntries = 0
+                }
             }
-            var logger = Logger(label: "artcache.test.paths")
-            logger.logLevel = .warning
-            let pipeline = try await ImagePipeline.open(configuration: configuration, logger: logger)
-            let service = try await ThumbnailService(pipeline: pipeline, logger: logger, cancelOnDisconnect: false, healthMaxAge: .zero)
             try await buildApplication(service: service).test(.router) { client in
                 for round in 1...2 {
                     for c in cases {

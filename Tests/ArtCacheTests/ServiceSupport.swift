@@ -56,6 +56,17 @@ struct ServiceHarness {
     func app() -> some ApplicationProtocol { buildApplication(service: service) }
 
     func close() async throws { try await pipeline.close() }
+
+    /// A restart: a new pipeline and service over the same cache (this
+    /// harness's closed first by the caller), its configuration changed by `configure`.
+    func restarted(_ configure: (inout Configuration) -> Void = { _ in }) async throws -> (pipeline: ImagePipeline, service: ThumbnailService) {
+        var configuration = pipeline.configuration
+        configure(&configuration)
+        var logger = Logger(label: "artcache.test.restart")
+        logger.logLevel = .warning
+        let pipeline = try await ImagePipeline.open(configuration: configuration, logger: logger)
+        return (pipeline, try await ThumbnailService(pipeline: pipeline, logger: logger, cancelOnDisconnect: false, healthMaxAge: .zero))
+    }
 }
 
 extension ServiceURLSigner {

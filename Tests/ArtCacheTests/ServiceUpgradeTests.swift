@@ -173,10 +173,7 @@ struct ServiceUpgradeTests {
         #expect(s.pipeline.upgradeCounts == UpgradeCounts(kept: 1, noGain: 0, failed: 0))
         try await s.close()
         // The restart: a new pipeline and service over the same cache.
-        var logger = Logger(label: "artcache.test.restart")
-        logger.logLevel = .warning
-        let pipeline = try await ImagePipeline.open(configuration: s.pipeline.configuration, logger: logger)
-        let service = try await ThumbnailService(pipeline: pipeline, logger: logger, cancelOnDisconnect: false, healthMaxAge: .zero)
+        let (pipeline, service) = try await s.restarted()
         try await buildApplication(service: service).test(.router) { client in
             try await client.execute(uri: path, method: .get, headers: [.accept: "image/jpeg"]) { response in
                 #expect(response.headers[.contentType] == "image/jpeg", "a JPEG client: the cold bytes back in memory")
