@@ -167,9 +167,9 @@ package final class Tier2: Sendable {
 
     func succeeded() { breaker.recordAnswer(host: Self.breakerKey) }
 
-    func failed(_ error: any Error, _ key: CacheKey) {
+    func failed(_ error: any Error, _ key: CacheKey, now: Date = Date()) {
         tally.withLock { $0.errors += 1 }
-        let opened = breaker.recordFailure(Self.breakerKey, cause: "\(error)")
+        let opened = breaker.recordFailure(Self.breakerKey, cause: "\(error)", now: now)
         logger.debug("tier2: read failed, asking the origin", metadata: ["key": "\(key)", "error": "\(error)"])
         if opened {
             logger.warning("tier2: \(settings.offlineAfter) failures in a row; not asked for \(Int(settings.coolDown)) s",

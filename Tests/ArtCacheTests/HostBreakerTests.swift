@@ -31,17 +31,50 @@ struct HostBreakerTests {
     }
 
     /// A probe that gets an HTTP answer, even an error, closes it (the
-    /// host is there); a timeout after connecting neither closes nor opens
-    /// it again: the next probe comes a cool-down later.
+    /// host is there); so does one that connected and then timed out
+    /// (issue 58: it used to leave the host refused for another whole
+    /// cool-down, although a timeout after connecting means the host is
+    /// there, only slow).
     @Test func aHostsProbeThatAnswersClosesIt() {
         let breaker = HostBreaker(threshold: 1, coolDown: 30)
         let start = Date()
         breaker.record(DownloadError(.dns, "no such host"), host: "b.test", now: start)
         #expect(!breaker.refuses("b.test", now: start.addingTimeInterval(30)), "the probe")
-        breaker.record(DownloadError(.timeout, "slow"), host: "b.test", now: start.addingTimeInterval(31))
-        #expect(breaker.refuses("b.test", now: start.addingTimeInterval(59)), "a slow probe does not close it")
-        #expect(!breaker.refuses("b.test", now: start.addingTimeInterval(60)), "the next probe")
-        breaker.recordAnswer(host: "b.test")
-        #expect(!breaker.refuses("b.test", now: start.addingTimeInterval(60)))
+        breaker.record(DownloadError(.httpStatus, "HTTP status 503", status: 503), host: "b.test", now: start.addingTimeInterval(31))
+        #expect(!breaker.refuses("b.test", now: start.addingTimeInterval(31)), "an answer, even a 503, closes it")
+        #expect(breaker.offlineHosts.isEmpty)
+    }
+
+    /// Issue 58: every way a probe that reached the host can fail closes
+    /// the breaker — a timeout after connecting (the request went out), a
+    /// TLS failure (the host took the connection), a body cut short — the
+    /// next caller goes at once, not a cool-down later.
+    @Test(arguments: [
+        DownloadError(.timeout, "timed out"), DownloadError(.tls, "TLS error"),
+        DownloadError(.truncated, "body ended short"), DownloadError(.network, "connection reset"),
+    ])
+    func aProbeThatReachedTheHostClosesIt(_ failure: DownloadError) {
+        let breaker = HostBreaker(threshold: 1, coolDown: 30)
+        let start = Date()
+        breaker.record(DownloadError(.connect, "refused"), host: "c.test", now: start)
+        #expect(breaker.refuses("c.test", now: start.addingTimeInterval(29)))
+        #expect(!breaker.refuses("c.test", now: start.addingTimeInterval(30)), "the probe")
+        breaker.record(failure, host: "c.test", now: start.addingTimeInterval(31))
+        #expect(!breaker.refuses("c.test", now: start.addingTimeInterval(32)), "\(failure.code): the host is there")
+        #expect(breaker.offlineHosts.isEmpty, "\(failure.code)")
+    }
+
+    /// A probe that timed out before connecting is a host still not there:
+    /// open again for a whole cool-down.
+    @Test func aProbeThatTimesOutConnectingOpensItAgain() {
+        let breaker = HostBreaker(threshold: 1, coolDown: 30)
+        let start = Date()
+        breaker.record(DownloadError(.connect, "refused"), host: "d.test", now: start)
+        #expect(!breaker.refuses("d.test", now: start.addingTimeInterval(30)), "the probe")
+        var connecting = DownloadError(.timeout, "timed out connecting")
+        connecting.timedOutConnecting = true
+        breaker.record(connecting, host: "d.test", now: start.addingTimeInterval(32))
+        #expect(breaker.refuses("d.test", now: start.addingTimeInterval(61)), "open again from the failed probe")
+        #expect(!breaker.refuses("d.test", now: start.addingTimeInterval(62)), "the next probe")
     }
 }
