@@ -23,7 +23,7 @@ struct OrphanedFlightTests {
         let scheduler = BackgroundScheduler(settings: settings, kinds: [.orphanedFlight])
         let blocker = BackgroundSchedulerTests.Gate()
         scheduler.submit(BackgroundJobKey(.reclaim, key: "blocker"), priority: .veryHigh) { await blocker.wait() }
-        await scheduler.waitForLoad { $0.running == 1 }
+        await untilCancelled { await scheduler.waitForLoad { $0.running == 1 } }
         let coalescer = Coalescer<String, Int>(adopt: ImagePipeline.adopter(scheduler))
         let work = Gate()
         let outcome = Locked<String?>(nil)
@@ -52,9 +52,62 @@ struct OrphanedFlightTests {
         #expect(coalescer.inFlight == 1, "the flight the queued job waits for is still there")
         work.open()
         blocker.release()
-        await scheduler.waitUntilFinished(.orphanedFlight, count: 1)
+        await untilCancelled { await scheduler.waitUntilIdle(.orphanedFlight) }
         #expect(outcome.withLock { $0 } == "finished", "the flight ran to its end, not cancelled")
         #expect(coalescer.inFlight == 0)
+        await scheduler.close()
+    }
+
+    /// A flight that ended while its job still waits, then the key's next
+    /// flight left by its caller: that one is adopted too (its own job),
+    /// not declined as a `.duplicate` of the first one's and cancelled.
+    @Test func theKeysNextFlightIsAdoptedWhileTheFirstOnesJobWaits() async throws {
+        var settings = BackgroundSettings()
+        settings.concurrency = 1
+        let scheduler = BackgroundScheduler(settings: settings, kinds: [.orphanedFlight])
+        let blocker = BackgroundSchedulerTests.Gate()
+        scheduler.submit(BackgroundJobKey(.reclaim, key: "blocker"), priority: .veryHigh) { await blocker.wait() }
+        await untilCancelled { await scheduler.waitForLoad { $0.running == 1 } }
+        let coalescer = Coalescer<String, Int>(adopt: ImagePipeline.adopter(scheduler))
+        let (ended, end) = AsyncStream.makeStream(of: String.self)
+        func flight(_ gate: Gate, _ name: String) -> Task<Int, Error> {
+            Task {
+                try await Orphans.$finish.withValue(true) {
+                    try await coalescer.run(key: "k", priority: PriorityHandle(.normal)) { _ in
+                        await gate.wait()
+                        end.yield(Task.isCancelled ? "\(name) cancelled" : "\(name) finished")
+                        return 1
+                    }
+                }
+            }
+        }
+        var endings = ended.makeAsyncIterator()
+        let (firstGate, secondGate) = (Gate(), Gate())
+        let first = flight(firstGate, "first")
+        await coalescer.joins.waitInTest { $0 >= 1 }
+        first.cancel()
+        _ = await first.result
+        // A caller that waits for the first flight to its end (it returns
+        // once the flight is gone from the coalescer): the flight ends on
+        // its own while its job still waits behind the blocker.
+        let watcher = Task { try await coalescer.run(key: "k", priority: PriorityHandle(.normal)) { _ in 0 } }
+        await coalescer.joins.waitInTest { $0 >= 2 }
+        firstGate.open()
+        #expect(try await watcher.value == 1, "it joined the first flight")
+        let firstEnding = await endings.next()
+        #expect(firstEnding == "first finished")
+        #expect(coalescer.inFlight == 0)
+        let second = flight(secondGate, "second")
+        await coalescer.joins.waitInTest { $0 >= 3 }
+        second.cancel()
+        _ = await second.result
+        #expect(scheduler.counts[.orphanedFlight]?.queued == 2, "each flight has its job")
+        secondGate.open()
+        let secondEnding = await endings.next()
+        #expect(secondEnding == "second finished")
+        blocker.release()
+        await untilCancelled { await scheduler.waitUntilIdle(.orphanedFlight) }
+        #expect(scheduler.counts[.orphanedFlight]?.finished == 2)
         await scheduler.close()
     }
 
@@ -71,7 +124,7 @@ struct OrphanedFlightTests {
         h.pipeline.background.submit(BackgroundJobKey(.reclaim, key: "test-blocker"), priority: .veryHigh) {
             await blocker.wait()
         }
-        await h.pipeline.background.waitForLoad { $0.running == 1 }
+        await untilCancelled { await h.pipeline.background.waitForLoad { $0.running == 1 } }
         let request = ImageRequest(url: h.url("/gate/late.jpg"), width: 100, height: 100)
         func requester() -> Task<ImageResponse, Error> {
             Task { try await Orphans.$finish.withValue(true) { try await h.pipeline.image(request) } }
@@ -88,7 +141,7 @@ struct OrphanedFlightTests {
         _ = await second.result
         h.origin.openGate()
         blocker.release()
-        await h.pipeline.background.waitUntilIdle(.orphanedFlight)
+        await untilCancelled { await h.pipeline.background.waitUntilIdle(.orphanedFlight) }
         await h.store.waitForWritesBehind()
         #expect(try await h.pipeline.stats().variants == 1, "the thumbnail was finished and stored behind both requesters")
         let third = try await h.pipeline.image(request)
