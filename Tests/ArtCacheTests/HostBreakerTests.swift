@@ -77,4 +77,30 @@ struct HostBreakerTests {
         #expect(breaker.refuses("d.test", now: start.addingTimeInterval(61)), "open again from the failed probe")
         #expect(!breaker.refuses("d.test", now: start.addingTimeInterval(62)), "the next probe")
     }
+
+    /// Issue 58: a probe cancelled by its caller shows nothing about the
+    /// host: its slot is given back and the next caller is the probe at
+    /// once. Only the probe's own pass gives it back: a pass of the closed
+    /// breaker, or of a probe already replaced, changes nothing.
+    @Test func aCancelledProbeGivesItsSlotBack() throws {
+        let breaker = HostBreaker(threshold: 1, coolDown: 30)
+        let start = Date()
+        func at(_ seconds: TimeInterval) -> Date { start.addingTimeInterval(seconds) }
+        let closed = try #require(breaker.admit("e.test", now: start))
+        #expect(closed == .closed)
+        breaker.record(DownloadError(.connect, "refused"), host: "e.test", now: start)
+        breaker.record(DownloadError(.cancelled, "cancelled"), host: "e.test", pass: closed, now: at(1))
+        #expect(breaker.admit("e.test", now: at(2)) == nil, "a closed pass gives nothing back: still open")
+        let probe = try #require(breaker.admit("e.test", now: at(30)))
+        #expect(probe.probe != nil)
+        #expect(breaker.admit("e.test", now: at(31)) == nil, "one probe at a time")
+        breaker.record(DownloadError(.cancelled, "cancelled"), host: "e.test", pass: probe, now: at(32))
+        #expect(breaker.offlineHosts["e.test"] != nil, "nothing learnt: still offline")
+        let next = try #require(breaker.admit("e.test", now: at(32)), "the next caller probes at once")
+        #expect(next.probe != nil && next != probe)
+        breaker.release(probe, host: "e.test", now: at(33))
+        #expect(breaker.admit("e.test", now: at(33)) == nil, "the old pass does not free the new probe's slot")
+        breaker.record(DownloadError(.blockedAddress, "refused"), host: "e.test", pass: next, now: at(34))
+        #expect(breaker.admit("e.test", now: at(34)) != nil, "refused before connecting: nothing learnt either")
+    }
 }
