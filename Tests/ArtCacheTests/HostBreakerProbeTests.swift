@@ -16,13 +16,14 @@ import Testing
 struct HostBreakerProbeTests {
     static let coolDown: TimeInterval = 300
 
-    /// A harness whose origin's host is offline, its cool-down just over.
-    static func offlineHost() async throws -> (DownloaderTests.Harness, String) {
+    /// A harness whose origin's host is offline, its cool-down just over;
+    /// `timeout`: a transfer's deadline.
+    static func offlineHost(timeout: TimeInterval) async throws -> (DownloaderTests.Harness, String) {
         let h = try await DownloaderTests.Harness {
             $0.retries = 0
             $0.offlineAfter = 2
             $0.offlineRetryAfter = coolDown
-            $0.timeout = 2  // the held probe's deadline
+            $0.timeout = timeout
         }
         let host = try NormalizedURL(h.origin.url("/img/a.jpg")).authority
         let opened = Date().addingTimeInterval(-coolDown - 1)
@@ -32,7 +33,7 @@ struct HostBreakerProbeTests {
     }
 
     @Test func aProbeThatTimesOutAfterConnectingLetsTheNextRequestThrough() async throws {
-        let (h, host) = try await Self.offlineHost()
+        let (h, host) = try await Self.offlineHost(timeout: 2)  // the held probe's deadline
         defer { h.origin.openGate() }
         let downloader = h.pipeline.downloader
         // The probe: the origin takes the request and holds it past the deadline.
@@ -46,7 +47,7 @@ struct HostBreakerProbeTests {
     }
 
     @Test func aCancelledProbeDoesNotLeaveTheHostRefused() async throws {
-        let (h, host) = try await Self.offlineHost()
+        let (h, host) = try await Self.offlineHost(timeout: 50)  // not reached: the probe is cancelled first
         defer { h.origin.openGate() }
         let downloader = h.pipeline.downloader
         let probe = Task { try await downloader.fetch(h.origin.url("/gate/b.jpg")) }
