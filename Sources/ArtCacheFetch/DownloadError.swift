@@ -91,6 +91,20 @@ package struct DownloadError: Error, Sendable, Equatable, CustomStringConvertibl
         code == .dns || code == .connect || (code == .timeout && timedOutConnecting)
     }
 
+    /// The attempt reached its host: an answer (any HTTP status, a redirect
+    /// not followed), or a failure after the connection was made — a
+    /// timeout after the request went out, TLS (the host took the
+    /// connection), a broken, short or too large body. The host breaker
+    /// closes on it: the host is there (issue 58).
+    package var reachedHost: Bool {
+        if status != nil { return true }
+        switch code {
+        case .timeout: return !timedOutConnecting
+        case .tls, .network, .truncated, .tooLarge, .tooManyRedirects, .httpStatus: return true
+        default: return false
+        }
+    }
+
     /// Caused by the network rather than by the origin's answer: such URLs go
     /// to the persistent retry queue.
     package var isNetworkFailure: Bool {

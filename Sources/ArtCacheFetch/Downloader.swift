@@ -66,16 +66,16 @@ package final class Downloader: Sendable {
         var attempt = 0
         while true {
             attempt += 1
-            if breaker.refuses(normalized.authority) { throw offline(url, normalized.authority) }
+            guard let pass = breaker.admit(normalized.authority) else { throw offline(url, normalized.authority) }
             do {
                 let response = try await once(request, attempt: attempt, priority: priority)
                 breaker.recordAnswer(host: normalized.authority)
                 return response
             } catch let error where error.isRetryable && attempt <= settings.retries {
-                breaker.record(error, host: normalized.authority)
-                if error.status != nil { breaker.recordAnswer(host: normalized.authority) }
+                // Every outcome, the probe's too: failed, reached, or its slot given back.
+                breaker.record(error, host: normalized.authority, pass: pass)
                 // Offline now: no backoff for a host that is not there.
-                if breaker.refuses(normalized.authority) { throw offline(url, normalized.authority, after: error, tries: attempt) }
+                if breaker.isOpen(normalized.authority) { throw offline(url, normalized.authority, after: error, tries: attempt) }
                 let delay = backoff(attempt: attempt, retryAfter: error.retryAfter)
                 logger.debug("retrying", metadata: ["url": "\(url)", "reason": "\(error.reason)", "delay": "\(delay)"])
                 do {
@@ -84,8 +84,7 @@ package final class Downloader: Sendable {
                     throw DownloadError(.cancelled, "\(url): cancelled")
                 }
             } catch {
-                breaker.record(error, host: normalized.authority)
-                if error.status != nil { breaker.recordAnswer(host: normalized.authority) }
+                breaker.record(error, host: normalized.authority, pass: pass)
                 // Its last failure took the host offline: said with the cause and the tries.
                 if error.hostUnreachable, breaker.offlineCause(normalized.authority) != nil {
                     throw offline(url, normalized.authority, after: error, tries: attempt)

@@ -25,7 +25,7 @@ extension Tier2 {
     /// (variants off, not there, rendered from other bytes, the tier failing
     /// or slow): the caller renders it.
     package func readVariant(_ key: CacheKey, sourceSHA256: String, priority: PriorityHandle) async throws -> Tier2Variant? {
-        guard settings.variants, admits() else { return nil }
+        guard settings.variants, let pass = admission() else { return nil }
         do {
             let answer = try await objects.get(Self.variantKey(key), timeout: settings.timeout, maxBody: 64 << 20, priority: priority)
             guard answer.status == 200 else { return answered(answer.status, key, miss: \.variantMisses) }
@@ -40,6 +40,7 @@ extension Tier2 {
             tally.withLock { $0.variantHits += 1 }
             return Tier2Variant(data: answer.body, contentType: type, width: width, height: height, sourceSHA256: sourceSHA256)
         } catch where error.code == .cancelled {
+            cancelled(pass)
             throw CancellationError()
         } catch {
             failed(error, key)

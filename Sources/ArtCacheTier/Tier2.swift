@@ -86,7 +86,7 @@ package final class Tier2: Sendable {
     /// failing or slow (past `timeout`), or its breaker open. Never throws
     /// but for cancellation: a miss goes on to the origin.
     package func read(_ key: CacheKey, priority: PriorityHandle) async throws -> (record: Tier2Record, data: Data)? {
-        guard admits() else {
+        guard let pass = admission() else {
             tally.withLock { $0.skipped += 1 }
             return nil
         }
@@ -103,6 +103,7 @@ package final class Tier2: Sendable {
             tally.withLock { $0.hits += 1 }
             return (record, blob.body)
         } catch let error as DownloadError where error.code == .cancelled {
+            cancelled(pass)
             throw CancellationError()
         } catch {
             failed(error, key)
@@ -162,14 +163,23 @@ package final class Tier2: Sendable {
 
     /// Whether a read may ask the tier: its breaker is closed, or this is
     /// the one probe after its cool-down (every other reader goes to the
-    /// origin until the probe has answered).
-    func admits(now: Date = Date()) -> Bool { !breaker.refuses(Self.breakerKey, now: now) }
+    /// origin until the probe has answered). Nil: not now.
+    func admission(now: Date = Date()) -> HostBreaker.Pass? { breaker.admit(Self.breakerKey, now: now) }
+
+    /// ``admission(now:)`` as a yes or no (tests).
+    func admits(now: Date = Date()) -> Bool { admission(now: now) != nil }
+
+    /// A read let through by `pass` was cancelled (its requester left): it
+    /// showed nothing about the tier, so a probe's slot is given back and
+    /// the next reader probes at once (issue 58: the tier stayed refused
+    /// for another cool-down).
+    func cancelled(_ pass: HostBreaker.Pass) { breaker.release(pass, host: Self.breakerKey) }
 
     func succeeded() { breaker.recordAnswer(host: Self.breakerKey) }
 
-    func failed(_ error: any Error, _ key: CacheKey) {
+    func failed(_ error: any Error, _ key: CacheKey, now: Date = Date()) {
         tally.withLock { $0.errors += 1 }
-        let opened = breaker.recordFailure(Self.breakerKey, cause: "\(error)")
+        let opened = breaker.recordFailure(Self.breakerKey, cause: "\(error)", now: now)
         logger.debug("tier2: read failed, asking the origin", metadata: ["key": "\(key)", "error": "\(error)"])
         if opened {
             logger.warning("tier2: \(settings.offlineAfter) failures in a row; not asked for \(Int(settings.coolDown)) s",

@@ -47,8 +47,10 @@ struct OfflineTests {
         let now = Date()
         breaker.record(connect, host: "a.test", now: now)
         #expect(!breaker.refuses("a.test", now: now))
-        breaker.record(DownloadError(.httpStatus, "500", status: 500), host: "a.test", now: now)  // not a network failure
-        #expect(!breaker.refuses("a.test", now: now))
+        // An answer, even a 500, is the host there: the row starts again.
+        breaker.record(DownloadError(.httpStatus, "500", status: 500), host: "a.test", now: now)
+        breaker.record(connect, host: "a.test", now: now)
+        #expect(!breaker.refuses("a.test", now: now), "one failure in a row")
         breaker.record(connect, host: "a.test", now: now)
         #expect(breaker.refuses("a.test", now: now.addingTimeInterval(1)))
         #expect(!breaker.refuses("b.test", now: now), "per host")

@@ -115,4 +115,30 @@ struct Tier2BreakerTests {
         tier.succeeded()
         #expect(tier.admits(now: probe) && tier.admits(now: probe), "the probe answered: closed")
     }
+
+    /// Issue 58: a read cancelled while it is the breaker's probe (its
+    /// requester left) shows nothing about the tier: the next reader is the
+    /// probe at once, the tier is not refused for another cool-down. The
+    /// tier takes the connection and never answers; the breaker opened a
+    /// cool-down ago (its failures dated back; 300 s, longer than the test
+    /// may run).
+    @Test func aCancelledProbeLeavesTheNextReaderToProbe() async throws {
+        let hole = try SilentListener()
+        defer { hole.close() }
+        let downloader = try Downloader(settings: DownloadSettings())
+        defer { downloader.shutdown() }
+        var settings = Tier2FailureTests.settings(port: hole.port)
+        settings.coolDown = 300
+        settings.timeout = 50  // not reached: the probe is cancelled first
+        let tier = Tier2(settings: settings, downloader: downloader, logger: .init(label: "test"))
+        let key = try CacheKey(url: "https://example.test/a.jpg")
+        let opened = Date().addingTimeInterval(-301)
+        for _ in 0..<settings.offlineAfter { tier.failed(DownloadError(.connect, "refused"), key, now: opened) }
+        let probe = Task { try await tier.read(key, priority: PriorityHandle(.normal)) }
+        await downloader.waitForActivity { $0.active >= 1 }  // the probe is under way
+        probe.cancel()
+        await #expect(throws: CancellationError.self) { _ = try await probe.value }
+        #expect(tier.counters.errors == settings.offlineAfter, "the cancelled probe is no failure")
+        #expect(tier.admits(), "the next reader is the probe, at once")
+    }
 }

@@ -7,7 +7,13 @@ import Foundation
 /// requester left at its deadline is finished and stored, within the
 /// scheduler's bounds); without one, or when it declines, the operation is
 /// cancelled. An adopted flight stays joinable: the next caller for the key
-/// waits for it instead of starting the work again.
+/// waits for it instead of starting the work again. A flight is adopted
+/// once: joined and left again while its adopter still holds it (the
+/// `orphaned_flight` job still queued behind running ones), it is not
+/// offered again — the scheduler would answer the same job key with
+/// `.duplicate`, and declining would cancel the flight the first job waits
+/// for (issue 58). An adopter that lets go (``OrphanedFlight/abandon``)
+/// while a caller is in the flight makes it offerable again.
 ///
 /// The operation runs at the highest priority of the callers waiting for it:
 /// it gets a `PriorityHandle` that follows them as they come, go and change.
@@ -26,6 +32,9 @@ package final class Coalescer<Key: Hashable & Sendable, Value: Sendable>: Sendab
         let task: Task<Void, Never>
         let priority: PriorityHandle
         var waiters: [UUID: Waiter]
+        /// Held by the adopter (offered and taken, not let go since): when
+        /// its callers leave again it is not offered a second time.
+        var adopted = false
 
         var highestPriority: ImagePriority { waiters.values.map(\.priority.value).max() ?? .veryLow }
     }
@@ -38,6 +47,10 @@ package final class Coalescer<Key: Hashable & Sendable, Value: Sendable>: Sendab
 
     /// A flight whose last caller left, offered to an ``Adopter``.
     package struct OrphanedFlight: Sendable {
+        /// This flight (a key's next flight has another): what its
+        /// adopter's job is named by, so a job still held by an earlier
+        /// flight of the key is not taken for this one's.
+        package let id: UUID
         /// Returns when the flight has ended; cancelling the task that waits
         /// abandons it (``abandon``).
         package let finish: @Sendable () async -> Void
@@ -98,7 +111,18 @@ package final class Coalescer<Key: Hashable & Sendable, Value: Sendable>: Sendab
                 guard var flight = flights[key], let left = flight.waiters.removeValue(forKey: waiter) else {
                     return (nil, nil)
                 }
-                // An orphan offered for adoption stays joinable meanwhile.
+                // Left by its last caller, held by the adopter already: it
+                // finishes for the job that holds it, not offered again.
+                if flight.waiters.isEmpty, flight.adopted {
+                    flights[key] = flight
+                    return (left, nil)
+                }
+                // An orphan offered for adoption stays joinable meanwhile;
+                // marked adopted under the same lock, so a caller joining
+                // and leaving before the offer is answered does not offer it
+                // twice (a declined offer's abandon cancels it, or clears
+                // the mark when someone has joined).
+                if flight.waiters.isEmpty, adopting { flight.adopted = true }
                 flights[key] = flight.waiters.isEmpty && !adopting ? nil : flight
                 return (left, flight.waiters.isEmpty ? (flight.id, flight.task) : nil)
             }
@@ -109,7 +133,7 @@ package final class Coalescer<Key: Hashable & Sendable, Value: Sendable>: Sendab
             guard let orphaned else { return }
             guard adopting, let adopt else { return orphaned.task.cancel() }
             let abandon: @Sendable () -> Void = { [weak self] in self?.abandon(key: key, flightID: orphaned.id) }
-            let flight = OrphanedFlight(finish: {
+            let flight = OrphanedFlight(id: orphaned.id, finish: {
                 await withTaskCancellationHandler { await orphaned.task.value } onCancel: { abandon() }
             }, abandon: abandon)
             if !adopt(key, flight) { abandon() }
@@ -135,10 +159,16 @@ package final class Coalescer<Key: Hashable & Sendable, Value: Sendable>: Sendab
         }
     }
 
-    /// Cancels the flight `flightID` of `key` if no caller waits for it.
+    /// The adopter lets go of the flight `flightID` of `key`: cancelled if
+    /// no caller waits for it; else no longer adopted (when its callers
+    /// leave, it is offered again).
     private func abandon(key: Key, flightID: UUID) {
         let task = flights.withLock { flights -> Task<Void, Never>? in
-            guard let flight = flights[key], flight.id == flightID, flight.waiters.isEmpty else { return nil }
+            guard let flight = flights[key], flight.id == flightID else { return nil }
+            guard flight.waiters.isEmpty else {
+                flights[key]!.adopted = false
+                return nil
+            }
             flights[key] = nil
             return flight.task
         }

@@ -6,9 +6,21 @@ import Foundation
 /// counted; at `[download] offline_after` the host's breaker opens and its
 /// URLs fail at once as `host_offline` (they go to the retry queue) instead
 /// of each running its own retries with backoff. After `coolDown` one attempt
-/// is let through again; any answer from the host (even an HTTP error)
-/// closes the breaker. A timeout after connecting does not count: that host
-/// is there, only slow.
+/// is let through again, the probe (``admit(_:now:)``). Every outcome of an
+/// attempt is recorded (``record(_:host:pass:now:)``, issue 58):
+/// - the host was not reached (DNS, connect, a timeout before connecting):
+///   a failure in a row; a probe's opens the breaker again for `coolDown`;
+/// - the host was reached: any answer (even an HTTP error), a timeout after
+///   connecting (that host is there, only slow), a TLS failure (it took the
+///   connection; its URLs fail fast on their own, holding no one up), a
+///   broken, short or too large body: the breaker closes (and a streak of
+///   failures ends);
+/// - nothing was learnt (the probe was cancelled, or refused before any
+///   connection): the probe's slot is given back (``release(_:host:now:)``),
+///   the next caller probes at once instead of a cool-down later.
+///
+/// A probe that never reports holds the others off for one `coolDown` at
+/// most: then the next caller is let through as the probe.
 ///
 /// The map forgets, because a long-lived pipeline (`serve`) meets hosts
 /// without end: a host whose last failure is `forgetAfter` old and whose
@@ -22,8 +34,9 @@ import Foundation
 /// pipeline's life. The shared second tier has one of its own too (one key,
 /// its endpoint; every failure counts there: a tier that answers 5xx or
 /// slowly is no better than one not reached): one breaker type, one
-/// half-open rule — exactly one probe per cool-down, every other caller
-/// refused until the probe answers (closed) or fails (open again).
+/// half-open rule — exactly one probe at a time, every other caller
+/// refused until the probe answers (closed), fails (open again) or is
+/// cancelled (the next caller probes).
 package final class HostBreaker: Sendable {
     struct HostState: Sendable {
         var failures = 0
@@ -32,11 +45,23 @@ package final class HostBreaker: Sendable {
         var lastFailure: Date
         /// The last failure's cause (`connection refused`): what an offline host's refusals name.
         var cause: String?
+        /// The probe let through after the cool-down (its ``Pass/probe``), until it reports.
+        var probe: UInt64?
     }
 
     struct Table: Sendable {
         var hosts: [String: HostState] = [:]
         var lastSweep = Date.distantPast
+        /// Probes let through so far (each probe's number).
+        var probes: UInt64 = 0
+    }
+
+    /// An attempt ``admit(_:now:)`` let through: with the breaker closed, or
+    /// as the one probe after its cool-down.
+    package struct Pass: Sendable, Equatable {
+        /// The probe's number; nil: the breaker was closed.
+        package let probe: UInt64?
+        package static let closed = Pass(probe: nil)
     }
 
     let threshold: Int
@@ -52,25 +77,65 @@ package final class HostBreaker: Sendable {
         self.maxHosts = max(1, maxHosts)
     }
 
-    /// True while `host` is offline: its breaker opened less than `coolDown` ago.
-    /// Past the cool-down the next caller goes through (and a failure reopens it).
-    package func refuses(_ host: String, now: Date = Date()) -> Bool {
+    /// Whether an attempt at `host` may go: nil while it is offline (its
+    /// breaker opened less than `coolDown` ago, or a probe let through
+    /// since is still out); past the cool-down the next caller goes as the
+    /// probe, and its outcome decides (``record(_:host:pass:now:)``).
+    package func admit(_ host: String, now: Date = Date()) -> Pass? {
         table.withLock { table in
-            guard let opened = table.hosts[host]?.openedAt else { return false }
+            guard let opened = table.hosts[host]?.openedAt else { return .closed }
             if now.timeIntervalSince(opened) < coolDown {
                 table.hosts[host]?.refused += 1
-                return true
+                return nil
             }
+            table.probes += 1
             table.hosts[host]?.openedAt = now  // one probe per cool-down
-            return false
+            table.hosts[host]?.probe = table.probes
+            return Pass(probe: table.probes)
         }
     }
 
-    /// A failure of one attempt; DNS and connect failures and connect
-    /// timeouts (`DownloadError.hostUnreachable`) count toward offline.
-    func record(_ error: DownloadError, host: String, now: Date = Date()) {
-        guard error.hostUnreachable else { return }
-        recordFailure(host, cause: error.cause ?? error.reason, now: now)
+    /// True while `host` is offline (``admit(_:now:)`` without the pass:
+    /// a probe let through this way is released only by an outcome).
+    package func refuses(_ host: String, now: Date = Date()) -> Bool {
+        admit(host, now: now) == nil
+    }
+
+    /// Whether `host`'s breaker is open now (nothing is let through or counted).
+    func isOpen(_ host: String, now: Date = Date()) -> Bool {
+        table.withLock { table in
+            guard let opened = table.hosts[host]?.openedAt else { return false }
+            return now.timeIntervalSince(opened) < coolDown
+        }
+    }
+
+    /// What an attempt let through by `pass` (nil: by ``refuses(_:now:)``)
+    /// showed about `host`: not reached (`DownloadError.hostUnreachable`) is
+    /// a failure toward offline; reached (``DownloadError/reachedHost``)
+    /// closes the breaker; anything else (cancelled, refused before
+    /// connecting) gives a probe's slot back.
+    func record(_ error: DownloadError, host: String, pass: Pass? = nil, now: Date = Date()) {
+        if error.hostUnreachable {
+            recordFailure(host, cause: error.cause ?? error.reason, now: now)
+        } else if error.reachedHost {
+            recordAnswer(host: host)
+        } else if let pass {
+            release(pass, host: host, now: now)
+        }
+    }
+
+    /// The probe `pass` ended without showing anything about `host` (its
+    /// caller cancelled it): its slot is free, the next caller is the probe
+    /// at once rather than a cool-down later. Nothing for a pass of a closed
+    /// breaker, or a probe whose outcome is recorded or that a later one
+    /// replaced.
+    package func release(_ pass: Pass, host: String, now: Date = Date()) {
+        guard let probe = pass.probe else { return }
+        table.withLock { table in
+            guard table.hosts[host]?.probe == probe else { return }
+            table.hosts[host]?.probe = nil
+            table.hosts[host]?.openedAt = now.addingTimeInterval(-coolDown)
+        }
     }
 
     /// A failure of one attempt at `host`, whatever it was: true when it
@@ -84,6 +149,7 @@ package final class HostBreaker: Sendable {
             state.failures += 1
             state.lastFailure = now
             state.cause = cause
+            state.probe = nil  // a probe's failure is its outcome; any other ends the probe's claim too
             let opened = state.failures >= threshold
             if opened { state.openedAt = now }
             table.hosts[host] = state

@@ -106,10 +106,14 @@ public final class ImagePipeline: Sendable {
     /// `orphaned_flight` job that waits for it to end (its result is stored
     /// by the flight itself): within the scheduler's bounds; dropped past
     /// them, cancelled at close, the flight is abandoned (cancelled unless a
-    /// new requester joined it).
+    /// new requester joined it). One job per flight: the coalescer offers a
+    /// flight once while a job holds it, and the job is named by the flight
+    /// (not only its key), so a job still held by an earlier flight of the
+    /// same key is no `.duplicate` for this one (issue 58: declining then
+    /// cancelled the flight).
     static func adopter<Key: Hashable & Sendable, Value: Sendable>(_ background: BackgroundScheduler) -> Coalescer<Key, Value>.Adopter {
         { key, flight in
-            let job = BackgroundJobKey(.orphanedFlight, key: String(describing: key))
+            let job = BackgroundJobKey(.orphanedFlight, key: "\(key) \(flight.id)")
             let outcome = background.submit(job, priority: .veryLow, onDrop: flight.abandon) { await flight.finish() }
             return outcome == .queued
         }
