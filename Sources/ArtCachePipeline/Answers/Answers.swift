@@ -98,8 +98,10 @@ extension Answers {
     /// (`request.animatedFormat`) is answered in its animated format, with
     /// nothing behind it (ImagePipeline+Animation).
     package func negotiatedImage(_ request: ImageRequest, better: VariantSpec.Format?) async throws(ArtCacheError) -> NegotiatedImage {
-        // Animated or not is the index's to say (the memo is its cache).
-        if let moved = await animatedRequest(of: request) {
+        // Known animated here (the memo): its animated variant. Otherwise the
+        // variant path asks the index when it finds a stored variant, and a
+        // render reads the original's bytes (Variants.variant).
+        if let moved = knownAnimatedRequest(request) {
             return NegotiatedImage(response: try await image(moved), upgrading: false)
         }
         guard let better, request.size != nil else {
@@ -113,7 +115,14 @@ extension Answers {
             if let hit = cachedImage(for: upgraded), Self.isUpgrade(hit.entry) {
                 return NegotiatedImage(response: hit, upgrading: false)
             }
-            if try await isUpgradeStored(upgraded) { return NegotiatedImage(response: try await image(upgraded), upgrading: false) }
+            if try await isUpgradeStored(upgraded) {
+                // (An upgrade's still of an animated source, kept by an older
+                // artcache, is not its answer: the index says animated.)
+                if let moved = await animatedRequest(of: request) {
+                    return NegotiatedImage(response: try await image(moved), upgrading: false)
+                }
+                return NegotiatedImage(response: try await image(upgraded), upgrading: false)
+            }
         }
         let cold = try await image(request)
         // Animated (learnt from its bytes just now): answered as it is, nothing behind it.

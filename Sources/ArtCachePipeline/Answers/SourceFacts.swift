@@ -1,5 +1,6 @@
 import ArtCacheCore
 import ArtCacheRender
+import ArtCacheStore
 import Foundation
 
 /// Animated sources under negotiation (issue 52 §1): the format policy picks
@@ -44,8 +45,14 @@ extension SourceFacts {
     /// nil when no original is stored (nothing is known yet).
     func isAnimated(_ url: NormalizedURL) async -> Bool? {
         if let known = animatedSources[url.key.hex] { return known }
-        guard let entry = try? await store.entry(forKey: url.key) else { return nil }
-        if let frames = entry.frames {
+        return await isAnimated(url, original: try? await store.entry(forKey: url.key))
+    }
+
+    /// ``isAnimated(_:)`` with the original's row in hand (`original`; nil: none stored).
+    func isAnimated(_ url: NormalizedURL, original: CacheEntry?) async -> Bool? {
+        if let known = animatedSources[url.key.hex] { return known }
+        guard let original else { return nil }
+        if let frames = original.frames {
             animatedSources.store(frames > 1, for: url.key.hex)
             return frames > 1
         }

@@ -85,6 +85,12 @@ extension Variants {
                 // only be seen while the new original is still written behind.)
                 if let parent, parent.isFresh(at: Date()) || mode == .cacheOnly,
                    hit.entry.sourceSHA256 == nil || hit.entry.sourceSHA256 == parent.sha256 {
+                    // A stored variant of another format than an animated source is
+                    // answered in (a still: an explicit `f=`): the index says which.
+                    if animated != nil, let moved = SourceFacts.animatedSpec(
+                        spec, animated: await facts.isAnimated(url, original: parent) == true, as: animated) {
+                        return try await variant(url, spec: moved, mode: mode, behind: behind, priority: priority)
+                    }
                     return VariantOutcome(source: .disk, rendered: false, entry: hit.entry, data: hit.data,
                                           contentType: hit.entry.contentType, width: hit.entry.width ?? 0,
                                           height: hit.entry.height ?? 0, freshUntil: parent.expiresAt, parent: parent,
