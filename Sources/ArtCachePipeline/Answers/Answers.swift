@@ -137,15 +137,19 @@ extension Answers {
     /// is closed (no gain, or upgraded already) with no upgrade queued.
     package func cachedNegotiatedImage(_ request: ImageRequest, better: VariantSpec.Format?) -> NegotiatedImage? {
         let now = Date()
-        switch memoizedAnimation(request) {
-        case true?:
-            return cachedHeld(for: Self.animatedRequest(request)!, now: now).map {
+        var animated = memoizedAnimation(request)
+        if animated == nil, request.animatedFormat != nil, request.size != nil {
+            // Not in the memo: the held answer's original row says it (its
+            // frames, read with the row), else the async path asks the index once.
+            guard let frames = cachedHeld(for: request, now: now)?.image.info?.frames,
+                  let resolved = try? requests.resolve(request) else { return nil }
+            facts.animatedSources.store(frames > 1, for: resolved.url.key.hex)
+            animated = frames > 1
+        }
+        if animated == true, let moved = Self.animatedRequest(request) {
+            return cachedHeld(for: moved, now: now).map {
                 NegotiatedImage(response: $0.image, upgrading: false, ticket: MemoryTicket(node: $0.node, shadowing: nil))
             }
-        case nil where request.animatedFormat != nil && request.size != nil:
-            return nil  // not known here: the async path asks the index once
-        default:
-            break
         }
         guard let better, request.size != nil else {
             return cachedHeld(for: request, now: now).map {
