@@ -14,16 +14,22 @@ import Testing
 /// and the flight might end before the second requester leaves).
 @Suite("Orphaned flights adopted once", .timeLimit(.minutes(1)))
 struct OrphanedFlightTests {
-    /// The coalescer with the pipeline's adopter over a real scheduler whose
-    /// one slot is taken: the flight is left, joined and left again while
-    /// its job waits; it is not cancelled and its result is the job's.
-    @Test func aFlightLeftTwiceWhileItsJobWaitsIsNotAbandoned() async throws {
+    /// A scheduler of one slot, taken by a job that waits for the returned gate.
+    static func busyScheduler() async -> (BackgroundScheduler, BackgroundSchedulerTests.Gate) {
         var settings = BackgroundSettings()
         settings.concurrency = 1
         let scheduler = BackgroundScheduler(settings: settings, kinds: [.orphanedFlight])
         let blocker = BackgroundSchedulerTests.Gate()
         scheduler.submit(BackgroundJobKey(.reclaim, key: "blocker"), priority: .veryHigh) { await blocker.wait() }
         await untilCancelled { await scheduler.waitForLoad { $0.running == 1 } }
+        return (scheduler, blocker)
+    }
+
+    /// The coalescer with the pipeline's adopter over a real scheduler whose
+    /// one slot is taken: the flight is left, joined and left again while
+    /// its job waits; it is not cancelled and its result is the job's.
+    @Test func aFlightLeftTwiceWhileItsJobWaitsIsNotAbandoned() async throws {
+        let (scheduler, blocker) = await Self.busyScheduler()
         let coalescer = Coalescer<String, Int>(adopt: ImagePipeline.adopter(scheduler))
         let work = Gate()
         let outcome = Locked<String?>(nil)
@@ -62,12 +68,7 @@ struct OrphanedFlightTests {
     /// flight left by its caller: that one is adopted too (its own job),
     /// not declined as a `.duplicate` of the first one's and cancelled.
     @Test func theKeysNextFlightIsAdoptedWhileTheFirstOnesJobWaits() async throws {
-        var settings = BackgroundSettings()
-        settings.concurrency = 1
-        let scheduler = BackgroundScheduler(settings: settings, kinds: [.orphanedFlight])
-        let blocker = BackgroundSchedulerTests.Gate()
-        scheduler.submit(BackgroundJobKey(.reclaim, key: "blocker"), priority: .veryHigh) { await blocker.wait() }
-        await untilCancelled { await scheduler.waitForLoad { $0.running == 1 } }
+        let (scheduler, blocker) = await Self.busyScheduler()
         let coalescer = Coalescer<String, Int>(adopt: ImagePipeline.adopter(scheduler))
         let (ended, end) = AsyncStream.makeStream(of: String.self)
         func flight(_ gate: Gate, _ name: String) -> Task<Int, Error> {
