@@ -131,6 +131,10 @@ func reportingErrors(json: Bool = false, _ body: () async throws -> Void) async 
     } catch let error as UsageError {
         Output.error(error.description)
         throw ExitCode(64)
+    } catch let error as ValidationError {
+        // Usage found while running (after validate()): usage all the same.
+        Output.error(error.message)
+        throw ExitCode(64)
     } catch let error as CleanExit {
         throw error
     } catch {

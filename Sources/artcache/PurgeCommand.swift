@@ -29,6 +29,26 @@ struct PurgeCommand: AsyncParsableCommand {
     @Flag(name: .customLong("dry-run"), help: "Print what would be removed; change nothing.") var dryRun = false
     @Flag(help: "Print stable JSON.") var json = false
 
+    /// Usage, checked before any cache or tier is opened (exit 64): the
+    /// durations and sizes parse, something is selected, and `--tier2`
+    /// goes with `--older-than` alone.
+    func validate() throws {
+        if let olderThan, Units.parseDuration(olderThan) == nil {
+            throw ValidationError("--older-than: invalid duration \"\(olderThan)\" (use e.g. 30d, 12h, 90m)")
+        }
+        if let toSize, Units.parseSize(toSize) == nil {
+            throw ValidationError("--to-size: invalid size \"\(toSize)\" (use e.g. 500MB, 2GiB)")
+        }
+        if tier2 {
+            guard olderThan != nil else { throw ValidationError("--tier2 needs --older-than AGE (the age of the objects)") }
+            guard !all, host == nil, url == nil, toSize == nil, !variantsOnly, !failures else {
+                throw ValidationError("--tier2 takes --older-than, --dry-run and --json only")
+            }
+        } else if !all, olderThan == nil, host == nil, url == nil, toSize == nil, !variantsOnly, !failures {
+            throw ValidationError("nothing selected: give --all, --older-than, --host, --url, --to-size, --variants-only or --failures")
+        }
+    }
+
     func run() async throws {
         try await reportingErrors {
             var request = PurgeRequest(all: all, host: host, url: url, variantsOnly: variantsOnly, dryRun: dryRun,

@@ -42,4 +42,24 @@ struct CLIUsageTests {
         #expect(help.status == 0 && help.stdout.contains("--dry-run"), "\(help.stderr)")
         withExtendedLifetime(held) {}
     }
+
+    /// Issue 59: `purge`'s usage errors exit 64 (they exited 1), each in
+    /// its own words, and open or create no cache.
+    @Test func purgeUsageErrorsExit64BeforeAnyCache() async throws {
+        let dir = TempDir()
+        let cache = dir.file("cache")
+        let cases: [(arguments: [String], says: String)] = [
+            (["purge", "--older-than", "3x"], "--older-than: invalid duration \"3x\""),
+            (["purge", "--to-size", "bogus"], "--to-size: invalid size \"bogus\""),
+            (["purge"], "nothing selected: give --all"),
+            (["purge", "--tier2"], "--tier2 needs --older-than"),
+            (["purge", "--tier2", "--older-than", "30d", "--all"], "--tier2 takes --older-than, --dry-run and --json only"),
+        ]
+        for (arguments, says) in cases {
+            let result = try await CLI.run(arguments + ["--cache-dir", cache])
+            #expect(result.status == 64, "\(arguments): \(result.status) \(result.stderr)")
+            #expect(result.stderr.contains(says), "\(arguments): \(result.stderr)")
+            #expect(!FileManager.default.fileExists(atPath: cache), "\(arguments) touched no cache")
+        }
+    }
 }
