@@ -83,6 +83,26 @@ struct SignCommand: AsyncParsableCommand {
             }
         }
         try Arguments.quality(quality)
+        if manifest == nil {
+            // The options' own grammar, before anything is read (`--fit bogus`: usage, exit 64).
+            do {
+                _ = try ThumbnailOptions(parsing: optionsText)
+            } catch {
+                throw ValidationError(error.message)
+            }
+        }
+    }
+
+    /// The options path segment these flags make (`original` with none).
+    private var optionsText: String {
+        var tokens: [String] = []
+        if let size { tokens.append(size) }
+        if let fit { tokens.append("fit=\(fit)") }
+        if let format { tokens.append("f=\(format)") }
+        if let quality { tokens.append("q=\(quality)") }
+        if let preset { tokens.append("p=\(preset)") }
+        if let priority { tokens.append("pri=\(priority.rawValue)") }
+        return tokens.isEmpty ? "original" : tokens.joined(separator: ",")
     }
 
     func run() async throws {
@@ -90,14 +110,7 @@ struct SignCommand: AsyncParsableCommand {
             let configuration = try global.signingConfiguration()
             if let manifest { return try signManifest(manifest, configuration: configuration) }
             guard let url else { return }
-            var tokens: [String] = []
-            if let size { tokens.append(size) }
-            if let fit { tokens.append("fit=\(fit)") }
-            if let format { tokens.append("f=\(format)") }
-            if let quality { tokens.append("q=\(quality)") }
-            if let preset { tokens.append("p=\(preset)") }
-            if let priority { tokens.append("pri=\(priority.rawValue)") }
-            let options = try ThumbnailOptions(parsing: tokens.isEmpty ? "original" : tokens.joined(separator: ","))
+            let options = try ThumbnailOptions(parsing: optionsText)
             _ = try options.resolved(presets: configuration.presets)  // an unknown preset fails here, not at request time
             _ = try NormalizedURL(url)
             let signer = ServiceURLSigner(settings: configuration.service)

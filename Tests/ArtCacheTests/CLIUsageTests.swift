@@ -43,9 +43,9 @@ struct CLIUsageTests {
         withExtendedLifetime(held) {}
     }
 
-    /// Issue 59: `purge`'s usage errors exit 64 (they exited 1), each in
-    /// its own words, and open or create no cache.
-    @Test func purgeUsageErrorsExit64BeforeAnyCache() async throws {
+    /// Issue 59: `purge`'s and `sign`'s usage errors exit 64 (they exited
+    /// 1), each in its own words, and open or create no cache.
+    @Test func purgeAndSignUsageErrorsExit64BeforeAnyCache() async throws {
         let dir = TempDir()
         let cache = dir.file("cache")
         let cases: [(arguments: [String], says: String)] = [
@@ -54,9 +54,11 @@ struct CLIUsageTests {
             (["purge"], "nothing selected: give --all"),
             (["purge", "--tier2"], "--tier2 needs --older-than"),
             (["purge", "--tier2", "--older-than", "30d", "--all"], "--tier2 takes --older-than, --dry-run and --json only"),
+            (["sign", "http://127.0.0.1:9/a.jpg", "--fit", "bogus"], "fit must be one of contain, cover, smart"),
         ]
         for (arguments, says) in cases {
-            let result = try await CLI.run(arguments + ["--cache-dir", cache])
+            let result = try await CLI.run(arguments + ["--cache-dir", cache],
+                                           environment: ["ARTCACHE_SERVICE_KEYS": String(repeating: "ab", count: 32)])
             #expect(result.status == 64, "\(arguments): \(result.status) \(result.stderr)")
             #expect(result.stderr.contains(says), "\(arguments): \(result.stderr)")
             #expect(!FileManager.default.fileExists(atPath: cache), "\(arguments) touched no cache")
