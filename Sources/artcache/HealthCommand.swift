@@ -29,6 +29,14 @@ struct HealthCommand: AsyncParsableCommand {
 
     func validate() throws {
         guard timeout > 0, timeout <= 300 else { throw ValidationError("--timeout must be more than 0 and at most 300 seconds") }
+        // A URL that is no http:// URL of a service is usage (exit 64), not "unhealthy".
+        if let url {
+            do throws(ArtCacheError) {
+                _ = try HealthProbe.target(url)
+            } catch {
+                throw ValidationError("--url: \(error.message)")
+            }
+        }
     }
 
     func run() async throws {

@@ -43,8 +43,9 @@ struct CLIUsageTests {
         withExtendedLifetime(held) {}
     }
 
-    /// Issue 59: `purge`'s and `sign`'s usage errors exit 64 (they exited
-    /// 1), each in its own words, and open or create no cache.
+    /// Issue 59: `purge`'s, `sign`'s and `health --url`'s usage errors
+    /// exit 64 (they exited 1; health said "unhealthy"), each in its own
+    /// words, and open or create no cache.
     @Test func purgeAndSignUsageErrorsExit64BeforeAnyCache() async throws {
         let dir = TempDir()
         let cache = dir.file("cache")
@@ -55,6 +56,7 @@ struct CLIUsageTests {
             (["purge", "--tier2"], "--tier2 needs --older-than"),
             (["purge", "--tier2", "--older-than", "30d", "--all"], "--tier2 takes --older-than, --dry-run and --json only"),
             (["sign", "http://127.0.0.1:9/a.jpg", "--fit", "bogus"], "fit must be one of contain, cover, smart"),
+            (["health", "--url", "127.0.0.1:31100"], "health --url takes an http:// URL of the service"),
         ]
         for (arguments, says) in cases {
             let result = try await CLI.run(arguments + ["--cache-dir", cache],
@@ -62,6 +64,7 @@ struct CLIUsageTests {
             #expect(result.status == 64, "\(arguments): \(result.status) \(result.stderr)")
             #expect(result.stderr.contains(says), "\(arguments): \(result.stderr)")
             #expect(!FileManager.default.fileExists(atPath: cache), "\(arguments) touched no cache")
+            #expect(!result.stderr.contains("unhealthy"), "\(arguments): \(result.stderr)")
         }
     }
 }

@@ -124,7 +124,8 @@ struct HealthCommandTests {
         #expect(json["healthy"] as? Bool == false)
         #expect(json["status"] == nil)
         let https = try await CLI.run(["health", "--url", "https://127.0.0.1:\(held.port)"])
-        #expect(https.status == 1 && https.stderr.contains("http://"), "\(https.stderr)")
+        // Not an http:// URL of a service: usage (issue 59), not "unhealthy".
+        #expect(https.status == 64 && https.stderr.contains("http://") && !https.stderr.contains("unhealthy"), "\(https.stderr)")
         let timeout = try await CLI.run(["health", "--url", held.baseURL, "--timeout", "0"])
         #expect(timeout.status == 64, "a bad option is a usage error: \(timeout.stderr)")
     }
