@@ -101,7 +101,11 @@ struct GlobalOptions: ParsableArguments {
     /// --tier2`), without opening the local cache; its failures name the tier.
     func withTier2<T>(_ configuration: Configuration, _ body: (Tier2) async throws -> T) async throws -> T {
         let settings = configuration.tier2
-        guard settings.isEnabled else { throw ValidationError("--tier2: no [tier2] endpoint is configured") }
+        // The command is right; the configuration lacks the tier (exit 78).
+        guard settings.isEnabled else {
+            throw ArtCacheError(.configuration, "tier2.endpoint: none is configured, and --tier2 needs one"
+                                + " (set [tier2] endpoint or ARTCACHE_TIER2_ENDPOINT)")
+        }
         let downloader = try Downloader(settings: configuration.download, logger: logger)
         defer { downloader.shutdown() }
         do {

@@ -66,5 +66,12 @@ struct CLIUsageTests {
             #expect(!FileManager.default.fileExists(atPath: cache), "\(arguments) touched no cache")
             #expect(!result.stderr.contains("unhealthy"), "\(arguments): \(result.stderr)")
         }
+        // `--tier2` with no tier configured: the configuration's fault (78), and no cache either.
+        for arguments in [["stats", "--tier2"], ["purge", "--tier2", "--older-than", "30d"]] {
+            let result = try await CLI.run(arguments + ["--cache-dir", cache])
+            #expect(result.status == 78, "\(arguments): \(result.status) \(result.stderr)")
+            #expect(result.stderr.contains("configuration error") && result.stderr.contains("tier2.endpoint"), "\(result.stderr)")
+            #expect(!FileManager.default.fileExists(atPath: cache), "\(arguments) touched no cache")
+        }
     }
 }
