@@ -130,6 +130,22 @@ struct ConfigTests {
         #expect(error?.description.contains(bad.mentions) == true, "\(error?.description ?? "")")
     }
 
+    /// Issue 59: a value the environment set that fails a rule is blamed
+    /// on its variable, not on the file beside it (which has no such key).
+    @Test func anEnvironmentValueIsBlamedOnItsVariable() {
+        let dir = TempDir()
+        let path = dir.write("cache.conf", "[cache]\nmax_size = \"1GB\"\n")
+        let error = #expect(throws: ConfigError.self) {
+            try Configuration.read(path: path, environment: ["ARTCACHE_SERVICE_KEYS": "abc"])
+        }
+        #expect(error?.source == "environment" && error?.key == "ARTCACHE_SERVICE_KEYS", "\(error?.description ?? "")")
+        #expect(error?.description.contains(path) == false, "\(error?.description ?? "")")
+        // The same rule broken in the file still names the file and its key.
+        let inFile = dir.write("keys.conf", "[service]\nkeys = [\"abc\"]\n")
+        let fileError = #expect(throws: ConfigError.self) { try Configuration.read(path: inFile, environment: [:]) }
+        #expect(fileError?.source == inFile && fileError?.key == "service.keys", "\(fileError?.description ?? "")")
+    }
+
     @Test func missingFile() {
         let error = #expect(throws: ConfigError.self) { try Configuration.read(path: "/nonexistent/cache.conf", environment: [:]) }
         #expect(error?.code == .fileNotFound)

@@ -12,6 +12,8 @@ struct ConfigValues {
     let values: [String: ConfigValue]
     /// The file the values came from, or "environment".
     let source: String
+    /// Keys the environment set (over the file's): their errors name their variable.
+    var fromEnvironment: Set<String> = []
 
     func value(_ path: String) -> ConfigValue {
         values[path] ?? ConfigKey.all.first { $0.path == path }!.defaultValue  // paths below are keys of the table
@@ -25,14 +27,18 @@ struct ConfigValues {
     func list(_ p: String) -> [String] { if case .list(let v) = value(p) { v } else { [] } }
 
     func invalid(_ key: String, _ message: String) -> ConfigError {
-        ConfigError(code: .invalidValue, source: source, key: key, message: message)
+        guard fromEnvironment.contains(key), let variable = ConfigKey.all.first(where: { $0.path == key })?.environmentName else {
+            return ConfigError(code: .invalidValue, source: source, key: key, message: message)
+        }
+        return ConfigError(code: .invalidValue, source: "environment", key: variable, message: message)
     }
 }
 
 /// Assembling: each stage's settings from the values read.
 extension Configuration {
-    init(values: [String: ConfigValue], file: String?) throws(ConfigError) {
-        let read = ConfigValues(values: values, source: file ?? "environment")
+    init(values: [String: ConfigValue], file: String?, environment: [String: String] = [:]) throws(ConfigError) {
+        let overridden = Set(ConfigKey.all.filter { environment[$0.environmentName] != nil }.map(\.path))
+        let read = ConfigValues(values: values, source: file ?? "environment", fromEnvironment: overridden)
         self.init(cache: try Self.cache(read, file: file), download: try Self.download(read),
                   thumbnails: try Self.thumbnails(read),
                   memory: MemorySettings(maxBytes: read.size("memory.max_size"), maxEntries: read.integer("memory.max_entries")),

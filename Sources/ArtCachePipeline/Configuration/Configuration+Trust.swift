@@ -82,7 +82,7 @@ extension Configuration {
             guard let path = lookup.path, let text = lookup.text else { return try read(path: lookup.path, environment: environment) }
             var values = try parse(toml: text, source: path)
             try applyEnvironment(environment, to: &values)
-            return try Configuration(values: values, file: path)
+            return try Configuration(values: values, file: path, environment: environment)
         } catch {
             throw ArtCacheError(error)
         }

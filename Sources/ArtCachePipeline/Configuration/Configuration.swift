@@ -120,7 +120,7 @@ public struct Configuration: Sendable, Equatable {
             }
         }
         try applyEnvironment(environment, to: &values)
-        var configuration = try Configuration(values: values, file: path)
+        var configuration = try Configuration(values: values, file: path, environment: environment)
         try configuration.tier2.applyCredential(environment: environment, source: path ?? "environment")
         return configuration
     }
