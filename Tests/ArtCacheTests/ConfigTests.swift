@@ -138,7 +138,7 @@ struct ConfigTests {
         let error = #expect(throws: ConfigError.self) {
             try Configuration.read(path: path, environment: ["ARTCACHE_SERVICE_KEYS": "abc"])
         }
-        #expect(error?.source == "environment" && error?.key == "ARTCACHE_SERVICE_KEYS", "\(error?.description ?? "")")
+        #expect(error?.source == "environment" && error?.key == "service.keys", "\(error?.description ?? "")")
         #expect(error?.description.contains(path) == false, "\(error?.description ?? "")")
         // The same rule broken in the file still names the file and its key.
         let inFile = dir.write("keys.conf", "[service]\nkeys = [\"abc\"]\n")

@@ -27,10 +27,7 @@ struct ConfigValues {
     func list(_ p: String) -> [String] { if case .list(let v) = value(p) { v } else { [] } }
 
     func invalid(_ key: String, _ message: String) -> ConfigError {
-        guard fromEnvironment.contains(key), let variable = ConfigKey.all.first(where: { $0.path == key })?.environmentName else {
-            return ConfigError(code: .invalidValue, source: source, key: key, message: message)
-        }
-        return ConfigError(code: .invalidValue, source: "environment", key: variable, message: message)
+        ConfigError(code: .invalidValue, source: fromEnvironment.contains(key) ? "environment" : source, key: key, message: message)
     }
 }
 
