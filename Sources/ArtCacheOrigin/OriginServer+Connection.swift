@@ -66,6 +66,12 @@ extension OriginServer {
     private func respond(to request: OriginRequest, on fd: Int32) -> Bool {
         let parts = request.path.split(separator: "/").map(String.init)
         let resources = state.withLock { $0.resources }
+        /// The full Content-Length declared, half the body sent, then closed.
+        func cutShort(_ body: Data, headers: [(String, String)]) -> Bool {
+            _ = send(fd, status: 200, headers: headers, contentLength: body.count)
+            _ = write(fd, body.prefix(body.count / 2))
+            return false  // close with the body half sent
+        }
         func image(_ name: String) -> Bool {
             guard let resource = resources[name] else { return send(fd, status: 404) }
             var headers: [(String, String)] = resource.headers.sorted { $0.key < $1.key }
@@ -77,11 +83,7 @@ extension OriginServer {
                 return send(fd, status: 304, headers: resource.bare304 ? [("ETag", etag)] : headers)
             }
             if let type = resource.contentType { headers.append(("Content-Type", type)) }
-            if resource.cutShort {
-                _ = send(fd, status: 200, headers: headers, contentLength: resource.body.count)
-                _ = write(fd, resource.body.prefix(resource.body.count / 2))
-                return false  // close with the body half sent
-            }
+            if resource.cutShort { return cutShort(resource.body, headers: headers) }
             return send(fd, status: 200, headers: headers, body: resource.body)
         }
         switch (parts.first ?? "", parts.count) {
@@ -128,9 +130,7 @@ extension OriginServer {
             return true
         case ("truncated", 2):
             guard let resource = resources[parts[1]] else { return send(fd, status: 404) }
-            _ = send(fd, status: 200, headers: [("Content-Type", resource.contentType ?? "")], contentLength: resource.body.count)
-            _ = write(fd, resource.body.prefix(resource.body.count / 2))
-            return false  // close with the body half sent
+            return cutShort(resource.body, headers: [("Content-Type", resource.contentType ?? "")])
         case ("redirect", 3):
             let remaining = Int(parts[1]) ?? 0
             let next = remaining <= 1 ? "/img/\(parts[2])" : "/redirect/\(remaining - 1)/\(parts[2])"

@@ -108,8 +108,7 @@ package func runThumbnailService(
     do {
         try await group.run()
     } catch {
-        let settings = service.settings
-        throw ListenFailure(error, host: settings.host, port: settings.port) ?? error
+        throw ListenFailure(error, authority: service.settings.listen) ?? error
     }
 }
 

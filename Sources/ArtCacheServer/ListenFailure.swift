@@ -12,9 +12,9 @@ package struct ListenFailure: Error, CustomStringConvertible {
     package let description: String
 
     /// The failure `error` is when it is the listener's bind (or its
-    /// address's resolution) failing for `host:port`; nil for any other error.
-    package init?(_ error: any Error, host: String, port: Int) {
-        let authority = host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)"
+    /// address's resolution) failing for `authority` (``ServiceSettings/listen``);
+    /// nil for any other error.
+    package init?(_ error: any Error, authority: String) {
         if let io = error as? IOError {
             description = "cannot listen on \(authority): \(FileErrorText.system(io.errnoCode))"
         } else if let address = error as? SocketAddressError {

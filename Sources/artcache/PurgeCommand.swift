@@ -51,21 +51,12 @@ struct PurgeCommand: AsyncParsableCommand {
 
     func run() async throws {
         try await reportingErrors {
+            // (validate() has checked that these parse and go together.)
             var request = PurgeRequest(all: all, host: host, url: url, variantsOnly: variantsOnly, dryRun: dryRun,
                                        failures: failures)
-            if let olderThan {
-                guard let seconds = Units.parseDuration(olderThan) else {
-                    throw ValidationError("--older-than: invalid duration \"\(olderThan)\" (use e.g. 30d, 12h, 90m)")
-                }
-                request.olderThan = seconds
-            }
-            if tier2 { return try await purgeTier2(olderThan: request.olderThan) }
-            if let toSize {
-                guard let bytes = Units.parseSize(toSize) else {
-                    throw ValidationError("--to-size: invalid size \"\(toSize)\" (use e.g. 500MB, 2GiB)")
-                }
-                request.toSize = bytes
-            }
+            request.olderThan = olderThan.flatMap(Units.parseDuration)
+            request.toSize = toSize.flatMap(Units.parseSize)
+            if tier2, let age = request.olderThan { return try await purgeTier2(olderThan: age) }
             let configuration = try global.configuration()
             let report = try await global.withPipeline(configuration, readOnly: dryRun) { try await $0.purge(request) }
             if json {
@@ -81,11 +72,7 @@ struct PurgeCommand: AsyncParsableCommand {
     /// `--tier2`: objects of the bucket older than `--older-than`, by the
     /// date they were written (the bucket keeps no access times). The local
     /// cache is not opened.
-    private func purgeTier2(olderThan: TimeInterval?) async throws {
-        guard let olderThan else { throw ValidationError("--tier2 needs --older-than AGE (the age of the objects)") }
-        guard !all, host == nil, url == nil, toSize == nil, !variantsOnly, !failures else {
-            throw ValidationError("--tier2 takes --older-than, --dry-run and --json only")
-        }
+    private func purgeTier2(olderThan: TimeInterval) async throws {
         let settings = try global.configuration()
         let report = try await global.withTier2(settings) { try await $0.purge(olderThan: olderThan, dryRun: dryRun) }
         if json {
